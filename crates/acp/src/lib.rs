@@ -1,0 +1,1 @@
+//! ACP server.

@@ -1,0 +1,546 @@
+//! `config.toml` (contract §10): the user file in `FERRITE_HOME`, narrowed by an optional
+//! `<cwd>/.ferrite/config.toml`. Unknown keys and bad values are errors that name the key and the
+//! file: ferrite never runs with a config it half understood.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::modes::Mode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsDelegation {
+    #[default]
+    UnsavedOnly,
+    Never,
+    Always,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum ApiKind {
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+}
+
+impl ApiKind {
+    pub fn id(self) -> &'static str {
+        match self {
+            ApiKind::Anthropic => "anthropic",
+            ApiKind::OpenAiResponses => "openai-responses",
+            ApiKind::OpenAiChat => "openai-chat",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelEntry {
+    pub id: String,
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub api: ApiKind,
+    pub base_url: String,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub models: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionsConfig {
+    pub timeout_secs: u64,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsConfig {
+    pub output_max_bytes: usize,
+    pub output_max_lines: usize,
+    pub bash_timeout_secs: u64,
+}
+
+/// The cap on `bash_timeout_secs` and on a model-supplied `timeout_secs` (contract §10).
+pub const BASH_TIMEOUT_CAP_SECS: u64 = 600;
+
+/// The merged, validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub model: Option<String>,
+    pub max_mode: Mode,
+    pub max_turn_requests: u32,
+    pub fs_delegation: FsDelegation,
+    pub permissions: PermissionsConfig,
+    pub sandbox_network: bool,
+    pub tools: ToolsConfig,
+    pub compaction_threshold: f64,
+    pub providers: BTreeMap<String, ProviderConfig>,
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Things the workspace file tried that only the user file may do; shown in logs and `doctor`.
+    pub warnings: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            model: None,
+            max_mode: Mode::Full,
+            max_turn_requests: 200,
+            fs_delegation: FsDelegation::UnsavedOnly,
+            permissions: PermissionsConfig {
+                timeout_secs: 300,
+                allow: vec![],
+                deny: vec![],
+            },
+            sandbox_network: false,
+            tools: ToolsConfig {
+                output_max_bytes: 51_200,
+                output_max_lines: 2_000,
+                bash_timeout_secs: 120,
+            },
+            compaction_threshold: 0.85,
+            providers: BTreeMap::new(),
+            mcp_servers: BTreeMap::new(),
+            warnings: vec![],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    model: Option<String>,
+    max_mode: Option<Mode>,
+    max_turn_requests: Option<u32>,
+    fs_delegation: Option<FsDelegation>,
+    #[serde(default)]
+    permissions: RawPermissions,
+    #[serde(default)]
+    sandbox: RawSandbox,
+    #[serde(default)]
+    tools: RawTools,
+    #[serde(default)]
+    compaction: RawCompaction,
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, McpServerConfig>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPermissions {
+    timeout_secs: Option<u64>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    network: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTools {
+    output_max_bytes: Option<usize>,
+    output_max_lines: Option<usize>,
+    bash_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCompaction {
+    threshold: Option<f64>,
+}
+
+impl Config {
+    /// The user file at `home/config.toml` (absent = defaults), narrowed by
+    /// `workspace/.ferrite/config.toml` when a workspace is given.
+    pub fn load(home: &Path, workspace: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        if let Some(raw) = read_raw(&home.join("config.toml"))? {
+            config.apply_user(raw.1, &raw.0)?;
+        }
+        if let Some(ws) = workspace
+            && let Some(raw) = read_raw(&ws.join(".ferrite").join("config.toml"))?
+        {
+            config.apply_workspace(raw.1, &raw.0)?;
+        }
+        Ok(config)
+    }
+
+    /// Parses one file's text as the user config (used by tests and `doctor`).
+    pub fn from_user_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw = parse_raw(text, path)?;
+        let mut config = Config::default();
+        config.apply_user(raw, path)?;
+        Ok(config)
+    }
+
+    fn apply_user(&mut self, raw: RawConfig, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        if let Some(m) = raw.model {
+            self.model = Some(m);
+        }
+        if let Some(m) = raw.max_mode {
+            self.max_mode = m;
+        }
+        if let Some(n) = raw.max_turn_requests {
+            if n == 0 {
+                return Err(invalid("`max_turn_requests` must be at least 1".into()));
+            }
+            self.max_turn_requests = n;
+        }
+        if let Some(f) = raw.fs_delegation {
+            self.fs_delegation = f;
+        }
+        if let Some(t) = raw.permissions.timeout_secs {
+            if t == 0 {
+                return Err(invalid(
+                    "`permissions.timeout_secs` must be at least 1".into(),
+                ));
+            }
+            self.permissions.timeout_secs = t;
+        }
+        self.permissions.allow.extend(raw.permissions.allow);
+        self.permissions.deny.extend(raw.permissions.deny);
+        if let Some(n) = raw.sandbox.network {
+            self.sandbox_network = n;
+        }
+        self.apply_tools(raw.tools, path)?;
+        if let Some(t) = raw.compaction.threshold {
+            if !(t > 0.0 && t <= 1.0) {
+                return Err(invalid(
+                    "`compaction.threshold` accepts a number in (0, 1], e.g. 0.85".into(),
+                ));
+            }
+            self.compaction_threshold = t;
+        }
+        for (name, p) in raw.providers {
+            validate_provider(&name, &p).map_err(invalid)?;
+            self.providers.insert(name, p);
+        }
+        for (name, s) in raw.mcp_servers {
+            validate_mcp(&name, &s).map_err(invalid)?;
+            self.mcp_servers.insert(name, s);
+        }
+        Ok(())
+    }
+
+    /// A workspace file may only narrow: lower ceilings, add deny rules, shorten limits, pick a
+    /// model. What would widen (allow rules, network, providers, MCP commands, a higher
+    /// `max_mode`) is ignored with a warning, because a cloned repository must not be able to
+    /// grant itself powers.
+    fn apply_workspace(&mut self, raw: RawConfig, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let shown = path.display();
+        if let Some(m) = raw.model {
+            self.model = Some(m);
+        }
+        if let Some(m) = raw.max_mode {
+            if m > self.max_mode {
+                self.warnings.push(format!(
+                    "{shown}: `max_mode = \"{m}\"` ignored: a workspace cannot raise the ceiling `{}`",
+                    self.max_mode
+                ));
+            } else {
+                self.max_mode = m;
+            }
+        }
+        if let Some(n) = raw.max_turn_requests {
+            if n == 0 {
+                return Err(invalid("`max_turn_requests` must be at least 1".into()));
+            }
+            self.max_turn_requests = self.max_turn_requests.min(n);
+        }
+        if let Some(f) = raw.fs_delegation {
+            self.fs_delegation = f;
+        }
+        if let Some(t) = raw.permissions.timeout_secs {
+            if t == 0 {
+                return Err(invalid(
+                    "`permissions.timeout_secs` must be at least 1".into(),
+                ));
+            }
+            self.permissions.timeout_secs = self.permissions.timeout_secs.min(t);
+        }
+        if !raw.permissions.allow.is_empty() {
+            self.warnings.push(format!(
+                "{shown}: `permissions.allow` ignored: only the user config may allow"
+            ));
+        }
+        self.permissions.deny.extend(raw.permissions.deny);
+        match raw.sandbox.network {
+            Some(true) if !self.sandbox_network => self.warnings.push(format!(
+                "{shown}: `sandbox.network = true` ignored: only the user config may enable it"
+            )),
+            Some(n) => self.sandbox_network = n,
+            None => {}
+        }
+        let user_tools = self.tools.clone();
+        self.apply_tools(raw.tools, path)?;
+        self.tools.bash_timeout_secs = self
+            .tools
+            .bash_timeout_secs
+            .min(user_tools.bash_timeout_secs);
+        if let Some(t) = raw.compaction.threshold {
+            if !(t > 0.0 && t <= 1.0) {
+                return Err(invalid(
+                    "`compaction.threshold` accepts a number in (0, 1], e.g. 0.85".into(),
+                ));
+            }
+            self.compaction_threshold = t;
+        }
+        if !raw.providers.is_empty() {
+            self.warnings.push(format!(
+                "{shown}: `providers` ignored: only the user config may declare providers"
+            ));
+        }
+        if !raw.mcp_servers.is_empty() {
+            self.warnings.push(format!(
+                "{shown}: `mcp_servers` ignored: only the user config may start MCP servers"
+            ));
+        }
+        Ok(())
+    }
+
+    fn apply_tools(&mut self, raw: RawTools, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        if let Some(b) = raw.output_max_bytes {
+            if b == 0 {
+                return Err(invalid(
+                    "`tools.output_max_bytes` must be at least 1".into(),
+                ));
+            }
+            self.tools.output_max_bytes = b;
+        }
+        if let Some(l) = raw.output_max_lines {
+            if l == 0 {
+                return Err(invalid(
+                    "`tools.output_max_lines` must be at least 1".into(),
+                ));
+            }
+            self.tools.output_max_lines = l;
+        }
+        if let Some(t) = raw.bash_timeout_secs {
+            if t == 0 || t > BASH_TIMEOUT_CAP_SECS {
+                return Err(invalid(format!(
+                    "`tools.bash_timeout_secs` accepts 1 to {BASH_TIMEOUT_CAP_SECS}"
+                )));
+            }
+            self.tools.bash_timeout_secs = t;
+        }
+        Ok(())
+    }
+}
+
+fn read_raw(path: &Path) -> Result<Option<(PathBuf, RawConfig)>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some((path.to_owned(), parse_raw(&text, path)?))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        path: path.to_owned(),
+        // toml's message names the key and quotes the line; keep it on one line for logs.
+        message: e.to_string().trim().replace('\n', " "),
+    })
+}
+
+fn validate_provider(name: &str, p: &ProviderConfig) -> Result<(), String> {
+    if name.is_empty() || name.contains('/') {
+        return Err(format!(
+            "provider name `{name}` must be non-empty and contain no `/`"
+        ));
+    }
+    if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
+        return Err(format!(
+            "`providers.{name}.base_url` must start with http:// or https://"
+        ));
+    }
+    for m in &p.models {
+        if m.id.is_empty() {
+            return Err(format!(
+                "`providers.{name}.models` has an entry with an empty id"
+            ));
+        }
+        if m.context_window == Some(0) {
+            return Err(format!(
+                "`providers.{name}.models.{}.context_window` must be > 0",
+                m.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_mcp(name: &str, s: &McpServerConfig) -> Result<(), String> {
+    match (&s.command, &s.url) {
+        (Some(_), None) | (None, Some(_)) => Ok(()),
+        _ => Err(format!(
+            "`mcp_servers.{name}` needs exactly one of `command` or `url`"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn absent_file_gives_defaults() {
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(Config::load(home.path(), None).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn full_example_parses() {
+        let text = r#"
+model = "anthropic/claude-sonnet-4-5"
+max_mode = "auto"
+max_turn_requests = 50
+fs_delegation = "never"
+[permissions]
+timeout_secs = 30
+allow = ["bash(cargo test:*)"]
+deny = ["read(**/.env)"]
+[sandbox]
+network = true
+[tools]
+output_max_bytes = 1000
+output_max_lines = 10
+bash_timeout_secs = 600
+[compaction]
+threshold = 0.5
+[providers.local]
+api = "openai-chat"
+base_url = "http://127.0.0.1:8080/v1"
+api_key_env = "LOCAL_KEY"
+models = [{ id = "qwen3-coder", context_window = 131072 }]
+"#;
+        let c = Config::from_user_toml(text, Path::new("/h/config.toml")).unwrap();
+        assert_eq!(c.max_mode, Mode::Auto);
+        assert_eq!(c.max_turn_requests, 50);
+        assert_eq!(c.fs_delegation, FsDelegation::Never);
+        assert_eq!(c.permissions.deny, vec!["read(**/.env)".to_string()]);
+        assert!(c.sandbox_network);
+        assert_eq!(c.tools.bash_timeout_secs, 600);
+        assert_eq!(c.providers["local"].api, ApiKind::OpenAiChat);
+        assert_eq!(c.providers["local"].models[0].context_window, Some(131072));
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_file() {
+        let err = Config::from_user_toml("colour = 1\n", Path::new("/h/config.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("colour") && msg.contains("/h/config.toml"),
+            "{msg}"
+        );
+        let err = Config::from_user_toml("[tools]\nbash_timeout = 3\n", Path::new("/h/c.toml"))
+            .unwrap_err();
+        assert!(err.to_string().contains("bash_timeout"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_say_what_is_accepted() {
+        let err =
+            Config::from_user_toml("max_mode = \"ultra\"\n", Path::new("/c.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("ultra") && msg.contains("plan"), "{msg}");
+        let err =
+            Config::from_user_toml("[tools]\nbash_timeout_secs = 601\n", Path::new("/c.toml"))
+                .unwrap_err();
+        assert!(err.to_string().contains("1 to 600"), "{err}");
+    }
+
+    #[test]
+    fn workspace_can_only_narrow() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        write(
+            home.path(),
+            "config.toml",
+            "max_mode = \"auto\"\n[permissions]\ndeny = [\"bash(rm:*)\"]\n",
+        );
+        write(
+            ws.path(),
+            ".ferrite/config.toml",
+            "max_mode = \"full\"\n[permissions]\nallow = [\"bash\"]\ndeny = [\"read(**/.env)\"]\n[sandbox]\nnetwork = true\n",
+        );
+        let c = Config::load(home.path(), Some(ws.path())).unwrap();
+        assert_eq!(c.max_mode, Mode::Auto);
+        assert!(c.permissions.allow.is_empty());
+        assert_eq!(c.permissions.deny.len(), 2);
+        assert!(!c.sandbox_network);
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+
+        write(ws.path(), ".ferrite/config.toml", "max_mode = \"plan\"\n");
+        let c = Config::load(home.path(), Some(ws.path())).unwrap();
+        assert_eq!(c.max_mode, Mode::Plan);
+    }
+}

@@ -1,0 +1,314 @@
+//! The boundary to model vendors. `crates/llm` implements [`ModelConnector`] and [`ModelClient`]
+//! for each wire API; the turn loop only sees these wire-neutral types.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Provider;
+use crate::modes::Effort;
+
+/// One request to a model: everything needed to produce the next assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The model name as the provider's API expects it (no `provider/` prefix).
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub effort: Effort,
+    /// Turn on the provider's hosted web search.
+    pub web_search: bool,
+    pub max_output_tokens: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+}
+
+/// The conversation as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    User {
+        content: Vec<UserPart>,
+    },
+    Assistant {
+        content: Vec<AssistantPart>,
+    },
+    /// Results of the tool calls of the preceding assistant message, in call order.
+    ToolResults {
+        results: Vec<ToolResultPart>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UserPart {
+    Text {
+        text: String,
+    },
+    /// Base64 image data.
+    Image {
+        mime_type: String,
+        data: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantPart {
+    Text {
+        text: String,
+    },
+    /// Reasoning shown to the user as thoughts. `provider_data` is what the provider needs back
+    /// verbatim on the next request (Anthropic's signature, OpenAI's encrypted reasoning item).
+    Reasoning {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_data: Option<Value>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        /// The arguments as the model produced them (a JSON object in text form).
+        arguments: String,
+    },
+    /// A provider-specific block that must be sent back as-is (hosted tool calls and results).
+    Opaque {
+        provider: String,
+        data: Value,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultPart {
+    pub call_id: String,
+    pub content: String,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// What a model stream yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// The provider's hosted web search ran (shown to the editor as a `fetch` tool call).
+    WebSearch {
+        id: String,
+        query: Option<String>,
+        status: HostedStatus,
+    },
+    /// The request is being retried after a retryable failure (for logs and the user).
+    Retrying {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// The terminal event: the complete assistant message, why it stopped, and usage.
+    Completed(ModelResponse),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostedStatus {
+    InProgress,
+    Completed,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    pub content: Vec<AssistantPart>,
+    pub stop: StopKind,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Refusal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// All input tokens of the request, cached ones included.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+}
+
+impl Usage {
+    /// Tokens the conversation occupies in the context window after this call.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// A failed model call, classified so the turn loop can branch on it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ModelError {
+    pub kind: ModelErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelErrorKind {
+    /// A non-success HTTP status not covered by a more specific kind.
+    Http {
+        status: u16,
+    },
+    /// 401/403 or an authentication error event.
+    Auth,
+    /// 429 `insufficient_quota` or a billing error: retrying will not help.
+    Quota,
+    ContextLength,
+    /// The stream ended before its terminal event.
+    StreamCut,
+    /// No event within the idle timeout.
+    IdleTimeout,
+    /// Could not connect or the connection broke before a response.
+    Connection,
+    /// An error event in the stream (`overloaded_error`, `server_error`, ...).
+    Provider {
+        code: String,
+    },
+    /// The response could not be understood.
+    InvalidResponse,
+    /// The provider is not set up (no key, unknown API) — a configuration problem.
+    Configuration,
+    Cancelled,
+}
+
+impl ModelError {
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The `errorKind` of contract §8: lower-case ASCII, at most 64 bytes.
+    pub fn error_kind(&self) -> String {
+        let raw = match &self.kind {
+            ModelErrorKind::Http { status } => format!("http_{status}"),
+            ModelErrorKind::Auth => "auth".into(),
+            ModelErrorKind::Quota => "insufficient_quota".into(),
+            ModelErrorKind::ContextLength => "context_length".into(),
+            ModelErrorKind::StreamCut => "stream_cut".into(),
+            ModelErrorKind::IdleTimeout => "idle_timeout".into(),
+            ModelErrorKind::Connection => "connection".into(),
+            ModelErrorKind::Provider { code } => code.clone(),
+            ModelErrorKind::InvalidResponse => "invalid_response".into(),
+            ModelErrorKind::Configuration => "no_provider".into(),
+            ModelErrorKind::Cancelled => "cancelled".into(),
+        };
+        sanitize_error_kind(&raw)
+    }
+
+    pub fn terminal_status(&self) -> TerminalStatus {
+        match self.kind {
+            ModelErrorKind::Configuration => TerminalStatus::ConfigurationError,
+            ModelErrorKind::Cancelled => TerminalStatus::Interrupted,
+            ModelErrorKind::Http { .. }
+            | ModelErrorKind::Auth
+            | ModelErrorKind::Quota
+            | ModelErrorKind::ContextLength
+            | ModelErrorKind::StreamCut
+            | ModelErrorKind::IdleTimeout
+            | ModelErrorKind::Connection
+            | ModelErrorKind::Provider { .. }
+            | ModelErrorKind::InvalidResponse => TerminalStatus::ProviderError,
+        }
+    }
+}
+
+/// `terminalStatus` of a failed turn (contract §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminalStatus {
+    ConfigurationError,
+    ProviderError,
+    ToolError,
+    Interrupted,
+}
+
+impl TerminalStatus {
+    pub fn id(self) -> &'static str {
+        match self {
+            TerminalStatus::ConfigurationError => "configuration_error",
+            TerminalStatus::ProviderError => "provider_error",
+            TerminalStatus::ToolError => "tool_error",
+            TerminalStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Forces `raw` into `^[a-z][a-z0-9_]*$`, at most 64 bytes.
+pub fn sanitize_error_kind(raw: &str) -> String {
+    let mut out: String = raw
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if !out.starts_with(|c: char| c.is_ascii_lowercase()) {
+        out.insert_str(0, "e_");
+    }
+    out.truncate(64);
+    out
+}
+
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+/// One provider's API. Implementations retry retryable failures themselves (they see the
+/// headers), stop at once when `cancel` fires, and end every successful stream with
+/// [`ModelEvent::Completed`]; a stream that ends without it is a [`ModelErrorKind::StreamCut`].
+pub trait ModelClient: Send + Sync {
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
+}
+
+/// Builds clients for providers of the catalog.
+pub trait ModelConnector: Send + Sync {
+    fn connect(
+        &self,
+        provider: &Provider,
+        api_key: Option<&str>,
+    ) -> Result<Arc<dyn ModelClient>, ModelError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kinds_are_identifiers() {
+        assert_eq!(sanitize_error_kind("overloaded_error"), "overloaded_error");
+        assert_eq!(
+            sanitize_error_kind("Rate-Limit.Exceeded"),
+            "rate_limit_exceeded"
+        );
+        assert_eq!(sanitize_error_kind("429"), "e_429");
+        assert_eq!(sanitize_error_kind(&"x".repeat(100)).len(), 64);
+        let e = ModelError::new(ModelErrorKind::Http { status: 429 }, "slow down");
+        assert_eq!(e.error_kind(), "http_429");
+        assert_eq!(e.terminal_status(), TerminalStatus::ProviderError);
+    }
+}

@@ -1,0 +1,1 @@
+//! Model provider adapters (placeholder until the provider issue lands).
