@@ -354,8 +354,10 @@ mod tests {
             c.default_model(&Config::default(), &env),
             DefaultModel::Chosen("openai/gpt-5".into())
         );
-        let mut cfg = Config::default();
-        cfg.model = Some("openai/gpt-4.1".into());
+        let cfg = Config {
+            model: Some("openai/gpt-4.1".into()),
+            ..Config::default()
+        };
         assert_eq!(
             c.default_model(&cfg, &env),
             DefaultModel::Chosen("openai/gpt-4.1".into())

@@ -5,9 +5,17 @@
 
 pub mod catalog;
 pub mod config;
+pub mod content;
 pub mod credentials;
 pub mod env;
+pub mod events;
 pub mod ids;
+pub mod log;
 pub mod model;
 pub mod modes;
+pub mod prompt;
+pub mod runtime;
+pub mod state;
 pub mod time;
+pub mod tools;
+pub mod turn;

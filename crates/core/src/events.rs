@@ -1,0 +1,109 @@
+//! The queue pair: [`Op`]s go into a session's task, [`SessionEvent`]s come out. The ACP server,
+//! `ferrite run` and tests all drive the core this way.
+
+use serde::Serialize;
+
+use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView, UserContent};
+use crate::ids::{SessionId, TurnId};
+use crate::log::{StopReason, TurnFailure};
+use crate::modes::{Effort, Mode};
+
+/// Something the editor should be shown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// Only in replays: live prompts are already on the client's screen.
+    UserMessage {
+        content: Vec<UserContent>,
+    },
+    AgentMessageChunk {
+        text: String,
+    },
+    AgentThoughtChunk {
+        text: String,
+    },
+    ToolCall(ToolCallView),
+    ToolCallUpdate(ToolCallUpdateView),
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+    /// The mode changed from inside the session (e.g. an approved `exit_plan`).
+    ModeChanged {
+        mode: Mode,
+    },
+    /// Settings changed from inside the session; the payload is the full current set.
+    SettingsChanged(Settings),
+    TitleChanged {
+        title: String,
+    },
+    /// Context occupancy after a model call.
+    Usage {
+        used: u64,
+        size: u64,
+    },
+    /// A notice for the user that is not part of the conversation.
+    Notice {
+        text: String,
+    },
+    /// The turn is over; the last event of every turn.
+    TurnEnded(TurnOutcome),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEvent {
+    pub session: SessionId,
+    /// The turn this event belongs to; `None` for events outside a turn.
+    pub turn: Option<TurnId>,
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TurnOutcome {
+    pub stop: StopReason,
+    pub failure: Option<TurnFailure>,
+}
+
+/// A session's current choices and what it may choose from: everything the ACP `modes` and
+/// `configOptions` are rendered from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    pub mode: Mode,
+    /// Modes at or below the session's ceiling.
+    pub available_modes: Vec<Mode>,
+    /// The current model id; falls back to the first catalog model for display.
+    pub model: String,
+    /// `(id, display name)` of every model in the catalog.
+    pub models: Vec<(String, String)>,
+    pub effort: Effort,
+    pub web_search: bool,
+}
+
+/// Per-turn knobs from `session/prompt` `_meta` (contract §8).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnOptions {
+    pub model: Option<String>,
+    pub effort: Option<Effort>,
+    pub web_search: Option<bool>,
+    /// `permission_mode = "ask"`: this turn asks even in `auto`.
+    pub force_ask: bool,
+}
+
+/// A change of one sticky setting.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SettingChange {
+    Mode(Mode),
+    Model(String),
+    Effort(Effort),
+    WebSearch(bool),
+}
+
+/// Why a request to a session was refused (JSON-RPC -32602 material).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("a turn is already running")]
+    Busy,
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the session is closed")]
+    Closed,
+}

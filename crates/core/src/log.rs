@@ -1,0 +1,659 @@
+//! The session log (contract §2, `docs/sessions.md`): one append-only JSON Lines file per session,
+//! a header line then one entry per line with a monotonic `seq`. It is the source of truth; all
+//! session state is rebuilt from it.
+//!
+//! Durability: every entry is one `write` of a complete line (so a crash tears at most the last
+//! line), and the file is `fsync`ed at turn boundaries. One process writes a session at a time,
+//! enforced with an OS file lock that dies with the process.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView, UserContent};
+use crate::ids::SessionId;
+use crate::model::{AssistantPart, TerminalStatus};
+use crate::modes::{Effort, Harness, Mode};
+
+/// The version of the line format. Bump it when an entry changes meaning; readers refuse newer
+/// versions rather than misread them.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum HeaderTag {
+    Header,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    #[serde(rename = "type")]
+    tag: HeaderTag,
+    pub format: u32,
+    pub id: SessionId,
+    pub cwd: PathBuf,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<PathBuf>,
+    pub created_at: String,
+    pub harness: Harness,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<SessionId>,
+}
+
+impl Header {
+    pub fn new(
+        id: SessionId,
+        cwd: PathBuf,
+        additional_directories: Vec<PathBuf>,
+        harness: Harness,
+        parent: Option<SessionId>,
+    ) -> Self {
+        Self {
+            tag: HeaderTag::Header,
+            format: FORMAT_VERSION,
+            id,
+            cwd,
+            additional_directories,
+            created_at: crate::time::now_rfc3339(),
+            harness,
+            parent,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    /// RFC 3339 time the entry was written.
+    pub at: String,
+    #[serde(flatten)]
+    pub kind: EntryKind,
+}
+
+/// Why a turn stopped (ACP stop reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    MaxTurnRequests,
+    Refusal,
+    Cancelled,
+}
+
+/// The facts of a failed turn (contract §8), with the text the user was shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnFailure {
+    pub terminal_status: TerminalStatus,
+    pub error_kind: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EntryKind {
+    UserMessage {
+        content: Vec<UserContent>,
+    },
+    /// One complete (or, when cancelled, partial) assistant message from one model call.
+    Assistant {
+        content: Vec<AssistantPart>,
+    },
+    /// A tool call as first shown to the editor. `name` is the tool the model called.
+    ToolCall {
+        name: String,
+        call: ToolCallView,
+    },
+    /// The end of a tool call: what the model gets back and the editor's final view.
+    ToolResult {
+        call_id: String,
+        output: String,
+        is_error: bool,
+        update: ToolCallUpdateView,
+    },
+    /// A tool call that exists only for the editor (the provider's hosted web search).
+    DisplayToolCall {
+        call: ToolCallView,
+    },
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+    Mode {
+        mode: Mode,
+    },
+    Model {
+        model: String,
+    },
+    Effort {
+        effort: Effort,
+    },
+    WebSearch {
+        enabled: bool,
+    },
+    Title {
+        title: String,
+    },
+    TurnEnd {
+        stop: StopReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<TurnFailure>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("session not found")]
+    NotFound,
+    #[error("session is open in another ferrite process")]
+    Locked,
+    #[error("session already exists")]
+    Exists,
+    #[error("session log {path} is unreadable: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("session log {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A session log read from disk.
+#[derive(Debug, Clone)]
+pub struct LoadedLog {
+    pub header: Header,
+    pub entries: Vec<Entry>,
+    /// Complete lines that could not be understood (skipped, logged).
+    pub skipped_lines: usize,
+    /// Whether a torn (incomplete) last line was dropped.
+    pub torn_tail: bool,
+    /// Byte length of the complete lines; a writer truncates the torn tail to this.
+    valid_len: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub cwd: PathBuf,
+    pub title: Option<String>,
+    pub updated_at: SystemTime,
+    pub parent: Option<SessionId>,
+}
+
+/// `FERRITE_HOME/sessions/`.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    dir: PathBuf,
+}
+
+impl SessionStore {
+    pub fn new(home: &Path) -> Self {
+        Self {
+            dir: home.join("sessions"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The log's path. Only ever built from a validated [`SessionId`].
+    pub fn path(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(format!("{}.jsonl", id.as_str()))
+    }
+
+    /// Creates a new log holding `header`, locked for writing.
+    pub fn create(&self, header: &Header) -> Result<LogWriter, StoreError> {
+        let path = self.path(&header.id);
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    StoreError::Exists
+                } else {
+                    io(e)
+                }
+            })?;
+        lock(&file, &path)?;
+        let mut writer = LogWriter {
+            file,
+            path: path.clone(),
+            next_seq: 1,
+            len: 0,
+            unsynced: false,
+        };
+        let line = serde_json::to_vec(header).map_err(|e| io(std::io::Error::other(e)))?;
+        writer.write_line(line)?;
+        writer.sync()?;
+        // Make the new directory entry durable too.
+        if let Ok(dir) = File::open(&self.dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(writer)
+    }
+
+    /// Opens an existing log for writing: takes the lock, reads it, and cuts a torn tail so the
+    /// next entry starts on a fresh line.
+    pub fn open(&self, id: &SessionId) -> Result<(LogWriter, LoadedLog), StoreError> {
+        let path = self.path(id);
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    StoreError::NotFound
+                } else {
+                    io(e)
+                }
+            })?;
+        lock(&file, &path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io)?;
+        let loaded = parse_log(&bytes, &path)?;
+        if loaded.torn_tail {
+            file.set_len(loaded.valid_len).map_err(io)?;
+            file.sync_data().map_err(io)?;
+        }
+        let next_seq = loaded.entries.last().map_or(1, |e| e.seq + 1);
+        let writer = LogWriter {
+            file,
+            path,
+            next_seq,
+            len: loaded.valid_len,
+            unsynced: false,
+        };
+        Ok((writer, loaded))
+    }
+
+    /// Reads a log without taking the lock (listing, `sessions show`, forking).
+    pub fn read(&self, id: &SessionId) -> Result<LoadedLog, StoreError> {
+        let path = self.path(id);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::NotFound
+            } else {
+                StoreError::Io {
+                    path: path.clone(),
+                    source: e,
+                }
+            }
+        })?;
+        parse_log(&bytes, &path)
+    }
+
+    /// Removes a log. Refused while another process holds it.
+    pub fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
+        let path = self.path(id);
+        let file = File::open(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::NotFound
+            } else {
+                StoreError::Io {
+                    path: path.clone(),
+                    source: e,
+                }
+            }
+        })?;
+        lock(&file, &path)?;
+        std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })
+    }
+
+    /// Every session, newest first. Reads only each file's head (header up to the title).
+    pub fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        let rd = match std::fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: self.dir.clone(),
+                    source,
+                });
+            }
+        };
+        let mut out = Vec::new();
+        for dirent in rd.flatten() {
+            let path = dirent.path();
+            let Some(stem) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".jsonl"))
+            else {
+                continue;
+            };
+            if SessionId::parse(stem).is_err() {
+                continue;
+            }
+            match summarize(&path) {
+                Ok(Some(s)) => out.push(s),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "skipping unreadable session")
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            b.updated_at
+                .cmp(&a.updated_at)
+                .then_with(|| b.id.cmp(&a.id))
+        });
+        Ok(out)
+    }
+}
+
+fn lock(file: &File, path: &Path) -> Result<(), StoreError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(StoreError::Locked),
+        Err(TryLockError::Error(source)) => Err(StoreError::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Parses a whole log. A last line without its newline, or one that does not parse, is a torn
+/// write and is dropped. Unparseable complete lines elsewhere are skipped and counted: one bad
+/// line must not cost the user the rest of the conversation.
+fn parse_log(bytes: &[u8], path: &Path) -> Result<LoadedLog, StoreError> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        reason,
+    };
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while let Some(pos) = memchr_newline(&bytes[start..]) {
+        lines.push((start, start + pos));
+        start += pos + 1;
+    }
+    let mut torn_tail = start < bytes.len();
+    let mut valid_len = start as u64;
+    let Some(&(h0, h1)) = lines.first() else {
+        return Err(corrupt("no header line".into()));
+    };
+    let header: Header =
+        serde_json::from_slice(&bytes[h0..h1]).map_err(|e| corrupt(format!("bad header: {e}")))?;
+    if header.format > FORMAT_VERSION {
+        return Err(corrupt(format!(
+            "format {} is newer than this ferrite understands ({FORMAT_VERSION})",
+            header.format
+        )));
+    }
+    let mut entries = Vec::with_capacity(lines.len().saturating_sub(1));
+    let mut skipped_lines = 0;
+    let last = lines.len() - 1;
+    for (i, &(a, b)) in lines.iter().enumerate().skip(1) {
+        match serde_json::from_slice::<Entry>(&bytes[a..b]) {
+            Ok(entry) => entries.push(entry),
+            Err(_) if i == last && !torn_tail => {
+                // A complete-looking but unparseable final line is also a torn write
+                // (e.g. the tail of a line whose newline made it to disk first).
+                torn_tail = true;
+                valid_len = a as u64;
+            }
+            Err(e) => {
+                skipped_lines += 1;
+                tracing::warn!(path = %path.display(), line = i + 1, error = %e, "skipping unreadable session log line");
+            }
+        }
+    }
+    Ok(LoadedLog {
+        header,
+        entries,
+        skipped_lines,
+        torn_tail,
+        valid_len,
+    })
+}
+
+fn memchr_newline(hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == b'\n')
+}
+
+fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
+    let file = File::open(path)?;
+    let updated_at = file.metadata()?.modified()?;
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 || !line.ends_with('\n') {
+        return Ok(None);
+    }
+    let Ok(header) = serde_json::from_str::<Header>(&line) else {
+        return Ok(None);
+    };
+    let mut title = None;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 || !line.ends_with('\n') {
+            break;
+        }
+        // Cheap pre-filter: only parse lines that can carry a title.
+        if !(line.contains("\"type\":\"title\"") || line.contains("\"type\":\"user_message\"")) {
+            continue;
+        }
+        match serde_json::from_str::<Entry>(&line).map(|e| e.kind) {
+            Ok(EntryKind::Title { title: t }) => {
+                title = Some(t);
+                break;
+            }
+            Ok(EntryKind::UserMessage { content }) => {
+                title = title_from(&content);
+                if title.is_some() {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(SessionSummary {
+        id: header.id,
+        cwd: header.cwd,
+        title,
+        updated_at,
+        parent: header.parent,
+    }))
+}
+
+/// The longest title kept, in characters.
+pub const TITLE_MAX_CHARS: usize = 100;
+
+/// A session title from a prompt: its first text, whitespace collapsed, trimmed, shortened.
+pub fn title_from(content: &[UserContent]) -> Option<String> {
+    let text = content
+        .iter()
+        .filter_map(UserContent::display_text)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.is_empty() {
+        return None;
+    }
+    let mut title: String = collapsed.chars().take(TITLE_MAX_CHARS).collect();
+    if collapsed.chars().count() > TITLE_MAX_CHARS {
+        title.push('…');
+    }
+    Some(title)
+}
+
+/// Appends entries to one session's log. Holds the OS lock for as long as it lives.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: File,
+    path: PathBuf,
+    next_seq: u64,
+    /// Length of the complete lines written, so a failed write can be undone.
+    len: u64,
+    unsynced: bool,
+}
+
+impl LogWriter {
+    /// Appends one entry as one line and returns its `seq`. On failure (a full disk) the partial
+    /// line is cut off again so the log stays readable, and the entry is not counted.
+    pub fn append(&mut self, kind: EntryKind) -> Result<u64, StoreError> {
+        let seq = self.next_seq;
+        let entry = Entry {
+            seq,
+            at: crate::time::now_rfc3339(),
+            kind,
+        };
+        let line = serde_json::to_vec(&entry).map_err(|e| StoreError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        self.write_line(line)?;
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    fn write_line(&mut self, mut line: Vec<u8>) -> Result<(), StoreError> {
+        line.push(b'\n');
+        match self.file.write_all(&line) {
+            Ok(()) => {
+                self.len += line.len() as u64;
+                self.unsynced = true;
+                Ok(())
+            }
+            Err(source) => {
+                let _ = self.file.set_len(self.len);
+                Err(StoreError::Io {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    /// `fsync`s what was appended since the last sync (turn boundaries).
+    pub fn sync(&mut self) -> Result<(), StoreError> {
+        if self.unsynced {
+            self.file.sync_data().map_err(|source| StoreError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn header(id: &SessionId) -> Header {
+        Header::new(id.clone(), "/w".into(), vec![], Harness::Code, None)
+    }
+
+    fn user(text: &str) -> EntryKind {
+        EntryKind::UserMessage {
+            content: vec![UserContent::Text { text: text.into() }],
+        }
+    }
+
+    #[test]
+    fn roundtrip_and_seq() {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        let id = SessionId::generate();
+        let mut w = store.create(&header(&id)).unwrap();
+        assert_eq!(w.append(user("hi")).unwrap(), 1);
+        assert_eq!(w.append(EntryKind::Mode { mode: Mode::Auto }).unwrap(), 2);
+        w.sync().unwrap();
+        drop(w);
+        let (w, log) = store.open(&id).unwrap();
+        assert_eq!(log.entries.len(), 2);
+        assert_eq!(log.entries[1].kind, EntryKind::Mode { mode: Mode::Auto });
+        assert_eq!(w.next_seq(), 3);
+        assert_eq!(log.header.id, id);
+    }
+
+    #[test]
+    fn second_writer_is_refused_until_the_first_is_gone() {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        let id = SessionId::generate();
+        let w = store.create(&header(&id)).unwrap();
+        assert!(matches!(store.open(&id), Err(StoreError::Locked)));
+        assert!(matches!(store.delete(&id), Err(StoreError::Locked)));
+        drop(w);
+        assert!(store.open(&id).is_ok());
+    }
+
+    #[test]
+    fn torn_tail_is_dropped_and_cut() {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        let id = SessionId::generate();
+        let mut w = store.create(&header(&id)).unwrap();
+        w.append(user("one")).unwrap();
+        drop(w);
+        let path = store.path(&id);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"seq\":2,\"at\":\"x\",\"type\":\"user_mess")
+            .unwrap();
+        drop(f);
+        let log = store.read(&id).unwrap();
+        assert!(log.torn_tail);
+        assert_eq!(log.entries.len(), 1);
+        let (mut w, _) = store.open(&id).unwrap();
+        assert_eq!(w.append(user("two")).unwrap(), 2);
+        drop(w);
+        let log = store.read(&id).unwrap();
+        assert!(!log.torn_tail);
+        assert_eq!(log.entries.len(), 2);
+    }
+
+    #[test]
+    fn bad_middle_line_is_skipped_not_fatal() {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        let id = SessionId::generate();
+        let mut w = store.create(&header(&id)).unwrap();
+        w.append(user("one")).unwrap();
+        w.write_line(b"{not json".to_vec()).unwrap();
+        w.append(user("two")).unwrap();
+        drop(w);
+        let log = store.read(&id).unwrap();
+        assert_eq!(log.entries.len(), 2);
+        assert_eq!(log.skipped_lines, 1);
+    }
+
+    #[test]
+    fn list_newest_first_with_titles() {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        let a = SessionId::generate();
+        let mut w = store.create(&header(&a)).unwrap();
+        w.append(user("  first   question \n here ")).unwrap();
+        drop(w);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = SessionId::generate();
+        drop(store.create(&header(&b)).unwrap());
+        std::fs::write(store.dir().join("not-a-session.txt"), "x").unwrap();
+        let list = store.list().unwrap();
+        assert_eq!(
+            list.iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
+            vec![b, a]
+        );
+        assert_eq!(list[1].title.as_deref(), Some("first question here"));
+        assert_eq!(list[0].title, None);
+    }
+}

@@ -1,0 +1,767 @@
+//! Sessions at run time: one task per session owns its state and log and takes [`Op`]s from a
+//! queue; everything it wants the editor to see goes out as [`SessionEvent`]s on one shared,
+//! ordered channel. A turn runs as its own task under the session task, which supervises it: a
+//! turn that panics or ignores a cancel still ends with exactly one `TurnEnded`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{Catalog, DefaultModel};
+use crate::config::{Config, ConfigError};
+use crate::content::UserContent;
+use crate::credentials::Credentials;
+use crate::env::Env;
+use crate::events::{
+    Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
+};
+use crate::ids::{SessionId, TurnId};
+use crate::log::{
+    EntryKind, Header, SessionStore, SessionSummary, StopReason, StoreError, TurnFailure,
+};
+use crate::model::{ModelConnector, TerminalStatus};
+use crate::modes::{Effort, Harness, Mode};
+use crate::state::SessionState;
+use crate::tools::ToolRegistry;
+use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
+
+/// How long a cancelled turn may take to wind down before its task is aborted.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
+/// How long closing a session may take before its task is aborted.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// What the runtime is built from; wired by the binary.
+pub struct Services {
+    pub home: PathBuf,
+    pub env: Env,
+    pub store: SessionStore,
+    pub connector: Option<Arc<dyn ModelConnector>>,
+    pub tools: ToolRegistry,
+}
+
+impl Services {
+    pub fn new(home: PathBuf, env: Env, connector: Option<Arc<dyn ModelConnector>>) -> Self {
+        let store = SessionStore::new(&home);
+        Self {
+            home,
+            env,
+            store,
+            connector,
+            tools: ToolRegistry::builtin(),
+        }
+    }
+
+    /// Config (narrowed by the workspace), credentials and the model catalog, read fresh.
+    pub fn context(&self, cwd: Option<&Path>) -> Result<(Config, Catalog), ConfigError> {
+        let config = Config::load(&self.home, cwd)?;
+        for w in &config.warnings {
+            tracing::warn!("{w}");
+        }
+        let creds = Credentials::load(&self.home).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "ignoring unreadable credentials");
+            Credentials::default()
+        });
+        let catalog = Catalog::build(&config, &self.env, &creds);
+        Ok((config, catalog))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// Bad parameters (JSON-RPC -32602).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("unknown session")]
+    UnknownSession,
+    /// The default model's provider needs a key and has none (-32000).
+    #[error("{0}")]
+    AuthRequired(String),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for RuntimeError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => RuntimeError::UnknownSession,
+            other => RuntimeError::Store(other),
+        }
+    }
+}
+
+pub struct NewSession {
+    pub cwd: PathBuf,
+    pub additional_directories: Vec<PathBuf>,
+    pub harness: Harness,
+}
+
+/// A session that is open in this process, with what the editor needs to show it.
+pub struct Opened {
+    pub handle: SessionHandle,
+    pub settings: Settings,
+    pub parent: Option<SessionId>,
+    /// The conversation as events; empty unless asked for.
+    pub replay: Vec<Event>,
+}
+
+enum Op {
+    Prompt {
+        content: Vec<UserContent>,
+        options: TurnOptions,
+        reply: oneshot::Sender<Result<TurnId, Refusal>>,
+    },
+    Cancel,
+    Change {
+        change: SettingChange,
+        reply: oneshot::Sender<Result<Settings, Refusal>>,
+    },
+    Snapshot {
+        reply: oneshot::Sender<Snapshot>,
+    },
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+struct Snapshot {
+    settings: Settings,
+    replay: Vec<Event>,
+    parent: Option<SessionId>,
+    running: bool,
+}
+
+/// The submit side of a session's queue pair.
+#[derive(Clone)]
+pub struct SessionHandle {
+    id: SessionId,
+    ops: mpsc::Sender<Op>,
+    abort: AbortHandle,
+}
+
+impl SessionHandle {
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// Starts a turn. Answers once the session task has accepted it; the turn's events and its
+    /// `TurnEnded` follow on the event channel.
+    pub async fn prompt(
+        &self,
+        content: Vec<UserContent>,
+        options: TurnOptions,
+    ) -> Result<TurnId, Refusal> {
+        let (reply, rx) = oneshot::channel();
+        self.ops
+            .send(Op::Prompt {
+                content,
+                options,
+                reply,
+            })
+            .await
+            .map_err(|_| Refusal::Closed)?;
+        rx.await.map_err(|_| Refusal::Closed)?
+    }
+
+    /// Asks the running turn, if any, to stop. Never blocks.
+    pub fn cancel(&self) {
+        if let Err(mpsc::error::TrySendError::Full(op)) = self.ops.try_send(Op::Cancel) {
+            // A full queue means the session task is busy; deliver the cancel without blocking
+            // the caller.
+            let ops = self.ops.clone();
+            tokio::spawn(async move {
+                let _ = ops.send(op).await;
+            });
+        }
+    }
+
+    pub async fn change(&self, change: SettingChange) -> Result<Settings, Refusal> {
+        let (reply, rx) = oneshot::channel();
+        self.ops
+            .send(Op::Change { change, reply })
+            .await
+            .map_err(|_| Refusal::Closed)?;
+        rx.await.map_err(|_| Refusal::Closed)?
+    }
+
+    async fn snapshot(&self) -> Result<Snapshot, Refusal> {
+        let (reply, rx) = oneshot::channel();
+        self.ops
+            .send(Op::Snapshot { reply })
+            .await
+            .map_err(|_| Refusal::Closed)?;
+        rx.await.map_err(|_| Refusal::Closed)
+    }
+
+    pub async fn settings(&self) -> Result<Settings, Refusal> {
+        Ok(self.snapshot().await?.settings)
+    }
+
+    /// Resolves when the session task is gone (closed, or died).
+    pub async fn closed(&self) {
+        self.ops.closed().await
+    }
+
+    pub fn is_alive(&self) -> bool {
+        !self.ops.is_closed()
+    }
+
+    async fn close(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.ops.send(Op::Close { reply }).await.is_ok()
+            && tokio::time::timeout(CLOSE_GRACE, rx).await.is_err()
+        {
+            tracing::warn!(session = %self.id, "session did not close in time; aborting it");
+            self.abort.abort();
+        }
+    }
+}
+
+/// All sessions of this process.
+pub struct Runtime {
+    services: Arc<Services>,
+    events: mpsc::Sender<SessionEvent>,
+    sessions: Mutex<HashMap<SessionId, SessionHandle>>,
+    next_turn: Arc<AtomicU64>,
+}
+
+/// Capacity of the event channel: enough to absorb bursts, small enough that a client that
+/// stops reading slows the model stream down instead of growing memory.
+pub const EVENT_CHANNEL_CAPACITY: usize = 1024;
+
+impl Runtime {
+    pub fn new(services: Services) -> (Runtime, mpsc::Receiver<SessionEvent>) {
+        let (events, rx) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
+        let rt = Runtime {
+            services: Arc::new(services),
+            events,
+            sessions: Mutex::new(HashMap::new()),
+            next_turn: Arc::new(AtomicU64::new(1)),
+        };
+        (rt, rx)
+    }
+
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, SessionHandle>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, id: &SessionId) -> Option<SessionHandle> {
+        self.sessions().get(id).filter(|h| h.is_alive()).cloned()
+    }
+
+    pub async fn new_session(&self, req: NewSession) -> Result<Opened, RuntimeError> {
+        check_dir(&req.cwd, "cwd")?;
+        for d in &req.additional_directories {
+            check_dir(d, "additionalDirectories")?;
+        }
+        let (config, catalog) = self.services.context(Some(&req.cwd))?;
+        let model = match catalog.default_model(&config, &self.services.env) {
+            DefaultModel::Chosen(m) => {
+                if catalog.model(&m).is_some()
+                    && let Some(reason) = catalog.unusable_reason(&m)
+                {
+                    return Err(RuntimeError::AuthRequired(reason));
+                }
+                Some(m)
+            }
+            DefaultModel::NoneConfigured => None,
+        };
+        let id = SessionId::generate();
+        let header = Header::new(
+            id.clone(),
+            req.cwd,
+            req.additional_directories,
+            req.harness,
+            None,
+        );
+        let mut log = self.services.store.create(&header)?;
+        let mut state = SessionState::new(&header);
+        let ceiling = ceiling(&config, req.harness);
+        let mode = req.harness.default_mode().min(ceiling);
+        log.append(EntryKind::Mode { mode })?;
+        state.apply(EntryKind::Mode { mode });
+        if let Some(m) = model {
+            log.append(EntryKind::Model { model: m.clone() })?;
+            state.apply(EntryKind::Model { model: m });
+        }
+        log.sync()?;
+        Ok(self.spawn(state, log, catalog, ceiling, false))
+    }
+
+    /// `session/load` (with `replay`) and `session/resume`. A session already open here is
+    /// reused; one open in another process is refused.
+    pub async fn open_session(&self, id: &SessionId, replay: bool) -> Result<Opened, RuntimeError> {
+        if let Some(handle) = self.get(id) {
+            let snap = handle.snapshot().await?;
+            if replay && snap.running {
+                return Err(Refusal::Busy.into());
+            }
+            return Ok(Opened {
+                handle,
+                settings: snap.settings,
+                parent: snap.parent,
+                replay: if replay { snap.replay } else { vec![] },
+            });
+        }
+        let (log, loaded) = self.services.store.open(id)?;
+        if loaded.torn_tail || loaded.skipped_lines > 0 {
+            tracing::warn!(session = %id, torn = loaded.torn_tail, skipped = loaded.skipped_lines, "session log was damaged; loaded what was readable");
+        }
+        let mut state = SessionState::from_log(&loaded);
+        let (config, catalog) = self.services.context(Some(&state.cwd))?;
+        let ceiling = ceiling(&config, state.harness);
+        // A ceiling lowered since the session was saved applies on load.
+        state.mode = state.mode.min(ceiling);
+        Ok(self.spawn(state, log, catalog, ceiling, replay))
+    }
+
+    fn spawn(
+        &self,
+        state: SessionState,
+        log: crate::log::LogWriter,
+        catalog: Catalog,
+        ceiling: Mode,
+        replay: bool,
+    ) -> Opened {
+        let id = state.id.clone();
+        let parent = state.parent.clone();
+        let ctx = SessionCtx { catalog, ceiling };
+        let settings = ctx.settings(&state);
+        let events = if replay { state.replay() } else { vec![] };
+        let core = Arc::new(Mutex::new(SessionCore { state, log }));
+        let (ops_tx, ops_rx) = mpsc::channel(64);
+        let task = tokio::spawn(session_task(
+            core,
+            ctx,
+            ops_rx,
+            self.services.clone(),
+            self.events.clone(),
+            self.next_turn.clone(),
+        ));
+        let handle = SessionHandle {
+            id: id.clone(),
+            ops: ops_tx,
+            abort: task.abort_handle(),
+        };
+        self.sessions().insert(id, handle.clone());
+        Opened {
+            handle,
+            settings,
+            parent,
+            replay: events,
+        }
+    }
+
+    /// Copies a session at its latest entry into a new session whose header names its parent.
+    pub fn fork(&self, id: &SessionId) -> Result<SessionId, RuntimeError> {
+        let loaded = self.services.store.read(id)?;
+        let new_id = SessionId::generate();
+        let h = &loaded.header;
+        let header = Header::new(
+            new_id.clone(),
+            h.cwd.clone(),
+            h.additional_directories.clone(),
+            h.harness,
+            Some(id.clone()),
+        );
+        let mut log = self.services.store.create(&header)?;
+        for entry in loaded.entries {
+            log.append(entry.kind)?;
+        }
+        log.sync()?;
+        Ok(new_id)
+    }
+
+    /// Sessions (optionally only those of `cwd`), newest first.
+    pub fn list(&self, cwd: Option<&Path>) -> Result<Vec<SessionSummary>, RuntimeError> {
+        let all = self.services.store.list()?;
+        Ok(all
+            .into_iter()
+            .filter(|s| cwd.is_none_or(|c| s.cwd == c))
+            .collect())
+    }
+
+    /// Cancels the session's turn, flushes its log and frees it. Unknown ids are fine (no-op).
+    pub async fn close(&self, id: &SessionId) {
+        let handle = self.sessions().remove(id);
+        if let Some(h) = handle {
+            h.close().await;
+        }
+    }
+
+    /// Removes a session's log. Refused while a turn runs.
+    pub async fn delete(&self, id: &SessionId) -> Result<(), RuntimeError> {
+        if let Some(h) = self.get(id) {
+            if h.snapshot().await.map(|s| s.running).unwrap_or(false) {
+                return Err(RuntimeError::Refused(Refusal::Busy));
+            }
+            self.close(id).await;
+        }
+        self.services.store.delete(id)?;
+        Ok(())
+    }
+
+    /// Closes every session (EOF): turns cancelled, logs flushed, tasks ended.
+    pub async fn shutdown(&self) {
+        let handles: Vec<SessionHandle> = self.sessions().drain().map(|(_, h)| h).collect();
+        let closes = handles.iter().map(|h| h.close());
+        futures::future::join_all(closes).await;
+    }
+}
+
+fn check_dir(p: &Path, what: &str) -> Result<(), RuntimeError> {
+    if !p.is_absolute() {
+        return Err(RuntimeError::Invalid(format!(
+            "`{what}` must be an absolute path"
+        )));
+    }
+    if !p.is_dir() {
+        return Err(RuntimeError::Invalid(format!(
+            "`{what}` is not an existing directory: {}",
+            p.display()
+        )));
+    }
+    Ok(())
+}
+
+fn ceiling(config: &Config, harness: Harness) -> Mode {
+    harness.ceiling().min(config.max_mode)
+}
+
+struct SessionCtx {
+    catalog: Catalog,
+    ceiling: Mode,
+}
+
+impl SessionCtx {
+    fn settings(&self, state: &SessionState) -> Settings {
+        let models: Vec<(String, String)> = self
+            .catalog
+            .models
+            .iter()
+            .map(|m| (m.id.clone(), m.name.clone()))
+            .collect();
+        let model = state
+            .model
+            .clone()
+            .or_else(|| models.first().map(|m| m.0.clone()))
+            .unwrap_or_default();
+        Settings {
+            mode: state.mode,
+            available_modes: Mode::ALL
+                .into_iter()
+                .filter(|m| *m <= self.ceiling)
+                .collect(),
+            model,
+            models,
+            effort: state.effort,
+            web_search: state.web_search,
+        }
+    }
+
+    /// Validates a change against the session and returns the entries that record it.
+    fn plan_change(
+        &self,
+        state: &SessionState,
+        change: &SettingChange,
+    ) -> Result<Vec<EntryKind>, Refusal> {
+        let current_model = state.model.as_deref().and_then(|m| self.catalog.model(m));
+        match change {
+            SettingChange::Mode(m) => {
+                if *m > self.ceiling {
+                    return Err(Refusal::Invalid(format!(
+                        "mode `{m}` is above this session's ceiling `{}`",
+                        self.ceiling
+                    )));
+                }
+                Ok(vec![EntryKind::Mode { mode: *m }])
+            }
+            SettingChange::Model(id) => {
+                let Some(info) = self.catalog.model(id) else {
+                    return Err(Refusal::Invalid(format!("unknown model `{id}`")));
+                };
+                let mut out = vec![EntryKind::Model { model: id.clone() }];
+                // Choices the new model cannot honour fall back rather than fail later.
+                if !info.reasoning && state.effort != Effort::Default {
+                    out.push(EntryKind::Effort {
+                        effort: Effort::Default,
+                    });
+                }
+                if !info.web_search && state.web_search {
+                    out.push(EntryKind::WebSearch { enabled: false });
+                }
+                Ok(out)
+            }
+            SettingChange::Effort(e) => {
+                if *e != Effort::Default && current_model.is_some_and(|m| !m.reasoning) {
+                    return Err(Refusal::Invalid(format!(
+                        "model `{}` does not take a reasoning effort",
+                        state.model.as_deref().unwrap_or_default()
+                    )));
+                }
+                Ok(vec![EntryKind::Effort { effort: *e }])
+            }
+            SettingChange::WebSearch(on) => {
+                if *on && !current_model.is_some_and(|m| m.web_search) {
+                    return Err(Refusal::Invalid(format!(
+                        "model `{}` has no hosted web search",
+                        state.model.as_deref().unwrap_or("(none)")
+                    )));
+                }
+                Ok(vec![EntryKind::WebSearch { enabled: *on }])
+            }
+        }
+    }
+}
+
+struct Running {
+    id: TurnId,
+    cancel: CancellationToken,
+    handle: JoinHandle<TurnOutcome>,
+    deadline: Option<Instant>,
+}
+
+enum RunningEnd {
+    Finished(Result<TurnOutcome, tokio::task::JoinError>),
+    DeadlinePassed,
+}
+
+async fn wait_running(running: &mut Option<Running>) -> RunningEnd {
+    let Some(r) = running.as_mut() else {
+        return std::future::pending().await;
+    };
+    match r.deadline {
+        Some(d) => tokio::select! {
+            res = &mut r.handle => RunningEnd::Finished(res),
+            () = tokio::time::sleep_until(d) => RunningEnd::DeadlinePassed,
+        },
+        None => RunningEnd::Finished((&mut r.handle).await),
+    }
+}
+
+async fn session_task(
+    core: Arc<Mutex<SessionCore>>,
+    mut ctx: SessionCtx,
+    mut ops: mpsc::Receiver<Op>,
+    services: Arc<Services>,
+    events: mpsc::Sender<SessionEvent>,
+    next_turn: Arc<AtomicU64>,
+) {
+    let session = lock(&core).state.id.clone();
+    let mut running: Option<Running> = None;
+    loop {
+        let step = tokio::select! {
+            op = ops.recv() => Ok(op),
+            end = wait_running(&mut running) => Err(end),
+        };
+        match step {
+            Err(end) => {
+                let Some(r) = running.take() else { continue };
+                let outcome = match end {
+                    RunningEnd::Finished(Ok(outcome)) => outcome,
+                    RunningEnd::Finished(Err(e)) => {
+                        tracing::error!(session = %session, error = %e, "turn task failed");
+                        interrupted(
+                            "internal",
+                            "The turn stopped unexpectedly (an internal error); the session is intact and you can continue.",
+                        )
+                    }
+                    RunningEnd::DeadlinePassed => {
+                        tracing::warn!(session = %session, "turn ignored cancel; aborting it");
+                        r.handle.abort();
+                        TurnOutcome {
+                            stop: StopReason::Cancelled,
+                            failure: None,
+                        }
+                    }
+                };
+                finish_turn(&core, &events, &session, r.id, outcome).await;
+            }
+            Ok(None) => break,
+            Ok(Some(Op::Prompt {
+                content,
+                options,
+                reply,
+            })) => {
+                if running.is_some() {
+                    let _ = reply.send(Err(Refusal::Busy));
+                    continue;
+                }
+                if let Some(refusal) = check_turn_options(&ctx, &lock(&core).state, &options) {
+                    let _ = reply.send(Err(refusal));
+                    continue;
+                }
+                let id = TurnId(next_turn.fetch_add(1, Ordering::Relaxed));
+                let cancel = CancellationToken::new();
+                let rec = Recorder {
+                    core: core.clone(),
+                    events: events.clone(),
+                    session: session.clone(),
+                    turn: Some(id),
+                };
+                let handle = tokio::spawn(run_turn(
+                    services.clone(),
+                    rec,
+                    TurnRequest { content, options },
+                    cancel.clone(),
+                ));
+                running = Some(Running {
+                    id,
+                    cancel,
+                    handle,
+                    deadline: None,
+                });
+                let _ = reply.send(Ok(id));
+            }
+            Ok(Some(Op::Cancel)) => {
+                if let Some(r) = running.as_mut() {
+                    r.cancel.cancel();
+                    r.deadline
+                        .get_or_insert_with(|| Instant::now() + CANCEL_GRACE);
+                }
+            }
+            Ok(Some(Op::Change { change, reply })) => {
+                let result = apply_change(&core, &mut ctx, &change);
+                let _ = reply.send(result);
+            }
+            Ok(Some(Op::Snapshot { reply })) => {
+                let core = lock(&core);
+                let _ = reply.send(Snapshot {
+                    settings: ctx.settings(&core.state),
+                    replay: core.state.replay(),
+                    parent: core.state.parent.clone(),
+                    running: running.is_some(),
+                });
+            }
+            Ok(Some(Op::Close { reply })) => {
+                if let Some(mut r) = running.take() {
+                    r.cancel.cancel();
+                    let outcome = match tokio::time::timeout(CANCEL_GRACE, &mut r.handle).await {
+                        Ok(Ok(o)) => o,
+                        Ok(Err(_)) | Err(_) => {
+                            r.handle.abort();
+                            TurnOutcome {
+                                stop: StopReason::Cancelled,
+                                failure: None,
+                            }
+                        }
+                    };
+                    finish_turn(&core, &events, &session, r.id, outcome).await;
+                }
+                if let Err(e) = lock(&core).log.sync() {
+                    tracing::error!(session = %session, error = %e, "could not flush session log on close");
+                }
+                let _ = reply.send(());
+                break;
+            }
+        }
+    }
+    // Dropping `core` closes the log file and releases its lock.
+}
+
+fn interrupted(kind: &str, message: &str) -> TurnOutcome {
+    TurnOutcome {
+        stop: StopReason::EndTurn,
+        failure: Some(TurnFailure {
+            terminal_status: TerminalStatus::Interrupted,
+            error_kind: kind.into(),
+            message: message.into(),
+        }),
+    }
+}
+
+fn check_turn_options(ctx: &SessionCtx, state: &SessionState, o: &TurnOptions) -> Option<Refusal> {
+    let model_id = o.model.as_deref().or(state.model.as_deref());
+    if let Some(m) = &o.model
+        && ctx.catalog.model(m).is_none()
+    {
+        return Some(Refusal::Invalid(format!("unknown model `{m}`")));
+    }
+    let info = model_id.and_then(|m| ctx.catalog.model(m));
+    if let Some(e) = o.effort
+        && e != Effort::Default
+        && info.is_some_and(|m| !m.reasoning)
+    {
+        return Some(Refusal::Invalid(format!(
+            "model `{}` does not take a reasoning effort",
+            model_id.unwrap_or_default()
+        )));
+    }
+    if o.web_search == Some(true) && !info.is_some_and(|m| m.web_search) {
+        return Some(Refusal::Invalid(format!(
+            "model `{}` has no hosted web search",
+            model_id.unwrap_or("(none)")
+        )));
+    }
+    None
+}
+
+fn apply_change(
+    core: &Mutex<SessionCore>,
+    ctx: &mut SessionCtx,
+    change: &SettingChange,
+) -> Result<Settings, Refusal> {
+    let mut core = lock(core);
+    let entries = ctx.plan_change(&core.state, change)?;
+    for e in entries {
+        core.log
+            .append(e.clone())
+            .map_err(|e| Refusal::Invalid(format!("could not record the change: {e}")))?;
+        core.state.apply(e);
+    }
+    if let Err(e) = core.log.sync() {
+        tracing::error!(error = %e, "could not sync session log");
+    }
+    Ok(ctx.settings(&core.state))
+}
+
+async fn finish_turn(
+    core: &Mutex<SessionCore>,
+    events: &mpsc::Sender<SessionEvent>,
+    session: &SessionId,
+    turn: TurnId,
+    outcome: TurnOutcome,
+) {
+    {
+        let mut core = lock(core);
+        let entry = EntryKind::TurnEnd {
+            stop: outcome.stop,
+            failure: outcome.failure.clone(),
+        };
+        if let Err(e) = core.log.append(entry.clone()) {
+            tracing::error!(session = %session, error = %e, "could not record the end of a turn");
+        } else {
+            core.state.apply(entry);
+        }
+        if let Err(e) = core.log.sync() {
+            tracing::error!(session = %session, error = %e, "could not sync session log");
+        }
+    }
+    let send = |event| SessionEvent {
+        session: session.clone(),
+        turn: Some(turn),
+        event,
+    };
+    if let Some(f) = &outcome.failure {
+        let _ = events
+            .send(send(Event::AgentMessageChunk {
+                text: f.message.clone(),
+            }))
+            .await;
+    }
+    let _ = events.send(send(Event::TurnEnded(outcome))).await;
+}

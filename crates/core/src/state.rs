@@ -1,0 +1,355 @@
+//! Session state rebuilt from the log: settings (mode, model, effort, web search), title, plan,
+//! and the conversation, plus the two views of the conversation that are derived from it: the
+//! editor's replay and the model's message list.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use crate::content::{PlanEntry, UserContent};
+use crate::events::Event;
+use crate::ids::SessionId;
+use crate::log::{EntryKind, Header, LoadedLog};
+use crate::model::{AssistantPart, Message, ToolResultPart, UserPart};
+use crate::modes::{Effort, Harness, Mode};
+
+#[derive(Debug, Clone)]
+pub struct SessionState {
+    pub id: SessionId,
+    pub cwd: PathBuf,
+    pub additional_directories: Vec<PathBuf>,
+    pub harness: Harness,
+    pub parent: Option<SessionId>,
+    pub mode: Mode,
+    /// `None` until a model is chosen or a default exists.
+    pub model: Option<String>,
+    pub effort: Effort,
+    pub web_search: bool,
+    pub title: Option<String>,
+    pub plan: Vec<PlanEntry>,
+    /// The conversational entries in order (settings entries are folded into the fields above).
+    pub history: Vec<EntryKind>,
+}
+
+/// Text the model gets for a tool call that never finished (crash, cancel).
+pub const INTERRUPTED_TOOL_RESULT: &str =
+    "The tool call was interrupted before it finished; its effects, if any, are unknown.";
+
+impl SessionState {
+    pub fn new(header: &Header) -> Self {
+        Self {
+            id: header.id.clone(),
+            cwd: header.cwd.clone(),
+            additional_directories: header.additional_directories.clone(),
+            harness: header.harness,
+            parent: header.parent.clone(),
+            mode: header.harness.default_mode(),
+            model: None,
+            effort: Effort::Default,
+            web_search: false,
+            title: None,
+            plan: vec![],
+            history: vec![],
+        }
+    }
+
+    pub fn from_log(log: &LoadedLog) -> Self {
+        let mut state = Self::new(&log.header);
+        for entry in &log.entries {
+            state.apply(entry.kind.clone());
+        }
+        state
+    }
+
+    /// Folds one log entry into the state.
+    pub fn apply(&mut self, kind: EntryKind) {
+        match kind {
+            EntryKind::Mode { mode } => self.mode = mode,
+            EntryKind::Model { model } => self.model = Some(model),
+            EntryKind::Effort { effort } => self.effort = effort,
+            EntryKind::WebSearch { enabled } => self.web_search = enabled,
+            EntryKind::Title { title } => self.title = Some(title),
+            EntryKind::Plan { entries } => {
+                self.plan = entries.clone();
+                self.history.push(EntryKind::Plan { entries });
+            }
+            other @ (EntryKind::UserMessage { .. }
+            | EntryKind::Assistant { .. }
+            | EntryKind::ToolCall { .. }
+            | EntryKind::ToolResult { .. }
+            | EntryKind::DisplayToolCall { .. }
+            | EntryKind::TurnEnd { .. }) => self.history.push(other),
+        }
+    }
+
+    /// What `session/load` replays: the conversation as the editor saw it.
+    pub fn replay(&self) -> Vec<Event> {
+        let mut out = Vec::with_capacity(self.history.len());
+        for kind in &self.history {
+            match kind {
+                EntryKind::UserMessage { content } => out.push(Event::UserMessage {
+                    content: content.clone(),
+                }),
+                EntryKind::Assistant { content } => {
+                    for part in content {
+                        match part {
+                            AssistantPart::Text { text } if !text.is_empty() => {
+                                out.push(Event::AgentMessageChunk { text: text.clone() })
+                            }
+                            AssistantPart::Reasoning { text, .. } if !text.is_empty() => {
+                                out.push(Event::AgentThoughtChunk { text: text.clone() })
+                            }
+                            AssistantPart::Text { .. }
+                            | AssistantPart::Reasoning { .. }
+                            | AssistantPart::ToolCall { .. }
+                            | AssistantPart::Opaque { .. } => {}
+                        }
+                    }
+                }
+                EntryKind::ToolCall { call, .. } | EntryKind::DisplayToolCall { call } => {
+                    out.push(Event::ToolCall(call.clone()))
+                }
+                EntryKind::ToolResult { update, .. } => {
+                    out.push(Event::ToolCallUpdate(update.clone()))
+                }
+                EntryKind::Plan { entries } => out.push(Event::Plan {
+                    entries: entries.clone(),
+                }),
+                EntryKind::TurnEnd {
+                    failure: Some(f), ..
+                } => out.push(Event::AgentMessageChunk {
+                    text: f.message.clone(),
+                }),
+                EntryKind::TurnEnd { failure: None, .. }
+                | EntryKind::Mode { .. }
+                | EntryKind::Model { .. }
+                | EntryKind::Effort { .. }
+                | EntryKind::WebSearch { .. }
+                | EntryKind::Title { .. } => {}
+            }
+        }
+        out
+    }
+
+    /// The conversation as the model sees it. Always well formed: every tool call of an
+    /// assistant message is answered in the next message, in call order, with a synthetic
+    /// "interrupted" result where the log has none (a crash or a cancel mid-call).
+    pub fn model_messages(&self) -> Vec<Message> {
+        let mut out: Vec<Message> = Vec::new();
+        let mut open_calls: Vec<String> = Vec::new();
+        let mut results: Vec<ToolResultPart> = Vec::new();
+        let flush =
+            |out: &mut Vec<Message>, open: &mut Vec<String>, results: &mut Vec<ToolResultPart>| {
+                if open.is_empty() {
+                    return;
+                }
+                let answered: HashSet<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
+                let mut ordered = Vec::with_capacity(open.len());
+                for id in open.iter() {
+                    if answered.contains(id.as_str()) {
+                        if let Some(r) = results.iter().find(|r| r.call_id == *id) {
+                            ordered.push(r.clone());
+                        }
+                    } else {
+                        ordered.push(ToolResultPart {
+                            call_id: id.clone(),
+                            content: INTERRUPTED_TOOL_RESULT.into(),
+                            is_error: true,
+                        });
+                    }
+                }
+                out.push(Message::ToolResults { results: ordered });
+                open.clear();
+                results.clear();
+            };
+        for kind in &self.history {
+            match kind {
+                EntryKind::UserMessage { content } => {
+                    flush(&mut out, &mut open_calls, &mut results);
+                    out.push(Message::User {
+                        content: user_parts(content),
+                    });
+                }
+                EntryKind::Assistant { content } => {
+                    flush(&mut out, &mut open_calls, &mut results);
+                    if content.is_empty() {
+                        continue;
+                    }
+                    open_calls = content
+                        .iter()
+                        .filter_map(|p| match p {
+                            AssistantPart::ToolCall { id, .. } => Some(id.clone()),
+                            AssistantPart::Text { .. }
+                            | AssistantPart::Reasoning { .. }
+                            | AssistantPart::Opaque { .. } => None,
+                        })
+                        .collect();
+                    out.push(Message::Assistant {
+                        content: content.clone(),
+                    });
+                }
+                EntryKind::ToolResult {
+                    call_id,
+                    output,
+                    is_error,
+                    ..
+                } => {
+                    if open_calls.iter().any(|c| c == call_id) {
+                        results.push(ToolResultPart {
+                            call_id: call_id.clone(),
+                            content: output.clone(),
+                            is_error: *is_error,
+                        });
+                    }
+                }
+                EntryKind::ToolCall { .. }
+                | EntryKind::DisplayToolCall { .. }
+                | EntryKind::Plan { .. }
+                | EntryKind::TurnEnd { .. }
+                | EntryKind::Mode { .. }
+                | EntryKind::Model { .. }
+                | EntryKind::Effort { .. }
+                | EntryKind::WebSearch { .. }
+                | EntryKind::Title { .. } => {}
+            }
+        }
+        flush(&mut out, &mut open_calls, &mut results);
+        out
+    }
+}
+
+/// A prompt's blocks as model input. Embedded resources become tagged text so the model knows
+/// where the text came from; resource links that were not expanded are named.
+pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
+    content
+        .iter()
+        .map(|c| match c {
+            UserContent::Text { text } => UserPart::Text { text: text.clone() },
+            UserContent::Image {
+                mime_type, data, ..
+            } => UserPart::Image {
+                mime_type: mime_type.clone(),
+                data: data.clone(),
+            },
+            UserContent::ResourceLink { uri, name, .. } => UserPart::Text {
+                text: format!("[Attached: {name} ({uri})]"),
+            },
+            UserContent::Resource {
+                uri,
+                text: Some(text),
+                ..
+            } => UserPart::Text {
+                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>"),
+            },
+            UserContent::Resource {
+                text: None,
+                mime_type: Some(mime),
+                blob: Some(data),
+                ..
+            } if mime.starts_with("image/") => UserPart::Image {
+                mime_type: mime.clone(),
+                data: data.clone(),
+            },
+            UserContent::Resource { uri, .. } => UserPart::Text {
+                text: format!("[Attached binary resource: {uri}]"),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::{ToolCallUpdateView, ToolCallView, ToolKind, ToolStatus};
+    use pretty_assertions::assert_eq;
+
+    fn call(id: &str) -> AssistantPart {
+        AssistantPart::ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    fn result(id: &str) -> EntryKind {
+        EntryKind::ToolResult {
+            call_id: id.into(),
+            output: format!("out {id}"),
+            is_error: false,
+            update: ToolCallUpdateView {
+                id: id.into(),
+                status: Some(ToolStatus::Completed),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn state() -> SessionState {
+        let header = Header::new(
+            SessionId::generate(),
+            "/w".into(),
+            vec![],
+            Harness::Code,
+            None,
+        );
+        SessionState::new(&header)
+    }
+
+    #[test]
+    fn results_are_paired_and_missing_ones_synthesized() {
+        let mut s = state();
+        s.apply(EntryKind::UserMessage {
+            content: vec![UserContent::Text { text: "go".into() }],
+        });
+        s.apply(EntryKind::Assistant {
+            content: vec![call("a"), call("b")],
+        });
+        s.apply(EntryKind::ToolCall {
+            name: "read".into(),
+            call: ToolCallView {
+                id: "b".into(),
+                title: "Read".into(),
+                kind: ToolKind::Read,
+                status: ToolStatus::Pending,
+                locations: vec![],
+                content: vec![],
+                raw_input: None,
+            },
+        });
+        s.apply(result("b"));
+        let msgs = s.model_messages();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(
+            msgs[2],
+            Message::ToolResults {
+                results: vec![
+                    ToolResultPart {
+                        call_id: "a".into(),
+                        content: INTERRUPTED_TOOL_RESULT.into(),
+                        is_error: true
+                    },
+                    ToolResultPart {
+                        call_id: "b".into(),
+                        content: "out b".into(),
+                        is_error: false
+                    },
+                ]
+            }
+        );
+    }
+
+    #[test]
+    fn settings_fold_and_replay_skips_them() {
+        let mut s = state();
+        s.apply(EntryKind::Mode { mode: Mode::Auto });
+        s.apply(EntryKind::Model {
+            model: "openai/gpt-5".into(),
+        });
+        s.apply(EntryKind::Effort {
+            effort: Effort::High,
+        });
+        s.apply(EntryKind::Title { title: "t".into() });
+        assert_eq!((s.mode, s.effort), (Mode::Auto, Effort::High));
+        assert_eq!(s.model.as_deref(), Some("openai/gpt-5"));
+        assert!(s.replay().is_empty());
+    }
+}

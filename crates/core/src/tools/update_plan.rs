@@ -1,0 +1,97 @@
+//! `update_plan`: the model keeps a visible plan. Sent to the editor as a `plan` update and
+//! recorded in the log, so `session/load` replays it.
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::content::{PlanEntry, ToolKind};
+use crate::events::Event;
+use crate::log::EntryKind;
+use crate::model::ToolSpec;
+use crate::tools::{CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+
+pub struct UpdatePlan;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    entries: Vec<PlanEntry>,
+}
+
+impl Tool for UpdatePlan {
+    fn name(&self) -> &str {
+        "update_plan"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "update_plan".into(),
+            description: "Record or update your plan for the current task as a checklist the user \
+                can see. Send the whole list every time; mark one entry in_progress while you work \
+                on it and completed when done."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "entries": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "content": {"type": "string"},
+                                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                                "priority": {"type": "string", "enum": ["high", "medium", "low"]}
+                            },
+                            "required": ["content", "status"]
+                        }
+                    }
+                },
+                "required": ["entries"]
+            }),
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Think
+    }
+
+    fn describe(&self, _input: &Value, _cwd: &std::path::Path) -> CallDescription {
+        CallDescription {
+            title: "Update plan".into(),
+            locations: vec![],
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: Input = serde_json::from_value(input).map_err(|e| {
+                ToolError::RespondToModel(format!("invalid update_plan arguments: {e}"))
+            })?;
+            let n = input.entries.len();
+            let done = input
+                .entries
+                .iter()
+                .filter(|e| e.status == crate::content::PlanStatus::Completed)
+                .count();
+            ctx.recorder
+                .record(EntryKind::Plan {
+                    entries: input.entries.clone(),
+                })
+                .map_err(|e| ToolError::Fatal(e.to_string()))?;
+            ctx.recorder
+                .emit(Event::Plan {
+                    entries: input.entries,
+                })
+                .await;
+            Ok(ToolOutput {
+                text: format!("Plan updated: {done} of {n} entries completed."),
+                content: vec![],
+            })
+        })
+    }
+}

@@ -1,0 +1,544 @@
+//! The turn loop: send the conversation to the model, stream its answer to the editor, run the
+//! tools it calls, feed the results back, until the model stops or `max_turn_requests`.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{Catalog, DefaultModel, NO_PROVIDER_MESSAGE};
+use crate::config::Config;
+use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolStatus, UserContent};
+use crate::credentials::Credentials;
+use crate::events::{Event, SessionEvent, TurnOptions, TurnOutcome};
+use crate::ids::{SessionId, TurnId};
+use crate::log::{EntryKind, LogWriter, StopReason, StoreError, TurnFailure, title_from};
+use crate::model::{
+    AssistantPart, HostedStatus, ModelError, ModelErrorKind, ModelEvent, ModelRequest, StopKind,
+    TerminalStatus,
+};
+use crate::runtime::Services;
+use crate::state::SessionState;
+use crate::tools::{ToolContext, ToolError, ToolRegistry};
+
+/// The state a session's task and its turn share. Locked only for short, non-async sections.
+pub(crate) struct SessionCore {
+    pub state: SessionState,
+    pub log: LogWriter,
+}
+
+pub(crate) fn lock(core: &Mutex<SessionCore>) -> MutexGuard<'_, SessionCore> {
+    // A panic while holding the lock leaves consistent data behind (every mutation is a single
+    // append + fold), so a poisoned lock is still usable.
+    core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes entries to the log (folding them into the state) and sends events to the editor.
+pub struct Recorder {
+    pub(crate) core: Arc<Mutex<SessionCore>>,
+    pub(crate) events: mpsc::Sender<SessionEvent>,
+    pub(crate) session: SessionId,
+    pub(crate) turn: Option<TurnId>,
+}
+
+impl Recorder {
+    pub fn record(&self, kind: EntryKind) -> Result<u64, StoreError> {
+        let mut core = lock(&self.core);
+        let seq = core.log.append(kind.clone())?;
+        core.state.apply(kind);
+        Ok(seq)
+    }
+
+    pub fn sync(&self) -> Result<(), StoreError> {
+        lock(&self.core).log.sync()
+    }
+
+    pub async fn emit(&self, event: Event) {
+        let ev = SessionEvent {
+            session: self.session.clone(),
+            turn: self.turn,
+            event,
+        };
+        // The receiver is gone only when the server is shutting down; nothing to tell then.
+        let _ = self.events.send(ev).await;
+    }
+}
+
+pub(crate) struct TurnRequest {
+    pub content: Vec<UserContent>,
+    pub options: TurnOptions,
+}
+
+/// Failure helper: the facts of §8 plus the text the user sees.
+fn failure(status: TerminalStatus, kind: &str, message: impl Into<String>) -> TurnOutcome {
+    TurnOutcome {
+        stop: StopReason::EndTurn,
+        failure: Some(TurnFailure {
+            terminal_status: status,
+            error_kind: crate::model::sanitize_error_kind(kind),
+            message: message.into(),
+        }),
+    }
+}
+
+fn ended(stop: StopReason) -> TurnOutcome {
+    TurnOutcome {
+        stop,
+        failure: None,
+    }
+}
+
+/// Runs one turn to its outcome. The caller records `TurnEnd`, syncs and emits `TurnEnded`.
+pub(crate) async fn run_turn(
+    services: Arc<Services>,
+    rec: Recorder,
+    req: TurnRequest,
+    cancel: CancellationToken,
+) -> TurnOutcome {
+    match run_turn_inner(&services, &rec, req, &cancel).await {
+        Ok(outcome) => outcome,
+        Err(e) => failure(
+            TerminalStatus::Interrupted,
+            "session_log_write",
+            format!("The session log could not be written, so the turn was stopped: {e}"),
+        ),
+    }
+}
+
+async fn run_turn_inner(
+    services: &Services,
+    rec: &Recorder,
+    req: TurnRequest,
+    cancel: &CancellationToken,
+) -> Result<TurnOutcome, StoreError> {
+    let first_prompt = lock(&rec.core).state.title.is_none();
+    rec.record(EntryKind::UserMessage {
+        content: req.content.clone(),
+    })?;
+    if first_prompt && let Some(title) = title_from(&req.content) {
+        rec.record(EntryKind::Title {
+            title: title.clone(),
+        })?;
+        rec.emit(Event::TitleChanged { title }).await;
+    }
+
+    let (cwd, session_model, session_effort, session_web) = {
+        let core = lock(&rec.core);
+        (
+            core.state.cwd.clone(),
+            core.state.model.clone(),
+            core.state.effort,
+            core.state.web_search,
+        )
+    };
+    // Config and keys are re-read for every turn: a `ferrite login` or a config edit made while
+    // the editor is open takes effect without restarting the agent.
+    let config = match Config::load(&services.home, Some(&cwd)) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(failure(
+                TerminalStatus::ConfigurationError,
+                "config",
+                e.to_string(),
+            ));
+        }
+    };
+    let creds = Credentials::load(&services.home).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "ignoring unreadable credentials");
+        Credentials::default()
+    });
+    let catalog = Catalog::build(&config, &services.env, &creds);
+    let model_id = match req.options.model.clone().or(session_model) {
+        Some(m) => m,
+        None => match catalog.default_model(&config, &services.env) {
+            DefaultModel::Chosen(m) => m,
+            DefaultModel::NoneConfigured => {
+                return Ok(failure(
+                    TerminalStatus::ConfigurationError,
+                    "no_provider",
+                    NO_PROVIDER_MESSAGE,
+                ));
+            }
+        },
+    };
+    if let Some(reason) = catalog.unusable_reason(&model_id) {
+        let kind = if catalog.model(&model_id).is_none() {
+            "unknown_model"
+        } else {
+            "no_api_key"
+        };
+        return Ok(failure(TerminalStatus::ConfigurationError, kind, reason));
+    }
+    let Some(info) = catalog.model(&model_id).cloned() else {
+        return Ok(failure(
+            TerminalStatus::ConfigurationError,
+            "unknown_model",
+            format!("Unknown model `{model_id}`."),
+        ));
+    };
+    let Some(connector) = services.connector.as_ref() else {
+        return Ok(failure(
+            TerminalStatus::ConfigurationError,
+            "no_provider",
+            NO_PROVIDER_MESSAGE,
+        ));
+    };
+    let client = match catalog.provider(&info.provider) {
+        Some(p) => match connector.connect(p, catalog.key(&p.name)) {
+            Ok(c) => c,
+            Err(e) => return Ok(failure(e.terminal_status(), &e.error_kind(), e.message)),
+        },
+        None => {
+            return Ok(failure(
+                TerminalStatus::ConfigurationError,
+                "no_provider",
+                NO_PROVIDER_MESSAGE,
+            ));
+        }
+    };
+    let effort = req.options.effort.unwrap_or(session_effort);
+    let web_search = req.options.web_search.unwrap_or(session_web) && info.web_search;
+    let tools: &ToolRegistry = &services.tools;
+    let system = crate::prompt::system_prompt(&cwd);
+
+    for _ in 0..config.max_turn_requests {
+        let messages = lock(&rec.core).state.model_messages();
+        let request = ModelRequest {
+            model: info.model.clone(),
+            system: system.clone(),
+            messages,
+            tools: tools.specs(),
+            effort,
+            web_search,
+            max_output_tokens: 32_000,
+        };
+        let mut stream = client.stream(request, cancel.child_token());
+        let mut partial_text = String::new();
+        let mut partial_thought = String::new();
+        let response = loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                item = stream.next() => Some(item),
+            };
+            let Some(item) = next else {
+                // Keep what the user already saw, so history matches the screen.
+                record_partial(rec, &partial_text, &partial_thought)?;
+                return Ok(ended(StopReason::Cancelled));
+            };
+            match item {
+                Some(Ok(ModelEvent::TextDelta(t))) => {
+                    partial_text.push_str(&t);
+                    rec.emit(Event::AgentMessageChunk { text: t }).await;
+                }
+                Some(Ok(ModelEvent::ReasoningDelta(t))) => {
+                    partial_thought.push_str(&t);
+                    rec.emit(Event::AgentThoughtChunk { text: t }).await;
+                }
+                Some(Ok(ModelEvent::WebSearch { id, query, status })) => {
+                    let call = ToolCallView {
+                        id,
+                        title: match &query {
+                            Some(q) => format!("Web search: {q}"),
+                            None => "Web search".into(),
+                        },
+                        kind: crate::content::ToolKind::Fetch,
+                        status: match status {
+                            HostedStatus::InProgress => ToolStatus::InProgress,
+                            HostedStatus::Completed => ToolStatus::Completed,
+                            HostedStatus::Failed => ToolStatus::Failed,
+                        },
+                        locations: vec![],
+                        content: vec![],
+                        raw_input: query.map(|q| serde_json::json!({ "query": q })),
+                    };
+                    if status != HostedStatus::InProgress {
+                        rec.record(EntryKind::DisplayToolCall { call: call.clone() })?;
+                    }
+                    rec.emit(Event::ToolCall(call)).await;
+                }
+                Some(Ok(ModelEvent::Retrying {
+                    attempt,
+                    delay_ms,
+                    reason,
+                })) => {
+                    tracing::info!(attempt, delay_ms, %reason, "retrying model request");
+                }
+                Some(Ok(ModelEvent::Completed(resp))) => break resp,
+                Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
+                    record_partial(rec, &partial_text, &partial_thought)?;
+                    return Ok(ended(StopReason::Cancelled));
+                }
+                Some(Err(e)) => {
+                    record_partial(rec, &partial_text, &partial_thought)?;
+                    return Ok(model_failure(&e));
+                }
+                None => {
+                    record_partial(rec, &partial_text, &partial_thought)?;
+                    return Ok(model_failure(&ModelError::new(
+                        ModelErrorKind::StreamCut,
+                        "The model's stream ended without a final event.",
+                    )));
+                }
+            }
+        };
+        drop(stream);
+        rec.record(EntryKind::Assistant {
+            content: response.content.clone(),
+        })?;
+        rec.emit(Event::Usage {
+            used: response.usage.context_tokens(),
+            size: info.context_window,
+        })
+        .await;
+        rec.sync()?;
+
+        let calls: Vec<(String, String, String)> = response
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                AssistantPart::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some((id.clone(), name.clone(), arguments.clone())),
+                AssistantPart::Text { .. }
+                | AssistantPart::Reasoning { .. }
+                | AssistantPart::Opaque { .. } => None,
+            })
+            .collect();
+        if calls.is_empty() {
+            return Ok(match response.stop {
+                StopKind::EndTurn | StopKind::ToolUse => ended(StopReason::EndTurn),
+                StopKind::MaxTokens => ended(StopReason::MaxTokens),
+                StopKind::Refusal => ended(StopReason::Refusal),
+            });
+        }
+        for (i, (id, name, arguments)) in calls.iter().enumerate() {
+            if cancel.is_cancelled() {
+                // Every call of this message gets a result so the next request is well formed.
+                for (id, _, _) in &calls[i..] {
+                    finish_call(
+                        rec,
+                        id,
+                        "Cancelled by the user before it ran.",
+                        true,
+                        ToolStatus::Failed,
+                        None,
+                    )
+                    .await?;
+                }
+                return Ok(ended(StopReason::Cancelled));
+            }
+            match run_call(rec, tools, &cwd, id, name, arguments, cancel).await? {
+                CallEnd::Done => {}
+                CallEnd::Cancelled => {
+                    for (id, _, _) in &calls[i + 1..] {
+                        finish_call(
+                            rec,
+                            id,
+                            "Cancelled by the user before it ran.",
+                            true,
+                            ToolStatus::Failed,
+                            None,
+                        )
+                        .await?;
+                    }
+                    return Ok(ended(StopReason::Cancelled));
+                }
+                CallEnd::Fatal(msg) => {
+                    for (id, _, _) in &calls[i + 1..] {
+                        finish_call(
+                            rec,
+                            id,
+                            "Not run: an earlier tool failed fatally.",
+                            true,
+                            ToolStatus::Failed,
+                            None,
+                        )
+                        .await?;
+                    }
+                    return Ok(failure(TerminalStatus::ToolError, "tool_failed", msg));
+                }
+            }
+        }
+        rec.sync()?;
+    }
+    Ok(ended(StopReason::MaxTurnRequests))
+}
+
+fn model_failure(e: &ModelError) -> TurnOutcome {
+    failure(
+        e.terminal_status(),
+        &e.error_kind(),
+        format!("The model request failed: {}", e.message),
+    )
+}
+
+fn record_partial(rec: &Recorder, text: &str, thought: &str) -> Result<(), StoreError> {
+    let mut content = Vec::new();
+    if !thought.is_empty() {
+        content.push(AssistantPart::Reasoning {
+            text: thought.to_owned(),
+            provider_data: None,
+        });
+    }
+    if !text.is_empty() {
+        content.push(AssistantPart::Text {
+            text: text.to_owned(),
+        });
+    }
+    if !content.is_empty() {
+        rec.record(EntryKind::Assistant { content })?;
+    }
+    Ok(())
+}
+
+enum CallEnd {
+    Done,
+    Cancelled,
+    Fatal(String),
+}
+
+async fn finish_call(
+    rec: &Recorder,
+    id: &str,
+    output: &str,
+    is_error: bool,
+    status: ToolStatus,
+    content: Option<Vec<ToolContent>>,
+) -> Result<(), StoreError> {
+    let update = ToolCallUpdateView {
+        id: id.to_owned(),
+        status: Some(status),
+        content: content.or_else(|| {
+            Some(vec![ToolContent::Text {
+                text: output.to_owned(),
+            }])
+        }),
+        ..Default::default()
+    };
+    rec.record(EntryKind::ToolResult {
+        call_id: id.to_owned(),
+        output: output.to_owned(),
+        is_error,
+        update: update.clone(),
+    })?;
+    rec.emit(Event::ToolCallUpdate(update)).await;
+    Ok(())
+}
+
+async fn run_call(
+    rec: &Recorder,
+    tools: &ToolRegistry,
+    cwd: &std::path::Path,
+    id: &str,
+    name: &str,
+    arguments: &str,
+    cancel: &CancellationToken,
+) -> Result<CallEnd, StoreError> {
+    let input: Value = match serde_json::from_str(if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    }) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) | Err(_) => Value::Null,
+    };
+    let Some(tool) = tools.get(name) else {
+        let view = ToolCallView {
+            id: id.to_owned(),
+            title: name.to_owned(),
+            kind: crate::content::ToolKind::Other,
+            status: ToolStatus::Pending,
+            locations: vec![],
+            content: vec![],
+            raw_input: Some(input),
+        };
+        rec.record(EntryKind::ToolCall {
+            name: name.to_owned(),
+            call: view.clone(),
+        })?;
+        rec.emit(Event::ToolCall(view)).await;
+        finish_call(
+            rec,
+            id,
+            &format!("Unknown tool `{name}`. Use one of the tools you were given."),
+            true,
+            ToolStatus::Failed,
+            None,
+        )
+        .await?;
+        return Ok(CallEnd::Done);
+    };
+    let desc = tool.describe(&input, cwd);
+    let view = ToolCallView {
+        id: id.to_owned(),
+        title: desc.title,
+        kind: tool.kind(),
+        status: ToolStatus::Pending,
+        locations: desc.locations,
+        content: vec![],
+        raw_input: Some(input.clone()),
+    };
+    rec.record(EntryKind::ToolCall {
+        name: name.to_owned(),
+        call: view.clone(),
+    })?;
+    rec.emit(Event::ToolCall(view)).await;
+    if input.is_null() {
+        let msg = format!("The arguments of `{name}` are not a JSON object: {arguments}");
+        finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+        return Ok(CallEnd::Done);
+    }
+    rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
+        id: id.to_owned(),
+        status: Some(ToolStatus::InProgress),
+        ..Default::default()
+    }))
+    .await;
+    let ctx = ToolContext {
+        cwd: cwd.to_owned(),
+        call_id: id.to_owned(),
+        cancel: cancel.child_token(),
+        recorder: rec,
+    };
+    let result = tokio::select! {
+        biased;
+        () = cancel.cancelled() => None,
+        r = tool.call(input, &ctx) => Some(r),
+    };
+    match result {
+        None => {
+            finish_call(
+                rec,
+                id,
+                "Cancelled by the user while it ran.",
+                true,
+                ToolStatus::Failed,
+                None,
+            )
+            .await?;
+            Ok(CallEnd::Cancelled)
+        }
+        Some(Ok(out)) => {
+            let content = if out.content.is_empty() {
+                None
+            } else {
+                Some(out.content)
+            };
+            finish_call(rec, id, &out.text, false, ToolStatus::Completed, content).await?;
+            Ok(CallEnd::Done)
+        }
+        Some(Err(ToolError::RespondToModel(msg))) => {
+            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+            Ok(CallEnd::Done)
+        }
+        Some(Err(ToolError::Fatal(msg))) => {
+            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+            Ok(CallEnd::Fatal(msg))
+        }
+    }
+}
