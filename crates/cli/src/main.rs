@@ -1,1 +1,135 @@
-fn main() {}
+//! The `ferrite` binary: parses arguments, sets up logging to stderr, wires the crates together.
+
+mod commands;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use ferrite_core::env::Env;
+
+#[derive(Parser)]
+#[command(
+    name = "ferrite",
+    version,
+    about = "A coding agent for editors, over the Agent Client Protocol"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Agent Client Protocol on stdin/stdout (what editors start).
+    Acp,
+    /// Run one headless turn in the current directory.
+    Run {
+        /// Model id, e.g. anthropic/claude-sonnet-4-5.
+        #[arg(long)]
+        model: Option<String>,
+        /// plan, ask, auto or full.
+        #[arg(long)]
+        mode: Option<String>,
+        /// Print events as JSON lines on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Continue this session instead of starting a new one.
+        #[arg(long)]
+        session: Option<String>,
+        /// The prompt.
+        #[arg(required = true, num_args = 1..)]
+        prompt: Vec<String>,
+    },
+    /// Store an API key for a provider (read from stdin, never from arguments).
+    Login {
+        /// anthropic, openai, or a provider from config.toml.
+        provider: Option<String>,
+    },
+    /// Remove stored credentials (all, or one provider's).
+    Logout { provider: Option<String> },
+    /// Inspect the session store.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
+    /// Check config, credentials, sandbox support and providers, and say what to fix.
+    Doctor,
+}
+
+#[derive(Subcommand)]
+enum SessionsCommand {
+    /// List sessions, newest first.
+    List {
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+    /// Print a session's conversation.
+    Show { id: String },
+    /// Delete a session.
+    Delete { id: String },
+}
+
+/// `FERRITE_HOME`, else `$HOME/.ferrite`.
+fn ferrite_home(env: &Env) -> anyhow::Result<PathBuf> {
+    if let Some(h) = env.get("FERRITE_HOME") {
+        return Ok(PathBuf::from(h));
+    }
+    match env.get("HOME") {
+        Some(home) => Ok(PathBuf::from(home).join(".ferrite")),
+        None => anyhow::bail!("neither FERRITE_HOME nor HOME is set"),
+    }
+}
+
+fn init_logging(env: &Env) {
+    let filter = tracing_subscriber::EnvFilter::try_new(env.get("FERRITE_LOG").unwrap_or("warn"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let env = Env::from_process();
+    init_logging(&env);
+    let home = match ferrite_home(&env) {
+        Ok(h) => h,
+        Err(e) => return commands::fail(&e),
+    };
+    let result = match cli.command {
+        Command::Acp => commands::acp::run(home, env),
+        Command::Run {
+            model,
+            mode,
+            json,
+            session,
+            prompt,
+        } => commands::run::run(
+            home,
+            env,
+            commands::run::Args {
+                model,
+                mode,
+                json,
+                session,
+                prompt: prompt.join(" "),
+            },
+        ),
+        Command::Login { provider } => commands::auth::login(&home, provider.as_deref()),
+        Command::Logout { provider } => commands::auth::logout(&home, provider.as_deref()),
+        Command::Sessions { command } => match command {
+            SessionsCommand::List { cwd } => commands::sessions::list(&home, cwd),
+            SessionsCommand::Show { id } => commands::sessions::show(&home, &id),
+            SessionsCommand::Delete { id } => commands::sessions::delete(&home, &id),
+        },
+        Command::Doctor => commands::doctor::run(&home, &env),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => commands::fail(&e),
+    }
+}

@@ -173,6 +173,41 @@ impl SessionHandle {
         rx.await.map_err(|_| Refusal::Closed)?
     }
 
+    /// Queues a prompt without waiting: the receiver yields once the session task accepted or
+    /// refused it. Queuing in the caller's order keeps a session's requests in arrival order.
+    pub fn submit_prompt(
+        &self,
+        content: Vec<UserContent>,
+        options: TurnOptions,
+    ) -> Result<oneshot::Receiver<Result<TurnId, Refusal>>, Refusal> {
+        let (reply, rx) = oneshot::channel();
+        self.try_submit(Op::Prompt {
+            content,
+            options,
+            reply,
+        })?;
+        Ok(rx)
+    }
+
+    /// Queues a settings change without waiting (see [`Self::submit_prompt`]).
+    pub fn submit_change(
+        &self,
+        change: SettingChange,
+    ) -> Result<oneshot::Receiver<Result<Settings, Refusal>>, Refusal> {
+        let (reply, rx) = oneshot::channel();
+        self.try_submit(Op::Change { change, reply })?;
+        Ok(rx)
+    }
+
+    fn try_submit(&self, op: Op) -> Result<(), Refusal> {
+        self.ops.try_send(op).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                Refusal::Invalid("the session is not responding; try again or close it".into())
+            }
+            mpsc::error::TrySendError::Closed(_) => Refusal::Closed,
+        })
+    }
+
     /// Asks the running turn, if any, to stop. Never blocks.
     pub fn cancel(&self) {
         if let Err(mpsc::error::TrySendError::Full(op)) = self.ops.try_send(Op::Cancel) {

@@ -1,0 +1,405 @@
+//! Pure conversions between ferrite's core types and ACP's protocol types. No I/O here: every
+//! function is unit-tested on values.
+
+use agent_client_protocol::v1::schema as acp;
+use ferrite_core::content::{
+    Location, PlanEntry, PlanPriority, PlanStatus, ToolCallUpdateView, ToolCallView, ToolContent,
+    ToolKind, ToolStatus, UserContent,
+};
+use ferrite_core::events::{Event, Settings};
+use ferrite_core::ids::SessionId;
+use ferrite_core::log::StopReason;
+use ferrite_core::modes::{Effort, Mode};
+use serde_json::Value;
+
+/// A prompt's blocks in ferrite's terms. Audio is refused: ferrite does not advertise it.
+pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>, String> {
+    let mut out = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        out.push(match block {
+            acp::ContentBlock::Text(t) => UserContent::Text { text: t.text },
+            acp::ContentBlock::Image(i) => UserContent::Image {
+                mime_type: i.mime_type,
+                data: i.data,
+                uri: i.uri,
+            },
+            acp::ContentBlock::ResourceLink(l) => UserContent::ResourceLink {
+                uri: l.uri,
+                name: l.name,
+                mime_type: l.mime_type,
+            },
+            acp::ContentBlock::Resource(r) => match r.resource {
+                acp::EmbeddedResourceResource::TextResourceContents(t) => UserContent::Resource {
+                    uri: t.uri,
+                    text: Some(t.text),
+                    blob: None,
+                    mime_type: t.mime_type,
+                },
+                acp::EmbeddedResourceResource::BlobResourceContents(b) => UserContent::Resource {
+                    uri: b.uri,
+                    text: None,
+                    blob: Some(b.blob),
+                    mime_type: b.mime_type,
+                },
+                _ => return Err("unsupported embedded resource".into()),
+            },
+            acp::ContentBlock::Audio(_) => return Err("audio prompts are not supported".into()),
+            _ => return Err("unsupported content block".into()),
+        });
+    }
+    Ok(out)
+}
+
+fn user_block(c: &UserContent) -> acp::ContentBlock {
+    match c {
+        UserContent::Text { text } => acp::ContentBlock::Text(acp::TextContent::new(text.clone())),
+        UserContent::Image {
+            mime_type,
+            data,
+            uri,
+        } => acp::ContentBlock::Image(
+            acp::ImageContent::new(data.clone(), mime_type.clone()).uri(uri.clone()),
+        ),
+        UserContent::ResourceLink {
+            uri,
+            name,
+            mime_type,
+        } => acp::ContentBlock::ResourceLink(
+            acp::ResourceLink::new(name.clone(), uri.clone()).mime_type(mime_type.clone()),
+        ),
+        UserContent::Resource {
+            uri,
+            text,
+            blob,
+            mime_type,
+        } => {
+            let resource = match (text, blob) {
+                (Some(text), _) => acp::EmbeddedResourceResource::TextResourceContents(
+                    acp::TextResourceContents::new(text.clone(), uri.clone())
+                        .mime_type(mime_type.clone()),
+                ),
+                (None, blob) => acp::EmbeddedResourceResource::BlobResourceContents(
+                    acp::BlobResourceContents::new(blob.clone().unwrap_or_default(), uri.clone())
+                        .mime_type(mime_type.clone()),
+                ),
+            };
+            acp::ContentBlock::Resource(acp::EmbeddedResource::new(resource))
+        }
+    }
+}
+
+fn text_block(text: &str) -> acp::ContentBlock {
+    acp::ContentBlock::Text(acp::TextContent::new(text.to_owned()))
+}
+
+fn tool_kind(k: ToolKind) -> acp::ToolKind {
+    match k {
+        ToolKind::Read => acp::ToolKind::Read,
+        ToolKind::Edit => acp::ToolKind::Edit,
+        ToolKind::Delete => acp::ToolKind::Delete,
+        ToolKind::Move => acp::ToolKind::Move,
+        ToolKind::Search => acp::ToolKind::Search,
+        ToolKind::Execute => acp::ToolKind::Execute,
+        ToolKind::Think => acp::ToolKind::Think,
+        ToolKind::Fetch => acp::ToolKind::Fetch,
+        ToolKind::SwitchMode => acp::ToolKind::SwitchMode,
+        ToolKind::Other => acp::ToolKind::Other,
+    }
+}
+
+fn tool_status(s: ToolStatus) -> acp::ToolCallStatus {
+    match s {
+        ToolStatus::Pending => acp::ToolCallStatus::Pending,
+        ToolStatus::InProgress => acp::ToolCallStatus::InProgress,
+        ToolStatus::Completed => acp::ToolCallStatus::Completed,
+        ToolStatus::Failed => acp::ToolCallStatus::Failed,
+    }
+}
+
+fn tool_content(c: &ToolContent) -> acp::ToolCallContent {
+    match c {
+        ToolContent::Text { text } => {
+            acp::ToolCallContent::Content(acp::Content::new(text_block(text)))
+        }
+        ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+        } => acp::ToolCallContent::Diff(
+            acp::Diff::new(path.clone(), new_text.clone()).old_text(old_text.clone()),
+        ),
+    }
+}
+
+fn location(l: &Location) -> acp::ToolCallLocation {
+    acp::ToolCallLocation::new(l.path.clone()).line(l.line)
+}
+
+fn tool_call(v: &ToolCallView) -> acp::ToolCall {
+    acp::ToolCall::new(acp::ToolCallId::new(v.id.clone()), v.title.clone())
+        .kind(tool_kind(v.kind))
+        .status(tool_status(v.status))
+        .content(v.content.iter().map(tool_content).collect())
+        .locations(v.locations.iter().map(location).collect())
+        .raw_input(v.raw_input.clone())
+}
+
+fn tool_call_update(v: &ToolCallUpdateView) -> acp::ToolCallUpdate {
+    let fields = acp::ToolCallUpdateFields::new()
+        .status(v.status.map(tool_status))
+        .title(v.title.clone())
+        .content(
+            v.content
+                .as_ref()
+                .map(|c| c.iter().map(tool_content).collect::<Vec<_>>()),
+        )
+        .locations(
+            v.locations
+                .as_ref()
+                .map(|l| l.iter().map(location).collect::<Vec<_>>()),
+        )
+        .raw_output(v.raw_output.clone());
+    acp::ToolCallUpdate::new(acp::ToolCallId::new(v.id.clone()), fields)
+}
+
+fn plan(entries: &[PlanEntry]) -> acp::Plan {
+    acp::Plan::new(
+        entries
+            .iter()
+            .map(|e| {
+                acp::PlanEntry::new(
+                    e.content.clone(),
+                    match e.priority {
+                        PlanPriority::High => acp::PlanEntryPriority::High,
+                        PlanPriority::Medium => acp::PlanEntryPriority::Medium,
+                        PlanPriority::Low => acp::PlanEntryPriority::Low,
+                    },
+                    match e.status {
+                        PlanStatus::Pending => acp::PlanEntryStatus::Pending,
+                        PlanStatus::InProgress => acp::PlanEntryStatus::InProgress,
+                        PlanStatus::Completed => acp::PlanEntryStatus::Completed,
+                    },
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The `session/update` updates an event becomes (most become one; a replayed user message with
+/// several blocks becomes several chunks; a turn's end becomes none).
+pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
+    use acp::SessionUpdate as U;
+    match event {
+        Event::UserMessage { content } => content
+            .iter()
+            .map(|c| U::UserMessageChunk(acp::ContentChunk::new(user_block(c))))
+            .collect(),
+        Event::AgentMessageChunk { text } => vec![U::AgentMessageChunk(acp::ContentChunk::new(
+            text_block(text),
+        ))],
+        Event::AgentThoughtChunk { text } => vec![U::AgentThoughtChunk(acp::ContentChunk::new(
+            text_block(text),
+        ))],
+        Event::ToolCall(v) => vec![U::ToolCall(tool_call(v))],
+        Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
+        Event::Plan { entries } => vec![U::Plan(plan(entries))],
+        Event::ModeChanged { mode } => {
+            vec![U::CurrentModeUpdate(acp::CurrentModeUpdate::new(mode.id()))]
+        }
+        Event::SettingsChanged(s) => vec![U::ConfigOptionUpdate(acp::ConfigOptionUpdate::new(
+            config_options(s),
+        ))],
+        Event::TitleChanged { title } => vec![U::SessionInfoUpdate(
+            acp::SessionInfoUpdate::new()
+                .title(title.clone())
+                .updated_at(ferrite_core::time::now_rfc3339()),
+        )],
+        Event::Usage { used, size } => vec![U::UsageUpdate(acp::UsageUpdate::new(*used, *size))],
+        Event::Notice { text } if notices => {
+            vec![U::Notice(acp::Notice::new(
+                acp::NoticeSeverity::Warning,
+                text.clone(),
+            ))]
+        }
+        Event::Notice { text } => vec![U::AgentMessageChunk(acp::ContentChunk::new(text_block(
+            &format!("\n{text}\n"),
+        )))],
+        Event::TurnEnded(_) => vec![],
+    }
+}
+
+pub fn notification(session: &SessionId, update: acp::SessionUpdate) -> Value {
+    serde_json::to_value(acp::SessionNotification::new(
+        acp::SessionId::new(session.as_str()),
+        update,
+    ))
+    .unwrap_or(Value::Null)
+}
+
+pub fn stop_reason(s: StopReason) -> acp::StopReason {
+    match s {
+        StopReason::EndTurn => acp::StopReason::EndTurn,
+        StopReason::MaxTokens => acp::StopReason::MaxTokens,
+        StopReason::MaxTurnRequests => acp::StopReason::MaxTurnRequests,
+        StopReason::Refusal => acp::StopReason::Refusal,
+        StopReason::Cancelled => acp::StopReason::Cancelled,
+    }
+}
+
+pub fn modes(s: &Settings) -> acp::SessionModeState {
+    acp::SessionModeState::new(
+        s.mode.id(),
+        s.available_modes
+            .iter()
+            .map(|m| {
+                acp::SessionMode::new(m.id(), m.name()).description(m.description().to_owned())
+            })
+            .collect(),
+    )
+}
+
+/// `mode`, `model`, `reasoning_effort`, `web_search`, in that order (contract §9).
+pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
+    let mode_opts: Vec<acp::SessionConfigSelectOption> = s
+        .available_modes
+        .iter()
+        .map(|m| {
+            acp::SessionConfigSelectOption::new(m.id(), m.name())
+                .description(m.description().to_owned())
+        })
+        .collect();
+    let model_opts: Vec<acp::SessionConfigSelectOption> = s
+        .models
+        .iter()
+        .map(|(id, name)| acp::SessionConfigSelectOption::new(id.clone(), name.clone()))
+        .collect();
+    let effort_opts: Vec<acp::SessionConfigSelectOption> = Effort::ALL
+        .iter()
+        .map(|e| acp::SessionConfigSelectOption::new(e.id(), e.name()))
+        .collect();
+    let web_opts = vec![
+        acp::SessionConfigSelectOption::new("off", "Off"),
+        acp::SessionConfigSelectOption::new("on", "On")
+            .description("The provider's hosted web search".to_owned()),
+    ];
+    vec![
+        acp::SessionConfigOption::select("mode", "Mode", s.mode.id(), mode_opts)
+            .category(acp::SessionConfigOptionCategory::Mode),
+        acp::SessionConfigOption::select("model", "Model", s.model.clone(), model_opts)
+            .category(acp::SessionConfigOptionCategory::Model),
+        acp::SessionConfigOption::select(
+            "reasoning_effort",
+            "Reasoning effort",
+            s.effort.id(),
+            effort_opts,
+        )
+        .category(acp::SessionConfigOptionCategory::ThoughtLevel),
+        acp::SessionConfigOption::select(
+            "web_search",
+            "Web search",
+            if s.web_search { "on" } else { "off" },
+            web_opts,
+        ),
+    ]
+}
+
+/// Which option a `session/set_config_option` changes, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionChange {
+    Mode(Mode),
+    Model(String),
+    Effort(Effort),
+    WebSearch(bool),
+}
+
+pub fn parse_option(config_id: &str, value: &str) -> Result<OptionChange, String> {
+    match config_id {
+        "mode" => value
+            .parse()
+            .map(OptionChange::Mode)
+            .map_err(|e| e.to_string()),
+        "model" => Ok(OptionChange::Model(value.to_owned())),
+        "reasoning_effort" => value
+            .parse()
+            .map(OptionChange::Effort)
+            .map_err(|e| e.to_string()),
+        "web_search" => match value {
+            "on" | "true" => Ok(OptionChange::WebSearch(true)),
+            "off" | "false" => Ok(OptionChange::WebSearch(false)),
+            _ => Err(format!(
+                "unknown web_search value `{value}`; expected on or off"
+            )),
+        },
+        _ => Err(format!("unknown config option `{config_id}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn settings() -> Settings {
+        Settings {
+            mode: Mode::Ask,
+            available_modes: vec![Mode::Plan, Mode::Ask, Mode::Auto],
+            model: "a/m".into(),
+            models: vec![("a/m".into(), "M".into())],
+            effort: Effort::Default,
+            web_search: false,
+        }
+    }
+
+    #[test]
+    fn config_options_are_in_contract_order() {
+        let v = serde_json::to_value(config_options(&settings())).unwrap();
+        let ids: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["mode", "model", "reasoning_effort", "web_search"]);
+        assert_eq!(v[0]["category"], "mode");
+        assert_eq!(v[2]["category"], "thought_level");
+        assert_eq!(v[0]["currentValue"], "ask");
+        assert_eq!(v[0]["options"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn text_chunk_shape() {
+        let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, false);
+        let v = notification(
+            &SessionId::parse("s1").unwrap(),
+            u.into_iter().next().unwrap(),
+        );
+        assert_eq!(
+            v,
+            json!({"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}})
+        );
+    }
+
+    #[test]
+    fn mode_update_uses_current_mode_id() {
+        let u = updates(&Event::ModeChanged { mode: Mode::Auto }, false);
+        let v = notification(
+            &SessionId::parse("s").unwrap(),
+            u.into_iter().next().unwrap(),
+        );
+        assert_eq!(v["update"]["currentModeId"], "auto");
+    }
+
+    #[test]
+    fn option_parsing() {
+        assert_eq!(
+            parse_option("mode", "plan"),
+            Ok(OptionChange::Mode(Mode::Plan))
+        );
+        assert!(parse_option("mode", "yolo").is_err());
+        assert!(parse_option("colour", "x").is_err());
+        assert_eq!(
+            parse_option("web_search", "on"),
+            Ok(OptionChange::WebSearch(true))
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! One module per subcommand.
+
+pub mod acp;
+pub mod auth;
+pub mod doctor;
+pub mod run;
+pub mod sessions;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use ferrite_core::env::Env;
+use ferrite_core::model::ModelConnector;
+
+/// Prints an error for a person on stderr and returns the failure exit code.
+pub fn fail(e: &anyhow::Error) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "ferrite: {e:#}");
+    ExitCode::FAILURE
+}
+
+/// The model connector. `None` until a provider crate is wired in: turns then fail with a
+/// configuration error that says what to set.
+pub fn connector(_env: &Env) -> Option<Arc<dyn ModelConnector>> {
+    None
+}
+
+/// A multi-threaded runtime: the agent serves many sessions at once.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}

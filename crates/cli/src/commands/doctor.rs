@@ -1,0 +1,95 @@
+//! `ferrite doctor`: what works here, and what to fix.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use ferrite_core::catalog::{Catalog, DefaultModel, KeySource};
+use ferrite_core::config::Config;
+use ferrite_core::credentials::Credentials;
+use ferrite_core::env::Env;
+
+pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let mut problems = 0;
+    writeln!(out, "FERRITE_HOME: {}", home.display())?;
+    let cwd = std::env::current_dir().ok();
+    let config = match Config::load(home, cwd.as_deref()) {
+        Ok(c) => {
+            writeln!(out, "config: ok")?;
+            for w in &c.warnings {
+                writeln!(out, "  warning: {w}")?;
+            }
+            c
+        }
+        Err(e) => {
+            problems += 1;
+            writeln!(out, "config: ERROR {e}")?;
+            Config::default()
+        }
+    };
+    let creds = match Credentials::load(home) {
+        Ok(c) => c,
+        Err(e) => {
+            problems += 1;
+            writeln!(out, "credentials: ERROR {e}")?;
+            Credentials::default()
+        }
+    };
+    let catalog = Catalog::build(&config, env, &creds);
+    writeln!(out, "providers:")?;
+    for p in &catalog.providers {
+        let key = match &p.key_source {
+            KeySource::NotNeeded => "no key needed".to_owned(),
+            KeySource::Env(vars) if catalog.key(&p.name).is_some() => "key found".to_owned(),
+            KeySource::Env(vars) => format!(
+                "no key (set {} or run `ferrite login {}`)",
+                vars.join(" or "),
+                p.name
+            ),
+        };
+        writeln!(
+            out,
+            "  {:<12} {:<17} {}  [{}]",
+            p.name,
+            p.api.id(),
+            p.base_url,
+            key
+        )?;
+    }
+    match catalog.default_model(&config, env) {
+        DefaultModel::Chosen(m) => match catalog.unusable_reason(&m) {
+            None => writeln!(out, "default model: {m}")?,
+            Some(why) => {
+                problems += 1;
+                writeln!(out, "default model: {m} — NOT USABLE: {why}")?;
+            }
+        },
+        DefaultModel::NoneConfigured => {
+            problems += 1;
+            writeln!(
+                out,
+                "default model: none — {}",
+                ferrite_core::catalog::NO_PROVIDER_MESSAGE
+            )?;
+        }
+    }
+    let lsm = std::fs::read_to_string("/sys/kernel/security/lsm").unwrap_or_default();
+    let landlock = lsm.split(',').any(|m| m.trim() == "landlock");
+    writeln!(
+        out,
+        "sandbox: Landlock {}",
+        if landlock {
+            "listed in the kernel's LSMs"
+        } else {
+            "not reported by this kernel (commands in `auto` mode will be refused)"
+        }
+    )?;
+    if problems == 0 {
+        writeln!(out, "\nAll good.")?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        writeln!(out, "\n{problems} problem(s) found.")?;
+        Ok(ExitCode::FAILURE)
+    }
+}

@@ -1,0 +1,83 @@
+//! `ferrite sessions list | show | delete`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ferrite_core::events::Event;
+use ferrite_core::ids::SessionId;
+use ferrite_core::log::SessionStore;
+use ferrite_core::state::SessionState;
+
+fn parse_id(id: &str) -> anyhow::Result<SessionId> {
+    SessionId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+pub fn list(home: &Path, cwd: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let cwd = match cwd {
+        Some(c) => Some(std::fs::canonicalize(&c).with_context(|| format!("{}", c.display()))?),
+        None => None,
+    };
+    let mut out = std::io::stdout().lock();
+    for s in SessionStore::new(home).list()? {
+        if cwd.as_ref().is_some_and(|c| *c != s.cwd) {
+            continue;
+        }
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}",
+            s.id,
+            ferrite_core::time::rfc3339(s.updated_at),
+            s.cwd.display(),
+            s.title.unwrap_or_default()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(home: &Path, id: &str) -> anyhow::Result<ExitCode> {
+    let id = parse_id(id)?;
+    let log = SessionStore::new(home).read(&id)?;
+    let state = SessionState::from_log(&log);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "session {}  cwd {}  mode {}  model {}",
+        state.id,
+        state.cwd.display(),
+        state.mode,
+        state.model.as_deref().unwrap_or("-")
+    )?;
+    for event in state.replay() {
+        match event {
+            Event::UserMessage { content } => {
+                let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
+                writeln!(out, "\n> {}", text.join(" "))?;
+            }
+            Event::AgentMessageChunk { text } => write!(out, "{text}")?,
+            Event::AgentThoughtChunk { .. } => {}
+            Event::ToolCall(c) => writeln!(out, "\n[{:?}] {}", c.kind, c.title)?,
+            Event::ToolCallUpdate(u) => {
+                if let Some(s) = u.status {
+                    writeln!(out, "  -> {s:?}")?;
+                }
+            }
+            Event::Plan { entries } => {
+                for e in entries {
+                    writeln!(out, "  - [{:?}] {}", e.status, e.content)?;
+                }
+            }
+            other => writeln!(out, "{}", serde_json::to_string(&other)?)?,
+        }
+    }
+    writeln!(out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn delete(home: &Path, id: &str) -> anyhow::Result<ExitCode> {
+    let id = parse_id(id)?;
+    SessionStore::new(home).delete(&id)?;
+    writeln!(std::io::stderr(), "Deleted {id}")?;
+    Ok(ExitCode::SUCCESS)
+}
