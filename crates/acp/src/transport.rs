@@ -36,6 +36,9 @@ pub struct LineReader<R> {
     buf: Vec<u8>,
     /// Start of unconsumed data in `buf`.
     pos: usize,
+    /// How much of the unconsumed data is known to hold no newline (so each byte is scanned
+    /// once, not once per read).
+    scanned: usize,
     /// Inside an over-long line: bytes are dropped until the next newline.
     discarding: Option<Vec<u8>>,
     eof: bool,
@@ -52,6 +55,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             inner,
             buf: Vec::with_capacity(64 * 1024),
             pos: 0,
+            scanned: 0,
             discarding: None,
             eof: false,
             max,
@@ -88,9 +92,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
     fn take_line(&mut self) -> Option<Incoming> {
         let data = &self.buf[self.pos..];
-        if let Some(nl) = data.iter().position(|&b| b == b'\n') {
+        if let Some(nl) = data[self.scanned.min(data.len())..]
+            .iter()
+            .position(|&b| b == b'\n')
+        {
+            let nl = self.scanned + nl;
             let line = data[..nl].to_vec();
             self.pos += nl + 1;
+            self.scanned = 0;
             if let Some(head) = self.discarding.take() {
                 return Some(Incoming::TooLong { head });
             }
@@ -103,6 +112,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         if self.discarding.is_some() {
             self.buf.clear();
             self.pos = 0;
+            self.scanned = 0;
+        } else {
+            self.scanned = data.len();
         }
         None
     }

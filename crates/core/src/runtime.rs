@@ -598,7 +598,7 @@ async fn session_task(
 ) {
     let session = lock(&core).state.id.clone();
     let mut running: Option<Running> = None;
-    loop {
+    let closed_reply = loop {
         let step = tokio::select! {
             op = ops.recv() => Ok(op),
             end = wait_running(&mut running) => Err(end),
@@ -626,7 +626,7 @@ async fn session_task(
                 };
                 finish_turn(&core, &events, &session, r.id, outcome).await;
             }
-            Ok(None) => break,
+            Ok(None) => break None,
             Ok(Some(Op::Prompt {
                 content,
                 options,
@@ -700,12 +700,16 @@ async fn session_task(
                 if let Err(e) = lock(&core).log.sync() {
                     tracing::error!(session = %session, error = %e, "could not flush session log on close");
                 }
-                let _ = reply.send(());
-                break;
+                break Some(reply);
             }
         }
+    };
+    // Dropping `core` closes the log file and releases its lock; only then is the close
+    // answered, so the session can be reopened at once.
+    drop(core);
+    if let Some(reply) = closed_reply {
+        let _ = reply.send(());
     }
-    // Dropping `core` closes the log file and releases its lock.
 }
 
 fn interrupted(kind: &str, message: &str) -> TurnOutcome {

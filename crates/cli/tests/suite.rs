@@ -1,0 +1,5 @@
+mod common;
+mod durability;
+mod protocol;
+mod sessions;
+mod settings;
