@@ -19,10 +19,16 @@ pub fn fail(e: &anyhow::Error) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// The model connector. `None` until a provider crate is wired in: turns then fail with a
-/// configuration error that says what to set.
-pub fn connector(_env: &Env) -> Option<Arc<dyn ModelConnector>> {
-    None
+/// The model connector (ferrite-llm). `None` only if the HTTP client cannot be set up; turns then
+/// fail with a configuration error that says so.
+pub fn connector(env: &Env) -> Option<Arc<dyn ModelConnector>> {
+    match ferrite_llm::Connector::from_env(env) {
+        Ok(c) => Some(Arc::new(c)),
+        Err(e) => {
+            tracing::error!(error = %e, "model providers unavailable");
+            None
+        }
+    }
 }
 
 /// A multi-threaded runtime: the agent serves many sessions at once.

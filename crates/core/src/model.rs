@@ -21,6 +21,9 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub effort: Effort,
+    /// Whether the model reasons (can take an effort, returns reasoning items). Some APIs
+    /// refuse reasoning parameters for models that do not.
+    pub reasoning: bool,
     /// Turn on the provider's hosted web search.
     pub web_search: bool,
     pub max_output_tokens: u32,

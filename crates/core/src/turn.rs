@@ -211,6 +211,7 @@ async fn run_turn_inner(
             messages,
             tools: tools.specs(),
             effort,
+            reasoning: info.reasoning,
             web_search,
             max_output_tokens: 32_000,
         };

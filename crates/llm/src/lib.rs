@@ -1,1 +1,104 @@
-//! Model provider adapters (placeholder until the provider issue lands).
+//! ferrite-llm: the model providers. Implements [`ferrite_core::model::ModelConnector`] for the
+//! three wire APIs (Anthropic Messages, OpenAI Responses, OpenAI Chat Completions): request
+//! mapping, SSE decoding, retries, idle timeouts and cancellation. The one crate that speaks a
+//! model vendor's wire format.
+
+mod anthropic;
+mod client;
+mod decode;
+mod error;
+mod openai_chat;
+mod openai_responses;
+mod options;
+mod retry;
+mod sse;
+mod think;
+
+use std::sync::Arc;
+
+use ferrite_core::catalog::Provider;
+use ferrite_core::config::ApiKind;
+use ferrite_core::env::Env;
+use ferrite_core::model::{ModelClient, ModelConnector, ModelError, ModelErrorKind};
+
+pub use decode::decode_sse;
+pub use options::LlmOptions;
+
+/// Builds model clients for catalog providers. Cheap to clone; all clients share one
+/// connection pool.
+#[derive(Clone)]
+pub struct Connector {
+    http: reqwest::Client,
+    options: LlmOptions,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connector {
+    pub fn new(options: LlmOptions) -> Result<Self, ModelError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .user_agent(concat!("ferrite/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                ModelError::new(
+                    ModelErrorKind::Configuration,
+                    format!("could not set up the HTTP client: {e}"),
+                )
+            })?;
+        Ok(Self { http, options })
+    }
+
+    /// [`LlmOptions::from_env`] applied to `env`.
+    pub fn from_env(env: &Env) -> Result<Self, ModelError> {
+        Self::new(LlmOptions::from_env(env))
+    }
+
+    pub fn options(&self) -> &LlmOptions {
+        &self.options
+    }
+}
+
+impl ModelConnector for Connector {
+    fn connect(
+        &self,
+        provider: &Provider,
+        api_key: Option<&str>,
+    ) -> Result<Arc<dyn ModelClient>, ModelError> {
+        let base = provider.base_url.trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ModelError::new(
+                ModelErrorKind::Configuration,
+                format!(
+                    "provider {} has base URL {:?}; it must start with http:// or https://",
+                    provider.name, provider.base_url
+                ),
+            ));
+        }
+        // Contract §3: a bare origin for Anthropic, `.../v1` for the OpenAI APIs.
+        let url = match provider.api {
+            ApiKind::Anthropic => format!("{base}/v1/messages"),
+            ApiKind::OpenAiResponses => format!("{base}/responses"),
+            ApiKind::OpenAiChat => format!("{base}/chat/completions"),
+        };
+        let api_key = api_key.filter(|k| !k.is_empty());
+        let headers = client::headers(provider.api, api_key)?;
+        Ok(Arc::new(client::HttpModelClient {
+            inner: Arc::new(client::Inner {
+                http: self.http.clone(),
+                api: provider.api,
+                label: provider.name.clone(),
+                url,
+                headers,
+                api_key: api_key.map(str::to_owned),
+                options: self.options.clone(),
+            }),
+        }))
+    }
+}

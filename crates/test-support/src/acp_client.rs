@@ -38,7 +38,10 @@ pub struct Answer {
 
 impl Answer {
     fn from_message(m: &Value) -> Self {
-        Self { result: m.get("result").cloned(), error: m.get("error").cloned() }
+        Self {
+            result: m.get("result").cloned(),
+            error: m.get("error").cloned(),
+        }
     }
 
     /// The result; panics with the error when there is none.
@@ -58,7 +61,11 @@ impl Answer {
     }
 
     pub fn message(&self) -> String {
-        self.error.as_ref().and_then(|e| e["message"].as_str()).unwrap_or_default().to_owned()
+        self.error
+            .as_ref()
+            .and_then(|e| e["message"].as_str())
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 
@@ -77,7 +84,10 @@ impl AcpClient {
             bin,
             home,
             args: &["acp"],
-            env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         })
     }
 
@@ -111,24 +121,34 @@ impl AcpClient {
                         Ok(Some(l)) => l,
                         Ok(None) => break,
                         Err(e) => {
-                            violations.lock().unwrap().push(format!("stdout is not UTF-8 lines: {e}"));
+                            violations
+                                .lock()
+                                .unwrap()
+                                .push(format!("stdout is not UTF-8 lines: {e}"));
                             break;
                         }
                     };
                     let msg: Value = match serde_json::from_str(&line) {
                         Ok(v @ Value::Object(_)) => v,
                         _ => {
-                            violations.lock().unwrap().push(format!("not a JSON object on stdout: {line:.200}"));
+                            violations
+                                .lock()
+                                .unwrap()
+                                .push(format!("not a JSON object on stdout: {line:.200}"));
                             continue;
                         }
                     };
                     let request_method = if msg.get("method").is_none() {
-                        msg.get("id").and_then(|id| methods.lock().unwrap().remove(&id.to_string()))
+                        msg.get("id")
+                            .and_then(|id| methods.lock().unwrap().remove(&id.to_string()))
                     } else {
                         None
                     };
                     if let Err(e) = schema().check_agent_message(&msg, request_method.as_deref()) {
-                        violations.lock().unwrap().push(format!("{e}\n  in: {line:.400}"));
+                        violations
+                            .lock()
+                            .unwrap()
+                            .push(format!("{e}\n  in: {line:.400}"));
                     }
                     if tx.send(msg).is_err() {
                         break;
@@ -151,7 +171,16 @@ impl AcpClient {
                 }
             });
         }
-        Self { child, stdin, rx, backlog: VecDeque::new(), next_id: 1, methods, violations, stderr }
+        Self {
+            child,
+            stdin,
+            rx,
+            backlog: VecDeque::new(),
+            next_id: 1,
+            methods,
+            violations,
+            stderr,
+        }
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -173,8 +202,12 @@ impl AcpClient {
     pub async fn send_request(&mut self, method: &str, params: Value) -> Value {
         let id = json!(self.next_id);
         self.next_id += 1;
-        self.methods.lock().unwrap().insert(id.to_string(), method.to_owned());
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        self.methods
+            .lock()
+            .unwrap()
+            .insert(id.to_string(), method.to_owned());
+        let line =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         self.send_raw(format!("{line}\n").as_bytes()).await;
         id
     }
@@ -213,7 +246,10 @@ impl AcpClient {
         }
         loop {
             let m = self.recv(DEFAULT_TIMEOUT).await.unwrap_or_else(|| {
-                panic!("no answer to request {id} within {DEFAULT_TIMEOUT:?}; stderr:\n{}", self.stderr())
+                panic!(
+                    "no answer to request {id} within {DEFAULT_TIMEOUT:?}; stderr:\n{}",
+                    self.stderr()
+                )
             });
             if is_answer_to(&m, id) {
                 return (before, Answer::from_message(&m));
@@ -223,7 +259,10 @@ impl AcpClient {
     }
 
     async fn recv(&mut self, timeout: Duration) -> Option<Value> {
-        tokio::time::timeout(timeout, self.rx.recv()).await.ok().flatten()
+        tokio::time::timeout(timeout, self.rx.recv())
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The next message of any kind (backlog first), or `None` after `timeout`.
@@ -235,7 +274,11 @@ impl AcpClient {
     }
 
     /// Waits for a message matching `pred`; others are kept in order.
-    pub async fn wait_for(&mut self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+    pub async fn wait_for(
+        &mut self,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
         if let Some(pos) = self.backlog.iter().position(&pred) {
             return self.backlog.remove(pos);
         }
@@ -271,7 +314,9 @@ impl AcpClient {
 
     /// `session/new` in `cwd`; returns the whole result.
     pub async fn new_session(&mut self, cwd: &Path) -> Value {
-        self.request("session/new", json!({"cwd": cwd, "mcpServers": []})).await.ok()
+        self.request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await
+            .ok()
     }
 
     pub async fn close_stdin(&mut self) {
@@ -282,7 +327,10 @@ impl AcpClient {
 
     /// Waits for the agent to exit.
     pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        tokio::time::timeout(timeout, self.child.wait()).await.ok().and_then(Result::ok)
+        tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
     }
 
     /// SIGKILL, like a crash.
@@ -306,7 +354,11 @@ impl Drop for AcpClient {
             return;
         }
         let v = self.violations();
-        assert!(v.is_empty(), "the agent sent messages that violate the ACP schema:\n{}", v.join("\n"));
+        assert!(
+            v.is_empty(),
+            "the agent sent messages that violate the ACP schema:\n{}",
+            v.join("\n")
+        );
     }
 }
 
@@ -317,7 +369,10 @@ pub fn updates(messages: &[Value]) -> Vec<(String, Value)> {
         .filter(|m| m.get("method") == Some(&json!("session/update")))
         .map(|m| {
             let u = m["params"]["update"].clone();
-            (u["sessionUpdate"].as_str().unwrap_or_default().to_owned(), u)
+            (
+                u["sessionUpdate"].as_str().unwrap_or_default().to_owned(),
+                u,
+            )
         })
         .collect()
 }

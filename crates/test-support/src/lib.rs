@@ -1,8 +1,9 @@
 //! Shared test fakes: an ACP client that drives the real binary and validates what it says,
-//! and the ACP schema checker.
+//! the ACP schema checker, and a fake model provider speaking the three wire APIs over HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod acp_client;
+pub mod fake_provider;
 pub mod schema;
 
 pub use acp_client::{AcpClient, Answer, agent_text, updates};

@@ -29,7 +29,9 @@ impl AcpSchema {
         let mut by_method = HashMap::new();
         if let Some(defs) = root.get("$defs").and_then(Value::as_object) {
             for (name, def) in defs {
-                let Some(method) = def.get("x-method").and_then(Value::as_str) else { continue };
+                let Some(method) = def.get("x-method").and_then(Value::as_str) else {
+                    continue;
+                };
                 let kind = if name.ends_with("Response") {
                     "response"
                 } else if name.ends_with("Notification") {
@@ -40,7 +42,11 @@ impl AcpSchema {
                 by_method.insert((method.to_owned(), kind), name.clone());
             }
         }
-        Self { root, by_method, cache: Mutex::new(HashMap::new()) }
+        Self {
+            root,
+            by_method,
+            cache: Mutex::new(HashMap::new()),
+        }
     }
 
     fn validator(&self, def: &str) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
@@ -60,14 +66,25 @@ impl AcpSchema {
     /// Validates `instance` against definition `def`.
     pub fn check(&self, def: &str, instance: &Value) -> Result<(), String> {
         let v = self.validator(def)?;
-        let errors: Vec<String> =
-            v.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path())).take(5).collect();
-        if errors.is_empty() { Ok(()) } else { Err(format!("{def}: {}", errors.join("; "))) }
+        let errors: Vec<String> = v
+            .iter_errors(instance)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .take(5)
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{def}: {}", errors.join("; ")))
+        }
     }
 
     /// Validates one message the agent wrote. `request_method` is the method of the client's
     /// request a response answers.
-    pub fn check_agent_message(&self, msg: &Value, request_method: Option<&str>) -> Result<(), String> {
+    pub fn check_agent_message(
+        &self,
+        msg: &Value,
+        request_method: Option<&str>,
+    ) -> Result<(), String> {
         if msg.get("jsonrpc") != Some(&json!("2.0")) {
             return Err("missing \"jsonrpc\": \"2.0\"".into());
         }
@@ -75,7 +92,11 @@ impl AcpSchema {
             if method.starts_with('_') {
                 return Ok(());
             }
-            let kind = if msg.get("id").is_some() { "request" } else { "notification" };
+            let kind = if msg.get("id").is_some() {
+                "request"
+            } else {
+                "notification"
+            };
             let def = self
                 .by_method
                 .get(&(method.to_owned(), kind))
@@ -91,7 +112,11 @@ impl AcpSchema {
                     return Ok(());
                 }
                 // `session/set_model` left the schema; it is answered like set_config_option.
-                let method = if method == "session/set_model" { "session/set_config_option" } else { method };
+                let method = if method == "session/set_model" {
+                    "session/set_config_option"
+                } else {
+                    method
+                };
                 let def = self
                     .by_method
                     .get(&(method.to_owned(), "response"))
@@ -116,6 +141,9 @@ mod tests {
         let bad = json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"done"}});
         assert!(s.check_agent_message(&bad, Some("session/prompt")).is_err());
         let upd = json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"current_mode_update","modeId":"x"}}});
-        assert!(s.check_agent_message(&upd, None).is_err(), "modeId is the wrong field name");
+        assert!(
+            s.check_agent_message(&upd, None).is_err(),
+            "modeId is the wrong field name"
+        );
     }
 }

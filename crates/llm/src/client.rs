@@ -1,0 +1,328 @@
+//! One [`ModelClient`] for all three APIs: builds the request, sends it with retries, and runs
+//! the response through the API's decoder, watching the idle timeout and the cancel token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ferrite_core::config::ApiKind;
+use ferrite_core::model::{
+    ModelClient, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelStream,
+};
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use crate::decode::{decoder_for, feed};
+use crate::error;
+use crate::options::LlmOptions;
+use crate::retry;
+use crate::sse::SseParser;
+use crate::{anthropic, openai_chat, openai_responses};
+
+/// Error bodies are read up to this size; the message keeps far less.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+pub(crate) struct HttpModelClient {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) http: reqwest::Client,
+    pub(crate) api: ApiKind,
+    /// The provider's name, for error messages.
+    pub(crate) label: String,
+    pub(crate) url: String,
+    pub(crate) headers: HeaderMap,
+    /// Only to scrub it out of error messages.
+    pub(crate) api_key: Option<String>,
+    pub(crate) options: LlmOptions,
+}
+
+/// Why an attempt failed, and whether another attempt may help.
+struct Failure {
+    error: ModelError,
+    retry: bool,
+    /// The delay the server asked for.
+    after: Option<Duration>,
+}
+
+impl Failure {
+    fn fatal(error: ModelError) -> Self {
+        Self {
+            error,
+            retry: false,
+            after: None,
+        }
+    }
+
+    /// Retryable by kind, unless something already reached the caller: a retry would then
+    /// replay text (or calls) the caller has already acted on.
+    fn mid_stream(error: ModelError, yielded: bool) -> Self {
+        let retry = !yielded && error::is_retryable_kind(&error.kind);
+        Self {
+            error,
+            retry,
+            after: None,
+        }
+    }
+}
+
+fn cancelled() -> ModelError {
+    ModelError::new(ModelErrorKind::Cancelled, "the model request was cancelled")
+}
+
+impl ModelClient for HttpModelClient {
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let inner = Arc::clone(&self.inner);
+        let body = match inner.api {
+            ApiKind::Anthropic => anthropic::request_body(&request),
+            ApiKind::OpenAiResponses => openai_responses::request_body(&request),
+            ApiKind::OpenAiChat => openai_chat::request_body(&request),
+        };
+        // Serialized once; every attempt sends the same bytes.
+        let body = serde_json::to_vec(&body).map(Bytes::from);
+        Box::pin(async_stream::stream! {
+            let body = match body {
+                Ok(body) => body,
+                Err(e) => {
+                    yield Err(ModelError::new(
+                        ModelErrorKind::InvalidResponse,
+                        format!("could not encode the request: {e}"),
+                    ));
+                    return;
+                }
+            };
+            let mut attempt: u32 = 0;
+            loop {
+                // One attempt: the labelled block ends with the reason it failed; success
+                // returns from the whole stream.
+                let failure: Failure = 'attempt: {
+                    let response = tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => {
+                            yield Err(cancelled());
+                            return;
+                        }
+                        r = tokio::time::timeout(inner.options.idle_timeout, inner.send(body.clone())) => r,
+                    };
+                    let response = match response {
+                        Err(_) => break 'attempt Failure::mid_stream(
+                            ModelError::new(
+                                ModelErrorKind::IdleTimeout,
+                                format!(
+                                    "{} did not answer within {} s",
+                                    inner.label,
+                                    inner.options.idle_timeout.as_secs_f64()
+                                ),
+                            ),
+                            false,
+                        ),
+                        Ok(Err(failure)) => break 'attempt failure,
+                        Ok(Ok(response)) => response,
+                    };
+                    if !response.status().is_success() {
+                        let status = response.status().as_u16();
+                        let headers = response.headers().clone();
+                        let text = tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => {
+                                yield Err(cancelled());
+                                return;
+                            }
+                            t = tokio::time::timeout(inner.options.idle_timeout, read_limited(response)) => t.unwrap_or_default(),
+                        };
+                        let error = error::from_status(status, &text, &inner.label, inner.api_key.as_deref());
+                        let retry = retry::should_retry_status(status, &headers, &error.kind);
+                        break 'attempt Failure { error, retry, after: retry::retry_after(&headers) };
+                    }
+
+                    let is_json = response
+                        .headers()
+                        .get(reqwest::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.contains("json"));
+                    if is_json {
+                        // A server that ignored `stream: true`, or a proxy's error page: show
+                        // what it said rather than a bare "stream ended".
+                        let text = tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => {
+                                yield Err(cancelled());
+                                return;
+                            }
+                            t = tokio::time::timeout(inner.options.idle_timeout, read_limited(response)) => t.unwrap_or_default(),
+                        };
+                        break 'attempt Failure::fatal(error::unexpected_json(&text, &inner.label, inner.api_key.as_deref()));
+                    }
+
+                    let mut bytes = response.bytes_stream();
+                    let mut sse = SseParser::new();
+                    let mut decoder = decoder_for(inner.api, &inner.label);
+                    let mut out = Vec::new();
+                    let mut yielded = false;
+                    loop {
+                        let next = tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => {
+                                yield Err(cancelled());
+                                return;
+                            }
+                            n = tokio::time::timeout(inner.options.idle_timeout, bytes.next()) => n,
+                        };
+                        let step = match next {
+                            Err(_) => Err(ModelError::new(
+                                ModelErrorKind::IdleTimeout,
+                                format!(
+                                    "{} sent nothing for {} s",
+                                    inner.label,
+                                    inner.options.idle_timeout.as_secs_f64()
+                                ),
+                            )),
+                            Ok(Some(Ok(chunk))) => feed(&mut sse, decoder.as_mut(), &chunk, &mut out),
+                            Ok(Some(Err(e))) => Err(error::cut(
+                                &inner.label,
+                                &format!("when the connection broke: {}", describe(&e)),
+                            )),
+                            Ok(None) => decoder.on_eof(&mut out),
+                        };
+                        for event in out.drain(..) {
+                            yielded = true;
+                            yield Ok(event);
+                        }
+                        match step {
+                            Err(e) => break 'attempt Failure::mid_stream(e, yielded),
+                            Ok(()) if decoder.is_done() => return,
+                            Ok(()) => {}
+                        }
+                    }
+                };
+
+                if !failure.retry || attempt >= inner.options.max_retries {
+                    yield Err(failure.error);
+                    return;
+                }
+                let delay = failure
+                    .after
+                    .unwrap_or_else(|| retry::backoff(&inner.options, attempt));
+                attempt += 1;
+                tracing::warn!(
+                    provider = %inner.label,
+                    attempt,
+                    delay_ms = delay.as_millis() as u64,
+                    error = %failure.error.message,
+                    "retrying model request"
+                );
+                yield Ok(ModelEvent::Retrying {
+                    attempt,
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    reason: failure.error.message.clone(),
+                });
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        yield Err(cancelled());
+                        return;
+                    }
+                    () = tokio::time::sleep(delay) => {}
+                }
+            }
+        })
+    }
+}
+
+impl Inner {
+    async fn send(&self, body: Bytes) -> Result<reqwest::Response, Failure> {
+        self.http
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_builder() {
+                    Failure::fatal(ModelError::new(
+                        ModelErrorKind::Configuration,
+                        format!("bad request for {}: {}", self.label, describe(&e)),
+                    ))
+                } else {
+                    Failure {
+                        error: ModelError::new(
+                            ModelErrorKind::Connection,
+                            format!(
+                                "could not reach {} at {}: {}",
+                                self.label,
+                                self.url,
+                                describe(&e)
+                            ),
+                        ),
+                        retry: true,
+                        after: None,
+                    }
+                }
+            })
+    }
+}
+
+/// The error with its causes: reqwest's own message ("error sending request") hides the
+/// useful part (connection refused, DNS failure, ...) in its source chain.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+async fn read_limited(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The request headers of `api`: auth, version and content negotiation.
+pub(crate) fn headers(api: ApiKind, api_key: Option<&str>) -> Result<HeaderMap, ModelError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        reqwest::header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    let bad_key = || {
+        ModelError::new(
+            ModelErrorKind::Configuration,
+            "the API key contains characters that cannot be sent in an HTTP header",
+        )
+    };
+    match api {
+        ApiKind::Anthropic => {
+            headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+            if let Some(key) = api_key {
+                let mut value = HeaderValue::from_str(key).map_err(|_| bad_key())?;
+                value.set_sensitive(true);
+                headers.insert("x-api-key", value);
+            }
+        }
+        ApiKind::OpenAiResponses | ApiKind::OpenAiChat => {
+            if let Some(key) = api_key {
+                let mut value =
+                    HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| bad_key())?;
+                value.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+        }
+    }
+    Ok(headers)
+}
