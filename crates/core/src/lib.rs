@@ -9,6 +9,7 @@ pub mod content;
 pub mod credentials;
 pub mod env;
 pub mod events;
+pub mod exec;
 pub mod ids;
 pub mod log;
 pub mod model;

@@ -22,6 +22,7 @@ use crate::env::Env;
 use crate::events::{
     Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
 };
+use crate::exec::CommandRunner;
 use crate::ids::{SessionId, TurnId};
 use crate::log::{
     EntryKind, Header, SessionStore, SessionSummary, StopReason, StoreError, TurnFailure,
@@ -43,6 +44,7 @@ pub struct Services {
     pub env: Env,
     pub store: SessionStore,
     pub connector: Option<Arc<dyn ModelConnector>>,
+    pub runner: Option<Arc<dyn CommandRunner>>,
     pub tools: ToolRegistry,
 }
 
@@ -54,6 +56,7 @@ impl Services {
             env,
             store,
             connector,
+            runner: None,
             tools: ToolRegistry::builtin(),
         }
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::content::{Location, ToolContent, ToolKind};
+use crate::exec::{CommandRunner, Sandbox};
 use crate::model::ToolSpec;
 use crate::turn::Recorder;
 
@@ -42,12 +43,49 @@ pub enum ToolError {
     Fatal(String),
 }
 
+/// What a call will do, for the permission policy (contract §5). Paths are absolute and
+/// resolved (symlinks and `..`), as far as they exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Nothing outside the agent (plans, thinking).
+    None,
+    Read {
+        paths: Vec<PathBuf>,
+    },
+    Write {
+        paths: Vec<PathBuf>,
+    },
+    Execute {
+        command: String,
+    },
+    /// An MCP tool: the policy rules are `mcp__server__tool`.
+    Mcp,
+}
+
+/// Caps on what a tool result sends back to the model (`[tools]` in config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    pub max_bytes: usize,
+    pub max_lines: usize,
+}
+
 /// What a tool may use while it runs.
 pub struct ToolContext<'a> {
     pub cwd: PathBuf,
+    /// The workspace: `cwd` plus the session's additional directories, canonical.
+    pub roots: Vec<PathBuf>,
     pub call_id: String,
     pub cancel: CancellationToken,
     pub recorder: &'a Recorder,
+    pub limits: OutputLimits,
+    /// Where full outputs are spilled: `FERRITE_HOME/sessions/<id>/tool-output/`.
+    pub spill_dir: PathBuf,
+    /// Runs commands; `None` where the binary was built without one (tests of core).
+    pub runner: Option<Arc<dyn CommandRunner>>,
+    /// The sandbox commands of this call run in, decided from the session mode.
+    pub sandbox: Sandbox,
+    /// Default command timeout (`tools.bash_timeout_secs`).
+    pub bash_timeout: std::time::Duration,
 }
 
 pub trait Tool: Send + Sync {
@@ -55,6 +93,8 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     fn kind(&self) -> ToolKind;
     fn describe(&self, input: &Value, cwd: &std::path::Path) -> CallDescription;
+    /// What the call would do, checked against the permission policy before it runs.
+    fn access(&self, input: &Value, cwd: &std::path::Path) -> Access;
     fn call<'a>(
         &'a self,
         input: Value,

@@ -1,7 +1,9 @@
 //! The turn loop: send the conversation to the model, stream its answer to the editor, run the
 //! tools it calls, feed the results back, until the model stops or `max_turn_requests`.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
@@ -13,15 +15,17 @@ use crate::config::Config;
 use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolStatus, UserContent};
 use crate::credentials::Credentials;
 use crate::events::{Event, SessionEvent, TurnOptions, TurnOutcome};
+use crate::exec::{CommandRunner, Sandbox};
 use crate::ids::{SessionId, TurnId};
 use crate::log::{EntryKind, LogWriter, StopReason, StoreError, TurnFailure, title_from};
 use crate::model::{
     AssistantPart, HostedStatus, ModelError, ModelErrorKind, ModelEvent, ModelRequest, StopKind,
     TerminalStatus,
 };
+use crate::modes::Mode;
 use crate::runtime::Services;
 use crate::state::SessionState;
-use crate::tools::{ToolContext, ToolError, ToolRegistry};
+use crate::tools::{OutputLimits, ToolContext, ToolError, ToolRegistry};
 
 /// The state a session's task and its turn share. Locked only for short, non-async sections.
 pub(crate) struct SessionCore {
@@ -63,6 +67,50 @@ impl Recorder {
         };
         // The receiver is gone only when the server is shutting down; nothing to tell then.
         let _ = self.events.send(ev).await;
+    }
+}
+
+/// What every tool call of a turn shares.
+pub(crate) struct CallEnv {
+    pub tools: ToolRegistry,
+    pub cwd: PathBuf,
+    pub roots: Vec<PathBuf>,
+    pub limits: OutputLimits,
+    pub spill_dir: PathBuf,
+    pub runner: Option<Arc<dyn CommandRunner>>,
+    pub sandbox: Sandbox,
+    pub bash_timeout: Duration,
+}
+
+impl CallEnv {
+    fn new(services: &Services, rec: &Recorder, config: &Config, cwd: &Path) -> Self {
+        let (mode, extra) = {
+            let core = lock(&rec.core);
+            (core.state.mode, core.state.additional_directories.clone())
+        };
+        let roots: Vec<PathBuf> = std::iter::once(cwd.to_owned())
+            .chain(extra)
+            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .collect();
+        let spill_dir = services
+            .store
+            .dir()
+            .join(rec.session.as_str())
+            .join("tool-output");
+        let sandbox = Sandbox::for_mode(mode, &roots, &spill_dir, config.sandbox_network);
+        Self {
+            tools: services.tools.clone(),
+            cwd: cwd.to_owned(),
+            roots,
+            limits: OutputLimits {
+                max_bytes: config.tools.output_max_bytes,
+                max_lines: config.tools.output_max_lines,
+            },
+            spill_dir,
+            runner: services.runner.clone(),
+            sandbox,
+            bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
+        }
     }
 }
 
@@ -200,7 +248,7 @@ async fn run_turn_inner(
     };
     let effort = req.options.effort.unwrap_or(session_effort);
     let web_search = req.options.web_search.unwrap_or(session_web) && info.web_search;
-    let tools: &ToolRegistry = &services.tools;
+    let env = CallEnv::new(services, rec, &config, &cwd);
     let system = crate::prompt::system_prompt(&cwd);
 
     for _ in 0..config.max_turn_requests {
@@ -209,7 +257,7 @@ async fn run_turn_inner(
             model: info.model.clone(),
             system: system.clone(),
             messages,
-            tools: tools.specs(),
+            tools: env.tools.specs(),
             effort,
             reasoning: info.reasoning,
             web_search,
@@ -333,7 +381,7 @@ async fn run_turn_inner(
                 }
                 return Ok(ended(StopReason::Cancelled));
             }
-            match run_call(rec, tools, &cwd, id, name, arguments, cancel).await? {
+            match run_call(rec, &env, id, name, arguments, cancel).await? {
                 CallEnd::Done => {}
                 CallEnd::Cancelled => {
                     for (id, _, _) in &calls[i + 1..] {
@@ -433,8 +481,7 @@ async fn finish_call(
 
 async fn run_call(
     rec: &Recorder,
-    tools: &ToolRegistry,
-    cwd: &std::path::Path,
+    env: &CallEnv,
     id: &str,
     name: &str,
     arguments: &str,
@@ -448,7 +495,8 @@ async fn run_call(
         Ok(v @ Value::Object(_)) => v,
         Ok(_) | Err(_) => Value::Null,
     };
-    let Some(tool) = tools.get(name) else {
+    let cwd = env.cwd.as_path();
+    let Some(tool) = env.tools.get(name) else {
         let view = ToolCallView {
             id: id.to_owned(),
             title: name.to_owned(),
@@ -501,10 +549,16 @@ async fn run_call(
     }))
     .await;
     let ctx = ToolContext {
-        cwd: cwd.to_owned(),
+        cwd: env.cwd.clone(),
+        roots: env.roots.clone(),
         call_id: id.to_owned(),
         cancel: cancel.child_token(),
         recorder: rec,
+        limits: env.limits,
+        spill_dir: env.spill_dir.clone(),
+        runner: env.runner.clone(),
+        sandbox: env.sandbox.clone(),
+        bash_timeout: env.bash_timeout,
     };
     let result = tokio::select! {
         biased;

@@ -9,7 +9,7 @@ use crate::content::{PlanEntry, ToolKind};
 use crate::events::Event;
 use crate::log::EntryKind;
 use crate::model::ToolSpec;
-use crate::tools::{CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 
 pub struct UpdatePlan;
 
@@ -61,6 +61,10 @@ impl Tool for UpdatePlan {
             title: "Update plan".into(),
             locations: vec![],
         }
+    }
+
+    fn access(&self, _input: &Value, _cwd: &std::path::Path) -> Access {
+        Access::None
     }
 
     fn call<'a>(
