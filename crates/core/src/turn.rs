@@ -22,7 +22,6 @@ use crate::model::{
     AssistantPart, HostedStatus, ModelError, ModelErrorKind, ModelEvent, ModelRequest, StopKind,
     TerminalStatus,
 };
-use crate::modes::Mode;
 use crate::runtime::Services;
 use crate::state::SessionState;
 use crate::tools::{OutputLimits, ToolContext, ToolError, ToolRegistry};
