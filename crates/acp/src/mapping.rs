@@ -24,6 +24,7 @@ pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>
                 uri: i.uri,
             },
             acp::ContentBlock::ResourceLink(l) => UserContent::ResourceLink {
+                text: None,
                 uri: l.uri,
                 name: l.name,
                 mime_type: l.mime_type,
@@ -64,6 +65,7 @@ fn user_block(c: &UserContent) -> acp::ContentBlock {
             uri,
             name,
             mime_type,
+            ..
         } => acp::ContentBlock::ResourceLink(
             acp::ResourceLink::new(name.clone(), uri.clone()).mime_type(mime_type.clone()),
         ),

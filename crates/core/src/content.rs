@@ -25,6 +25,10 @@ pub enum UserContent {
         name: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
+        /// The file's text, read when the prompt arrived (local files inside the workspace), so
+        /// the model sees what the user pointed at, and sees the same thing on every request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
     },
     /// Embedded context: a resource's text (or base64 blob) sent with the prompt.
     Resource {

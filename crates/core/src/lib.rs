@@ -3,6 +3,7 @@
 //! Knows nothing of JSON-RPC, HTTP or process spawning: it reaches them through small traits
 //! ([`model::ModelClient`], ...) that the other crates implement and `cli` wires together.
 
+pub mod attachments;
 pub mod catalog;
 pub mod config;
 pub mod content;

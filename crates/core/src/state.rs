@@ -60,6 +60,14 @@ impl SessionState {
         state
     }
 
+    /// The workspace: `cwd` plus the additional directories, canonical where they exist.
+    pub fn workspace_roots(&self) -> Vec<PathBuf> {
+        std::iter::once(&self.cwd)
+            .chain(&self.additional_directories)
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect()
+    }
+
     /// Folds one log entry into the state.
     pub fn apply(&mut self, kind: EntryKind) {
         match kind {
@@ -230,7 +238,19 @@ pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
                 mime_type: mime_type.clone(),
                 data: data.clone(),
             },
-            UserContent::ResourceLink { uri, name, .. } => UserPart::Text {
+            UserContent::ResourceLink {
+                uri,
+                text: Some(text),
+                ..
+            } => UserPart::Text {
+                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>"),
+            },
+            UserContent::ResourceLink {
+                uri,
+                name,
+                text: None,
+                ..
+            } => UserPart::Text {
                 text: format!("[Attached: {name} ({uri})]"),
             },
             UserContent::Resource {

@@ -83,14 +83,10 @@ pub(crate) struct CallEnv {
 
 impl CallEnv {
     fn new(services: &Services, rec: &Recorder, config: &Config, cwd: &Path) -> Self {
-        let (mode, extra) = {
+        let (mode, roots) = {
             let core = lock(&rec.core);
-            (core.state.mode, core.state.additional_directories.clone())
+            (core.state.mode, core.state.workspace_roots())
         };
-        let roots: Vec<PathBuf> = std::iter::once(cwd.to_owned())
-            .chain(extra)
-            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
-            .collect();
         let spill_dir = services
             .store
             .dir()
@@ -160,10 +156,12 @@ async fn run_turn_inner(
     req: TurnRequest,
     cancel: &CancellationToken,
 ) -> Result<TurnOutcome, StoreError> {
-    let first_prompt = lock(&rec.core).state.title.is_none();
-    rec.record(EntryKind::UserMessage {
-        content: req.content.clone(),
-    })?;
+    let (first_prompt, roots) = {
+        let core = lock(&rec.core);
+        (core.state.title.is_none(), core.state.workspace_roots())
+    };
+    let content = crate::attachments::expand_links(req.content.clone(), &roots);
+    rec.record(EntryKind::UserMessage { content })?;
     if first_prompt && let Some(title) = title_from(&req.content) {
         rec.record(EntryKind::Title {
             title: title.clone(),
