@@ -38,6 +38,39 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// How long closing a session may take before its task is aborted.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
+/// Failures to inject, for testing that the server survives them (`FERRITE_FAULTS`, a
+/// comma-separated list; see `docs/architecture.md`). All off in normal use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// The session task panics while a turn runs.
+    pub panic_session_in_turn: bool,
+    /// The session task stops processing when it receives a prompt.
+    pub stall_session_on_prompt: bool,
+    /// The turn task panics right after recording the prompt.
+    pub panic_turn: bool,
+}
+
+impl Faults {
+    pub fn from_env(env: &Env) -> Self {
+        let list = env.get("FERRITE_FAULTS").unwrap_or_default();
+        let has = |name: &str| list.split(',').any(|f| f.trim() == name);
+        Self {
+            panic_session_in_turn: has("panic_session_in_turn"),
+            stall_session_on_prompt: has("stall_session_on_prompt"),
+            panic_turn: has("panic_turn"),
+        }
+    }
+}
+
+/// Resolves (by panicking) only when the session-task fault is on and a turn runs.
+async fn injected_fault(faults: Faults, turn_running: bool) {
+    if faults.panic_session_in_turn && turn_running {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        panic!("fault injection: session task panics during a turn");
+    }
+    std::future::pending::<()>().await
+}
+
 /// What the runtime is built from; wired by the binary.
 pub struct Services {
     pub home: PathBuf,
@@ -46,11 +79,13 @@ pub struct Services {
     pub connector: Option<Arc<dyn ModelConnector>>,
     pub runner: Option<Arc<dyn CommandRunner>>,
     pub tools: ToolRegistry,
+    pub faults: Faults,
 }
 
 impl Services {
     pub fn new(home: PathBuf, env: Env, connector: Option<Arc<dyn ModelConnector>>) -> Self {
         let store = SessionStore::new(&home);
+        let faults = Faults::from_env(&env);
         Self {
             home,
             env,
@@ -58,6 +93,7 @@ impl Services {
             connector,
             runner: None,
             tools: ToolRegistry::builtin(),
+            faults,
         }
     }
 
@@ -573,6 +609,14 @@ struct Running {
     deadline: Option<Instant>,
 }
 
+impl Drop for Running {
+    /// If the session task goes away (even by panicking), its turn goes with it: no model
+    /// stream or command outlives the session that started it.
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
 enum RunningEnd {
     Finished(Result<TurnOutcome, tokio::task::JoinError>),
     DeadlinePassed,
@@ -602,9 +646,11 @@ async fn session_task(
     let session = lock(&core).state.id.clone();
     let mut running: Option<Running> = None;
     let closed_reply = loop {
+        let turn_running = running.is_some();
         let step = tokio::select! {
             op = ops.recv() => Ok(op),
             end = wait_running(&mut running) => Err(end),
+            () = injected_fault(services.faults, turn_running) => continue,
         };
         match step {
             Err(end) => {
@@ -638,6 +684,11 @@ async fn session_task(
                 if running.is_some() {
                     let _ = reply.send(Err(Refusal::Busy));
                     continue;
+                }
+                if services.faults.stall_session_on_prompt {
+                    // Test hook: the session task stops taking ops, like a deadlock would.
+                    tracing::warn!("fault injection: stalling the session task");
+                    std::future::pending::<()>().await;
                 }
                 if let Some(refusal) = check_turn_options(&ctx, &lock(&core).state, &options) {
                     let _ = reply.send(Err(refusal));

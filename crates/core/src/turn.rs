@@ -162,6 +162,9 @@ async fn run_turn_inner(
     };
     let content = crate::attachments::expand_links(req.content.clone(), &roots);
     rec.record(EntryKind::UserMessage { content })?;
+    if services.faults.panic_turn {
+        panic!("fault injection: the turn task panics");
+    }
     if first_prompt && let Some(title) = title_from(&req.content) {
         rec.record(EntryKind::Title {
             title: title.clone(),

@@ -3,3 +3,4 @@ mod durability;
 mod protocol;
 mod sessions;
 mod settings;
+mod turns;

@@ -1,0 +1,767 @@
+//! Whole turns through the real binary against the fake provider, for each wire API: what the
+//! editor saw, and what the provider was sent.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ferrite_test_support::fake_provider::{
+    FakeProvider, RecordedRequest, Reply, Script, StopReason,
+};
+use ferrite_test_support::{AcpClient, agent_text, updates};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::common::*;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Api {
+    Anthropic,
+    Responses,
+    Chat,
+}
+
+pub const ALL: [Api; 3] = [Api::Anthropic, Api::Responses, Api::Chat];
+
+impl Api {
+    pub fn model(self) -> &'static str {
+        match self {
+            Api::Anthropic => "anthropic/claude-sonnet-4-5",
+            Api::Responses => "openai/gpt-5",
+            Api::Chat => "openai-chat/gpt-4o",
+        }
+    }
+}
+
+pub struct Rig {
+    pub world: World,
+    pub fake: FakeProvider,
+    pub client: AcpClient,
+    pub sid: String,
+}
+
+pub fn provider_env(fake: &FakeProvider, api: Api) -> Vec<(String, String)> {
+    let base = fake.base_url();
+    vec![
+        ("ANTHROPIC_BASE_URL".into(), base.clone()),
+        ("ANTHROPIC_API_KEY".into(), "test-anthropic-key".into()),
+        ("OPENAI_BASE_URL".into(), format!("{base}/v1")),
+        ("OPENAI_API_KEY".into(), "test-openai-key".into()),
+        ("FERRITE_MODEL".into(), api.model().into()),
+        ("FERRITE_RETRY_BASE_MS".into(), "20".into()),
+        ("FERRITE_STREAM_IDLE_TIMEOUT_MS".into(), "5000".into()),
+    ]
+}
+
+pub async fn rig_with(api: Api, extra: &[(&str, &str)]) -> Rig {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut env = provider_env(&fake, api);
+    env.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let mut client = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
+        bin: Path::new(BIN),
+        home: world.home(),
+        args: &["acp"],
+        env,
+    });
+    client.initialize().await;
+    let sid = sid(&client.new_session(&world.ws()).await);
+    Rig {
+        world,
+        fake,
+        client,
+        sid,
+    }
+}
+
+pub async fn rig(api: Api) -> Rig {
+    rig_with(api, &[]).await
+}
+
+impl Rig {
+    /// Sends a prompt and returns the messages before the answer, and the answer.
+    pub async fn prompt(&mut self, text: &str) -> (Vec<Value>, Value) {
+        self.prompt_with(json!({"sessionId": self.sid, "prompt": [{"type": "text", "text": text}]}))
+            .await
+    }
+
+    pub async fn prompt_with(&mut self, params: Value) -> (Vec<Value>, Value) {
+        let id = self.client.send_request("session/prompt", params).await;
+        let (before, answer) = self.client.collect_until_answer(&id).await;
+        (before, answer.ok())
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.fake.requests()
+    }
+}
+
+fn kinds(messages: &[Value]) -> Vec<String> {
+    updates(messages).into_iter().map(|(k, _)| k).collect()
+}
+
+fn thoughts(messages: &[Value]) -> String {
+    updates(messages)
+        .into_iter()
+        .filter(|(k, _)| k == "agent_thought_chunk")
+        .filter_map(|(_, u)| u["content"]["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The text of every user/system input of a recorded request, flattened, for `contains` checks.
+fn body_text(r: &RecordedRequest) -> String {
+    r.body.to_string()
+}
+
+#[tokio::test]
+async fn text_and_thinking_stream_to_the_editor_for_each_api() {
+    for api in ALL {
+        let mut r = rig(api).await;
+        std::fs::write(r.world.ws().join("AGENTS.md"), "Always answer in haiku.").unwrap();
+        r.fake.push(
+            Script::new()
+                .thinking("pondering", "sig-1")
+                .text("Hel")
+                .text("lo")
+                .usage(100, 5, 0),
+        );
+        let (before, answer) = r.prompt("Say hello").await;
+        assert_eq!(agent_text(&before), "Hello", "{api:?}");
+        assert_eq!(thoughts(&before), "pondering", "{api:?}");
+        assert_eq!(
+            answer,
+            json!({"stopReason": "end_turn"}),
+            "{api:?}: a clean turn has no turnFailure"
+        );
+        let usage = updates(&before)
+            .into_iter()
+            .find(|(k, _)| k == "usage_update")
+            .expect("usage_update")
+            .1;
+        assert_eq!(usage["used"], 105, "{api:?}");
+        let window = match api {
+            Api::Anthropic => 200_000,
+            Api::Responses => 400_000,
+            Api::Chat => 128_000,
+        };
+        assert_eq!(usage["size"], window, "{api:?}");
+
+        let reqs = r.requests();
+        assert_eq!(reqs.len(), 1);
+        let req = &reqs[0];
+        match api {
+            Api::Anthropic => {
+                assert_eq!(req.path, "/v1/messages");
+                assert_eq!(req.header("x-api-key"), Some("test-anthropic-key"));
+                assert_eq!(req.body["model"], "claude-sonnet-4-5");
+            }
+            Api::Responses => {
+                assert_eq!(req.path, "/v1/responses");
+                assert_eq!(req.header("authorization"), Some("Bearer test-openai-key"));
+                assert_eq!(req.body["store"], false);
+                assert_eq!(req.body["model"], "gpt-5");
+            }
+            Api::Chat => {
+                assert_eq!(req.path, "/v1/chat/completions");
+                assert_eq!(req.body["model"], "gpt-4o");
+            }
+        }
+        let text = body_text(req);
+        assert!(
+            text.contains("Always answer in haiku."),
+            "{api:?}: AGENTS.md in the system prompt"
+        );
+        assert!(text.contains("Say hello"));
+        assert!(text.contains("update_plan"), "{api:?}: tools are offered");
+    }
+}
+
+fn plan_args() -> String {
+    json!({"entries": [
+        {"content": "Read the code", "status": "completed"},
+        {"content": "Fix the bug", "status": "in_progress", "priority": "high"}
+    ]})
+    .to_string()
+}
+
+#[tokio::test]
+async fn tool_calls_run_and_their_results_go_back_paired() {
+    for api in ALL {
+        let mut r = rig(api).await;
+        r.fake.push(Script::new().text("Planning.").tool_call(
+            "call_1",
+            "update_plan",
+            &plan_args(),
+        ));
+        r.fake.push(Script::new().text("Done."));
+        let (before, answer) = r.prompt("make a plan").await;
+        assert_eq!(answer["stopReason"], "end_turn");
+        let ups = updates(&before);
+        let call = ups
+            .iter()
+            .find(|(k, _)| k == "tool_call")
+            .expect("tool_call")
+            .1
+            .clone();
+        assert_eq!(
+            (
+                call["toolCallId"].as_str(),
+                call["kind"].as_str(),
+                call["title"].as_str()
+            ),
+            (Some("call_1"), Some("think"), Some("Update plan"))
+        );
+        let plan = ups
+            .iter()
+            .find(|(k, _)| k == "plan")
+            .expect("plan")
+            .1
+            .clone();
+        assert_eq!(
+            plan["entries"][1],
+            json!({"content": "Fix the bug", "status": "in_progress", "priority": "high"})
+        );
+        let last = ups
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "tool_call_update")
+            .expect("update")
+            .1
+            .clone();
+        assert_eq!(last["status"], "completed");
+        assert_eq!(agent_text(&before), "Planning.Done.");
+
+        let reqs = r.requests();
+        assert_eq!(reqs.len(), 2, "{api:?}");
+        let second = &reqs[1].body;
+        match api {
+            Api::Anthropic => {
+                let msgs = second["messages"].as_array().unwrap();
+                let assistant = &msgs[msgs.len() - 2];
+                assert_eq!(assistant["role"], "assistant");
+                assert!(assistant["content"].to_string().contains("\"tool_use\""));
+                let result = &msgs[msgs.len() - 1]["content"][0];
+                assert_eq!(
+                    (result["type"].as_str(), result["tool_use_id"].as_str()),
+                    (Some("tool_result"), Some("call_1"))
+                );
+            }
+            Api::Responses => {
+                let input = second["input"].as_array().unwrap();
+                let call_pos = input
+                    .iter()
+                    .position(|i| i["type"] == "function_call" && i["call_id"] == "call_1")
+                    .expect("call");
+                let out = &input[call_pos + 1];
+                assert_eq!(
+                    (out["type"].as_str(), out["call_id"].as_str()),
+                    (Some("function_call_output"), Some("call_1"))
+                );
+            }
+            Api::Chat => {
+                let msgs = second["messages"].as_array().unwrap();
+                let assistant = msgs.iter().find(|m| m["role"] == "assistant").unwrap();
+                assert_eq!(assistant["tool_calls"][0]["id"], "call_1");
+                let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
+                assert_eq!(tool["tool_call_id"], "call_1");
+                assert!(tool["content"].as_str().unwrap().contains("Plan updated"));
+            }
+        }
+        // The plan and the tool call are replayed on load in a new process.
+        r.client.close_stdin().await;
+        r.client.wait_exit(Duration::from_secs(5)).await.unwrap();
+        let mut c = r.world.client().await;
+        let id = c
+            .send_request(
+                "session/load",
+                json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
+            )
+            .await;
+        let (replay, answer) = c.collect_until_answer(&id).await;
+        answer.ok();
+        let k = kinds(&replay);
+        assert_eq!(
+            k,
+            [
+                "user_message_chunk",
+                "agent_message_chunk",
+                "tool_call",
+                "plan",
+                "tool_call_update",
+                "agent_message_chunk"
+            ],
+            "{api:?}"
+        );
+        let replayed_update = updates(&replay)
+            .into_iter()
+            .find(|(k, _)| k == "tool_call_update")
+            .unwrap()
+            .1;
+        assert_eq!(replayed_update["status"], "completed");
+    }
+}
+
+#[tokio::test]
+async fn bad_tool_calls_are_reported_to_the_model_not_fatal() {
+    let mut r = rig(Api::Chat).await;
+    r.fake.push(Script::new().parallel_tool_calls(&[
+        ("c1", "no_such_tool", "{}"),
+        ("c2", "update_plan", "{\"entries\": 5}"),
+    ]));
+    r.fake.push(Script::new().text("Sorry."));
+    let (before, answer) = r.prompt("go").await;
+    assert_eq!(answer["stopReason"], "end_turn");
+    let failed: Vec<String> = updates(&before)
+        .into_iter()
+        .filter(|(k, u)| k == "tool_call_update" && u["status"] == "failed")
+        .map(|(_, u)| u["toolCallId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(failed, ["c1", "c2"]);
+    let msgs = r.requests()[1].body["messages"].as_array().unwrap().clone();
+    let tools: Vec<&Value> = msgs.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(tools[0]["tool_call_id"], "c1");
+    assert!(
+        tools[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown tool `no_such_tool`")
+    );
+    assert!(
+        tools[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("invalid update_plan arguments")
+    );
+}
+
+#[tokio::test]
+async fn retryable_errors_are_retried_and_fatal_ones_fail_the_turn() {
+    let mut r = rig(Api::Anthropic).await;
+    r.fake.push(Reply::error_with_headers(
+        429,
+        &[("retry-after-ms", "150")],
+        r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+    ));
+    r.fake.push(Reply::error(
+        529,
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    ));
+    r.fake.push(Script::new().text("ok"));
+    let started = Instant::now();
+    let (before, answer) = r.prompt("hi").await;
+    assert_eq!(agent_text(&before), "ok");
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "retry-after-ms honoured"
+    );
+    assert_eq!(r.requests().len(), 3);
+
+    r.fake.push(Reply::error(
+        401,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    ));
+    let (before, answer) = r.prompt("again").await;
+    assert_eq!(
+        answer["_meta"]["ferrite"]["turnFailure"],
+        json!({"terminalStatus": "provider_error", "errorKind": "auth"})
+    );
+    assert!(agent_text(&before).contains("invalid x-api-key"));
+    assert_eq!(r.requests().len(), 4, "401 is not retried");
+
+    r.fake.push(Reply::error(429, r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#));
+    let (_, answer) = r.prompt("and again").await;
+    assert_eq!(
+        answer["_meta"]["ferrite"]["turnFailure"]["errorKind"],
+        "insufficient_quota"
+    );
+    assert_eq!(r.requests().len(), 5, "insufficient_quota is not retried");
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_a_failure_not_a_success() {
+    for api in ALL {
+        let mut r = rig(api).await;
+        r.fake.push(Script::new().text("partial").cut());
+        let (before, answer) = r.prompt("hi").await;
+        assert_eq!(
+            answer["_meta"]["ferrite"]["turnFailure"],
+            json!({"terminalStatus": "provider_error", "errorKind": "stream_cut"}),
+            "{api:?}"
+        );
+        assert!(agent_text(&before).starts_with("partial"), "{api:?}");
+    }
+}
+
+#[tokio::test]
+async fn stop_reasons_pass_through() {
+    let mut r = rig(Api::Anthropic).await;
+    r.fake
+        .push(Script::new().text("trunc").stop(StopReason::MaxTokens));
+    assert_eq!(r.prompt("a").await.1["stopReason"], "max_tokens");
+    r.fake.push(Script::new().stop(StopReason::Refusal));
+    assert_eq!(r.prompt("b").await.1["stopReason"], "refusal");
+}
+
+#[tokio::test]
+async fn max_turn_requests_stops_a_model_that_keeps_calling_tools() {
+    let world = World::new();
+    world.write_config("max_turn_requests = 3\n");
+    let fake = FakeProvider::start().await.unwrap();
+    fake.set_fallback(Script::new().tool_call("again", "update_plan", &plan_args()));
+    let mut c = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
+        bin: Path::new(BIN),
+        home: world.home(),
+        args: &["acp"],
+        env: provider_env(&fake, Api::Chat),
+    });
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    let answer = c
+        .request("session/prompt", text_prompt(&s, "loop"))
+        .await
+        .ok();
+    assert_eq!(answer["stopReason"], "max_turn_requests");
+    assert_eq!(fake.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn cancel_during_a_stream_answers_cancelled_once_and_history_stays_well_formed() {
+    for api in ALL {
+        let mut r = rig(api).await;
+        r.fake.push(
+            Script::new()
+                .text("first words")
+                .stall(Duration::from_secs(30))
+                .text(" never"),
+        );
+        let id = r
+            .client
+            .send_request("session/prompt", text_prompt(&r.sid, "long task"))
+            .await;
+        r.client
+            .wait_for(Duration::from_secs(10), |m| {
+                m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            })
+            .await
+            .expect("first chunk");
+        let t = Instant::now();
+        r.client
+            .notify("session/cancel", json!({"sessionId": r.sid}))
+            .await;
+        let (_, answer) = r.client.collect_until_answer(&id).await;
+        assert_eq!(answer.ok(), json!({"stopReason": "cancelled"}), "{api:?}");
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "{api:?}: cancel took {:?}",
+            t.elapsed()
+        );
+        let after = r.client.drain(Duration::from_millis(500)).await;
+        assert!(
+            after.is_empty(),
+            "{api:?}: nothing after the answer: {after:?}"
+        );
+
+        r.fake.push(Script::new().text("fresh"));
+        let (before, answer) = r.prompt("next").await;
+        assert_eq!(agent_text(&before), "fresh");
+        assert_eq!(answer["stopReason"], "end_turn");
+        let text = body_text(&r.requests()[1]);
+        assert!(
+            text.contains("first words") && text.contains("long task") && text.contains("next"),
+            "{api:?}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn cancel_during_a_retry_backoff_is_immediate() {
+    let mut r = rig(Api::Responses).await;
+    r.fake.push(Reply::error_with_headers(
+        503,
+        &[("retry-after", "30")],
+        r#"{"error":{"message":"busy","type":"server_error"}}"#,
+    ));
+    let id = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "x"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = Instant::now();
+    r.client
+        .notify("session/cancel", json!({"sessionId": r.sid}))
+        .await;
+    let answer = r.client.wait_answer(&id).await.ok();
+    assert_eq!(answer["stopReason"], "cancelled");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn a_second_prompt_while_one_runs_is_refused_and_the_first_finishes() {
+    let mut r = rig(Api::Anthropic).await;
+    r.fake.push(
+        Script::new()
+            .text("one")
+            .stall(Duration::from_millis(800))
+            .text(" two"),
+    );
+    let first = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "first"))
+        .await;
+    r.client
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .await
+        .unwrap();
+    let second = r
+        .client
+        .request("session/prompt", text_prompt(&r.sid, "second"))
+        .await;
+    assert_eq!(second.code(), -32602);
+    assert!(second.message().contains("already running"));
+    let (before, answer) = r.client.collect_until_answer(&first).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    assert_eq!(agent_text(&before), " two");
+    assert_eq!(
+        r.requests().len(),
+        1,
+        "the refused prompt never reached the model"
+    );
+    // And delete is refused while a turn runs... which it no longer does.
+    assert!(
+        r.client
+            .request("session/delete", json!({"sessionId": r.sid}))
+            .await
+            .result
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn effort_web_search_and_per_turn_knobs_reach_the_provider() {
+    let mut r = rig(Api::Anthropic).await;
+    r.client
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": r.sid, "configId": "reasoning_effort", "value": "high"}),
+        )
+        .await
+        .ok();
+    r.fake.push(
+        Script::new()
+            .web_search("ws_1", "acp protocol")
+            .text("found it"),
+    );
+    let (before, _) = r
+        .prompt_with(json!({"sessionId": r.sid, "prompt": [{"type": "text", "text": "search"}], "_meta": {"web_search": true}}))
+        .await;
+    let body = &r.requests()[0].body;
+    assert_eq!(body["thinking"]["type"], "enabled");
+    let high = body["thinking"]["budget_tokens"].as_u64().unwrap();
+    assert!(
+        body["tools"].to_string().contains("web_search"),
+        "{}",
+        body["tools"]
+    );
+    let fetch = updates(&before)
+        .into_iter()
+        .find(|(k, u)| k == "tool_call" && u["kind"] == "fetch")
+        .expect("web search shown as fetch")
+        .1;
+    assert!(fetch["title"].as_str().unwrap().contains("acp protocol"));
+
+    r.fake.push(Script::new().text("quick"));
+    r.prompt_with(json!({"sessionId": r.sid, "prompt": [{"type": "text", "text": "q"}], "_meta": {"reasoning_effort": "low"}})).await;
+    let body = &r.requests()[1].body;
+    let low = body["thinking"]["budget_tokens"].as_u64().unwrap();
+    assert!(low < high, "per-turn effort overrides: {low} vs {high}");
+    assert!(
+        !body["tools"].to_string().contains("web_search"),
+        "per-turn web search applied to that turn only"
+    );
+
+    r.fake.push(Script::new().text("default"));
+    r.client
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": r.sid, "configId": "reasoning_effort", "value": "default"}),
+        )
+        .await
+        .ok();
+    r.prompt("d").await;
+    assert!(
+        r.requests()[2].body.get("thinking").is_none(),
+        "default effort sends no thinking"
+    );
+}
+
+#[tokio::test]
+async fn responses_effort_and_model_override() {
+    let mut r = rig(Api::Responses).await;
+    r.client
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": r.sid, "configId": "reasoning_effort", "value": "medium"}),
+        )
+        .await
+        .ok();
+    r.fake.push(Script::new().text("a"));
+    r.prompt("x").await;
+    assert_eq!(r.requests()[0].body["reasoning"]["effort"], "medium");
+    r.fake.push(Script::new().text("b"));
+    r.prompt_with(json!({"sessionId": r.sid, "prompt": [{"type": "text", "text": "y"}], "_meta": {"model": "openai/gpt-4.1"}})).await;
+    let body = &r.requests()[1].body;
+    assert_eq!(body["model"], "gpt-4.1");
+    assert!(
+        body.get("include").is_none(),
+        "no reasoning include for a non-reasoning model"
+    );
+}
+
+#[tokio::test]
+async fn images_links_and_embedded_resources_are_sent_in_the_provider_format() {
+    let mut r = rig(Api::Anthropic).await;
+    let file = r.world.ws().join("notes.txt");
+    std::fs::write(&file, "the secret sauce is ketchup").unwrap();
+    r.fake.push(Script::new().text("seen"));
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    r.prompt_with(json!({"sessionId": r.sid, "prompt": [
+        {"type": "text", "text": "look"},
+        {"type": "image", "mimeType": "image/png", "data": png},
+        {"type": "resource_link", "uri": format!("file://{}", file.display()), "name": "notes.txt"},
+        {"type": "resource", "resource": {"uri": "file:///x/embedded.md", "text": "embedded words", "mimeType": "text/markdown"}}
+    ]}))
+    .await;
+    let msgs = r.requests()[0].body["messages"].clone();
+    let content = msgs[0]["content"].as_array().unwrap();
+    let image = content
+        .iter()
+        .find(|b| b["type"] == "image")
+        .expect("image block");
+    assert_eq!(image["source"]["type"], "base64");
+    assert_eq!(image["source"]["media_type"], "image/png");
+    assert_eq!(image["source"]["data"], png);
+    let text = msgs.to_string();
+    assert!(
+        text.contains("the secret sauce is ketchup"),
+        "the linked file's content is sent"
+    );
+    assert!(text.contains("embedded words"));
+    // The editor's replay still shows a link, not the file's text.
+    r.client.close_stdin().await;
+    r.client.wait_exit(Duration::from_secs(5)).await.unwrap();
+    let mut c = r.world.client().await;
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replay, _) = c.collect_until_answer(&id).await;
+    let blocks: Vec<String> = updates(&replay)
+        .into_iter()
+        .filter(|(k, _)| k == "user_message_chunk")
+        .map(|(_, u)| u["content"]["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(blocks, ["text", "image", "resource_link", "resource"]);
+}
+
+#[tokio::test]
+async fn a_session_task_that_dies_mid_turn_still_answers_the_prompt() {
+    let mut r = rig_with(
+        Api::Anthropic,
+        &[("FERRITE_FAULTS", "panic_session_in_turn")],
+    )
+    .await;
+    r.fake
+        .push(Script::new().text("working").stall(Duration::from_secs(30)));
+    let t = Instant::now();
+    let (before, answer) = r.prompt("go").await;
+    assert_eq!(
+        answer["_meta"]["ferrite"]["turnFailure"],
+        json!({"terminalStatus": "interrupted", "errorKind": "session_task_died"})
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(agent_text(&before).contains("stopped unexpectedly"));
+    // The server keeps serving other requests.
+    let s2 = sid(&r.client.new_session(&r.world.ws()).await);
+    assert_ne!(s2, r.sid);
+}
+
+#[tokio::test]
+async fn a_stalled_session_task_cannot_block_the_prompt_or_other_sessions() {
+    let mut r = rig_with(
+        Api::Anthropic,
+        &[("FERRITE_FAULTS", "stall_session_on_prompt")],
+    )
+    .await;
+    let t = Instant::now();
+    let stuck = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "hello"))
+        .await;
+    // Meanwhile the server answers other requests at once.
+    let list = r.client.request("session/list", json!({})).await;
+    assert!(list.result.is_some());
+    assert!(t.elapsed() < Duration::from_secs(2));
+    r.client
+        .notify("session/cancel", json!({"sessionId": r.sid}))
+        .await;
+    let answer = r.client.wait_answer(&stuck).await.ok();
+    assert_eq!(
+        answer["_meta"]["ferrite"]["turnFailure"]["errorKind"],
+        "session_unresponsive"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "bounded: {:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_turn_is_an_interrupted_turn() {
+    let mut r = rig_with(Api::Anthropic, &[("FERRITE_FAULTS", "panic_turn")]).await;
+    let (_, answer) = r.prompt("boom").await;
+    assert_eq!(
+        answer["_meta"]["ferrite"]["turnFailure"],
+        json!({"terminalStatus": "interrupted", "errorKind": "internal"})
+    );
+    // The session is intact and takes the next prompt (which panics again, and is answered again).
+    let (_, answer) = r.prompt("boom again").await;
+    assert_eq!(answer["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn a_dead_provider_is_a_provider_error() {
+    let world = World::new();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = world.spawn_env(&[
+        ("ANTHROPIC_BASE_URL", &format!("http://127.0.0.1:{port}")),
+        ("ANTHROPIC_API_KEY", "k"),
+        ("FERRITE_RETRY_BASE_MS", "10"),
+    ]);
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "anyone?"))
+        .await;
+    let (before, answer) = c.collect_until_answer(&id).await;
+    let a = answer.ok();
+    assert_eq!(
+        a["_meta"]["ferrite"]["turnFailure"],
+        json!({"terminalStatus": "provider_error", "errorKind": "connection"})
+    );
+    assert!(!agent_text(&before).is_empty());
+}
