@@ -194,7 +194,7 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
         r.fake.push(Script::new().text("Planning.").tool_call(
             "call_1",
             "update_plan",
-            &plan_args(),
+            plan_args(),
         ));
         r.fake.push(Script::new().text("Done."));
         let (before, answer) = r.prompt("make a plan").await;
@@ -412,7 +412,7 @@ async fn max_turn_requests_stops_a_model_that_keeps_calling_tools() {
     let world = World::new();
     world.write_config("max_turn_requests = 3\n");
     let fake = FakeProvider::start().await.unwrap();
-    fake.set_fallback(Script::new().tool_call("again", "update_plan", &plan_args()));
+    fake.set_fallback(Script::new().tool_call("again", "update_plan", plan_args()));
     let mut c = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
         bin: Path::new(BIN),
         home: world.home(),
