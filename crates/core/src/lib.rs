@@ -13,6 +13,7 @@ pub mod events;
 pub mod exec;
 pub mod ids;
 pub mod log;
+pub mod mcp;
 pub mod model;
 pub mod modes;
 pub mod prompt;
