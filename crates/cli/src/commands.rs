@@ -31,6 +31,19 @@ pub fn connector(env: &Env) -> Option<Arc<dyn ModelConnector>> {
     }
 }
 
+/// The core's services with the real model connector and command runner.
+pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Services {
+    let connector = connector(&env);
+    let mut services = ferrite_core::runtime::Services::new(home, env, connector);
+    match std::env::current_exe() {
+        Ok(exe) => services.runner = Some(Arc::new(ferrite_exec::ExecRunner::new(exe))),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot locate the ferrite binary; commands are unavailable")
+        }
+    }
+    services
+}
+
 /// A multi-threaded runtime: the agent serves many sessions at once.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

@@ -93,6 +93,11 @@ fn init_logging(env: &Env) {
 }
 
 fn main() -> ExitCode {
+    // The sandbox helper re-executes this binary: dispatch before parsing, logging or threads.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if ferrite_exec::is_sandbox_helper_invocation(&args) {
+        return ferrite_exec::sandbox_helper_main(&args);
+    }
     let cli = Cli::parse();
     let env = Env::from_process();
     init_logging(&env);

@@ -16,6 +16,7 @@ pub mod log;
 pub mod mcp;
 pub mod model;
 pub mod modes;
+pub mod permissions;
 pub mod prompt;
 pub mod runtime;
 pub mod state;

@@ -29,6 +29,7 @@ use crate::log::{
 };
 use crate::model::{ModelConnector, TerminalStatus};
 use crate::modes::{Effort, Harness, Mode};
+use crate::permissions::Approver;
 use crate::state::SessionState;
 use crate::tools::ToolRegistry;
 use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
@@ -80,6 +81,8 @@ pub struct Services {
     pub runner: Option<Arc<dyn CommandRunner>>,
     pub tools: ToolRegistry,
     pub faults: Faults,
+    /// Asks the user for permission; set by the ACP server once it runs.
+    pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
 }
 
 impl Services {
@@ -94,6 +97,7 @@ impl Services {
             runner: None,
             tools: ToolRegistry::builtin(),
             faults,
+            approver: std::sync::OnceLock::new(),
         }
     }
 
@@ -512,8 +516,30 @@ fn check_dir(p: &Path, what: &str) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-fn ceiling(config: &Config, harness: Harness) -> Mode {
+pub(crate) fn ceiling(config: &Config, harness: Harness) -> Mode {
     harness.ceiling().min(config.max_mode)
+}
+
+/// A session's settings as the editor sees them.
+pub(crate) fn settings_for(state: &SessionState, catalog: &Catalog, ceiling: Mode) -> Settings {
+    let models: Vec<(String, String)> = catalog
+        .models
+        .iter()
+        .map(|m| (m.id.clone(), m.name.clone()))
+        .collect();
+    let model = state
+        .model
+        .clone()
+        .or_else(|| models.first().map(|m| m.0.clone()))
+        .unwrap_or_default();
+    Settings {
+        mode: state.mode,
+        available_modes: Mode::ALL.into_iter().filter(|m| *m <= ceiling).collect(),
+        model,
+        models,
+        effort: state.effort,
+        web_search: state.web_search,
+    }
 }
 
 struct SessionCtx {
@@ -523,28 +549,7 @@ struct SessionCtx {
 
 impl SessionCtx {
     fn settings(&self, state: &SessionState) -> Settings {
-        let models: Vec<(String, String)> = self
-            .catalog
-            .models
-            .iter()
-            .map(|m| (m.id.clone(), m.name.clone()))
-            .collect();
-        let model = state
-            .model
-            .clone()
-            .or_else(|| models.first().map(|m| m.0.clone()))
-            .unwrap_or_default();
-        Settings {
-            mode: state.mode,
-            available_modes: Mode::ALL
-                .into_iter()
-                .filter(|m| *m <= self.ceiling)
-                .collect(),
-            model,
-            models,
-            effort: state.effort,
-            web_search: state.web_search,
-        }
+        settings_for(state, &self.catalog, self.ceiling)
     }
 
     /// Validates a change against the session and returns the entries that record it.

@@ -1,7 +1,16 @@
 //! The tools the model can call. Each tool is a [`Tool`]; the registry is what one turn offers.
 //! A failing tool is input for the model ([`ToolError::RespondToModel`]), not a Rust failure.
 
+mod bash;
+mod edit;
+pub mod find;
+pub mod grep;
+mod ls;
+mod output;
+pub mod paths;
+mod read;
 mod update_plan;
+mod write;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,7 +24,14 @@ use crate::exec::{CommandRunner, Sandbox};
 use crate::model::ToolSpec;
 use crate::turn::Recorder;
 
+pub use bash::Bash;
+pub use edit::Edit;
+pub use find::Find;
+pub use grep::Grep;
+pub use ls::Ls;
+pub use read::Read;
 pub use update_plan::UpdatePlan;
+pub use write::Write;
 
 /// How a call is shown before it runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,11 +125,9 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The built-in tools every harness gets.
+    /// Every built-in tool.
     pub fn builtin() -> Self {
-        let mut r = Self::default();
-        r.add(Arc::new(UpdatePlan));
-        r
+        registry_for(crate::modes::Harness::Code)
     }
 
     pub fn add(&mut self, tool: Arc<dyn Tool>) {
@@ -128,4 +142,35 @@ impl ToolRegistry {
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|t| t.spec()).collect()
     }
+}
+
+/// The built-in tools a harness offers (MCP tools are added by the caller): `code` and
+/// `unattended` get everything; `planner` only looks around and plans; `assistant` only plans.
+pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
+    use crate::modes::Harness;
+    let tools: Vec<Arc<dyn Tool>> = match harness {
+        Harness::Code | Harness::Unattended => vec![
+            Arc::new(Read),
+            Arc::new(Write),
+            Arc::new(Edit),
+            Arc::new(Bash),
+            Arc::new(Grep),
+            Arc::new(Find),
+            Arc::new(Ls),
+            Arc::new(UpdatePlan),
+        ],
+        Harness::Planner => vec![
+            Arc::new(Read),
+            Arc::new(Grep),
+            Arc::new(Find),
+            Arc::new(Ls),
+            Arc::new(UpdatePlan),
+        ],
+        Harness::Assistant => vec![Arc::new(UpdatePlan)],
+    };
+    let mut r = ToolRegistry::default();
+    for t in tools {
+        r.add(t);
+    }
+    r
 }

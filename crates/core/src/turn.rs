@@ -1,6 +1,9 @@
 //! The turn loop: send the conversation to the model, stream its answer to the editor, run the
 //! tools it calls, feed the results back, until the model stops or `max_turn_requests`.
 
+mod exit_plan;
+mod permission;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -22,6 +25,8 @@ use crate::model::{
     AssistantPart, HostedStatus, ModelError, ModelErrorKind, ModelEvent, ModelRequest, StopKind,
     TerminalStatus,
 };
+use crate::modes::Mode;
+use crate::permissions::Approver;
 use crate::runtime::Services;
 use crate::state::SessionState;
 use crate::tools::{OutputLimits, ToolContext, ToolError, ToolRegistry};
@@ -77,22 +82,39 @@ pub(crate) struct CallEnv {
     pub limits: OutputLimits,
     pub spill_dir: PathBuf,
     pub runner: Option<Arc<dyn CommandRunner>>,
-    pub sandbox: Sandbox,
     pub bash_timeout: Duration,
+    pub sandbox_network: bool,
+    pub home: PathBuf,
+    /// Rules from config; stored "always" rules are read at each call.
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    /// `_meta.permission_mode = "ask"` for this turn.
+    pub force_ask: bool,
+    pub permission_timeout: Duration,
+    pub approver: Option<Arc<dyn Approver>>,
+    /// The session's mode ceiling (harness and `max_mode`).
+    pub ceiling: Mode,
+    pub catalog: Catalog,
 }
 
 impl CallEnv {
-    fn new(services: &Services, rec: &Recorder, config: &Config, cwd: &Path) -> Self {
-        let (mode, roots) = {
+    fn new(
+        services: &Services,
+        rec: &Recorder,
+        config: &Config,
+        catalog: &Catalog,
+        cwd: &Path,
+        force_ask: bool,
+    ) -> Self {
+        let (harness, roots) = {
             let core = lock(&rec.core);
-            (core.state.mode, core.state.workspace_roots())
+            (core.state.harness, core.state.workspace_roots())
         };
         let spill_dir = services
             .store
             .dir()
             .join(rec.session.as_str())
             .join("tool-output");
-        let sandbox = Sandbox::for_mode(mode, &roots, &spill_dir, config.sandbox_network);
         Self {
             tools: services.tools.clone(),
             cwd: cwd.to_owned(),
@@ -103,9 +125,31 @@ impl CallEnv {
             },
             spill_dir,
             runner: services.runner.clone(),
-            sandbox,
             bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
+            sandbox_network: config.sandbox_network,
+            home: services.home.clone(),
+            allow: config.permissions.allow.clone(),
+            deny: config.permissions.deny.clone(),
+            force_ask,
+            permission_timeout: Duration::from_secs(config.permissions.timeout_secs),
+            approver: services.approver.get().cloned(),
+            ceiling: crate::runtime::ceiling(config, harness),
+            catalog: catalog.clone(),
         }
+    }
+
+    /// The session's mode now (an approved `exit_plan` changes it mid-turn).
+    fn mode(&self, rec: &Recorder) -> Mode {
+        lock(&rec.core).state.mode
+    }
+
+    /// The tools offered to the model for the next request.
+    fn specs(&self, rec: &Recorder) -> Vec<crate::model::ToolSpec> {
+        let mut specs = self.tools.specs();
+        if self.mode(rec) == Mode::Plan && self.ceiling > Mode::Plan {
+            specs.push(exit_plan::spec());
+        }
+        specs
     }
 }
 
@@ -248,7 +292,14 @@ async fn run_turn_inner(
     };
     let effort = req.options.effort.unwrap_or(session_effort);
     let web_search = req.options.web_search.unwrap_or(session_web) && info.web_search;
-    let env = CallEnv::new(services, rec, &config, &cwd);
+    let env = CallEnv::new(
+        services,
+        rec,
+        &config,
+        &catalog,
+        &cwd,
+        req.options.force_ask,
+    );
     let system = crate::prompt::system_prompt(&cwd);
 
     for _ in 0..config.max_turn_requests {
@@ -257,7 +308,7 @@ async fn run_turn_inner(
             model: info.model.clone(),
             system: system.clone(),
             messages,
-            tools: env.tools.specs(),
+            tools: env.specs(rec),
             effort,
             reasoning: info.reasoning,
             web_search,
@@ -496,6 +547,10 @@ async fn run_call(
         Ok(_) | Err(_) => Value::Null,
     };
     let cwd = env.cwd.as_path();
+    if name == exit_plan::NAME && env.mode(rec) == Mode::Plan {
+        let input: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+        return exit_plan::run(rec, env, id, &input, cancel).await;
+    }
     let Some(tool) = env.tools.get(name) else {
         let view = ToolCallView {
             id: id.to_owned(),
@@ -536,11 +591,31 @@ async fn run_call(
         name: name.to_owned(),
         call: view.clone(),
     })?;
-    rec.emit(Event::ToolCall(view)).await;
+    rec.emit(Event::ToolCall(view.clone())).await;
     if input.is_null() {
         let msg = format!("The arguments of `{name}` are not a JSON object: {arguments}");
         finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
+    }
+    let access = tool.access(&input, cwd);
+    match permission::check(rec, env, &view, name, &access, cancel).await {
+        permission::Gate::Run => {}
+        permission::Gate::Refused(why) => {
+            finish_call(rec, id, &why, true, ToolStatus::Failed, None).await?;
+            return Ok(CallEnd::Done);
+        }
+        permission::Gate::Cancelled => {
+            finish_call(
+                rec,
+                id,
+                "Cancelled by the user.",
+                true,
+                ToolStatus::Failed,
+                None,
+            )
+            .await?;
+            return Ok(CallEnd::Cancelled);
+        }
     }
     rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
         id: id.to_owned(),
@@ -557,7 +632,12 @@ async fn run_call(
         limits: env.limits,
         spill_dir: env.spill_dir.clone(),
         runner: env.runner.clone(),
-        sandbox: env.sandbox.clone(),
+        sandbox: Sandbox::for_mode(
+            env.mode(rec),
+            &env.roots,
+            &env.spill_dir,
+            env.sandbox_network,
+        ),
         bash_timeout: env.bash_timeout,
     };
     let result = tokio::select! {

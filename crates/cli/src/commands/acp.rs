@@ -5,13 +5,12 @@ use std::process::ExitCode;
 
 use ferrite_acp::ServeOptions;
 use ferrite_core::env::Env;
-use ferrite_core::runtime::{Runtime, Services};
+use ferrite_core::runtime::Runtime;
 
 pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
     let rt = super::runtime()?;
-    let connector = super::connector(&env);
     let result = rt.block_on(async move {
-        let (runtime, events) = Runtime::new(Services::new(home, env, connector));
+        let (runtime, events) = Runtime::new(super::services(home, env));
         let options = ServeOptions {
             agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         };

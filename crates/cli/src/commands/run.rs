@@ -12,7 +12,7 @@ use ferrite_core::events::{Event, SettingChange, TurnOptions};
 use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
 use ferrite_core::modes::{Harness, Mode};
-use ferrite_core::runtime::{NewSession, Runtime, Services};
+use ferrite_core::runtime::{NewSession, Runtime};
 
 pub struct Args {
     pub model: Option<String>,
@@ -24,9 +24,8 @@ pub struct Args {
 
 pub fn run(home: PathBuf, env: Env, args: Args) -> anyhow::Result<ExitCode> {
     let rt = super::runtime()?;
-    let connector = super::connector(&env);
     let code = rt.block_on(async move {
-        let (runtime, mut events) = Runtime::new(Services::new(home, env, connector));
+        let (runtime, mut events) = Runtime::new(super::services(home, env));
         let result = turn(&runtime, &mut events, args).await;
         runtime.shutdown().await;
         result

@@ -1,0 +1,324 @@
+//! `read`: a text file with line numbers (`cat -n` style), paged so a large file never floods the
+//! context: the model asks for the next page with `offset`.
+
+use std::io::{BufRead, BufReader, Read as _};
+use std::path::Path;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::content::{Location, ToolKind};
+use crate::model::ToolSpec;
+use crate::tools::output::{blocking, parse_input, truncate_line};
+use crate::tools::paths::{display, resolve};
+use crate::tools::{
+    Access, CallDescription, OutputLimits, Tool, ToolContext, ToolError, ToolOutput,
+};
+
+/// Lines shown when the model gives no `limit`.
+pub const DEFAULT_LIMIT: usize = 2_000;
+/// Longer lines are cut: a minified bundle would otherwise fill the page with one line.
+const MAX_LINE_BYTES: usize = 2_000;
+/// How much of the start of a file is checked for NUL bytes (git and ripgrep do the same).
+const BINARY_PROBE: usize = 8 * 1024;
+
+pub struct Read;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    path: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+impl Tool for Read {
+    fn name(&self) -> &str {
+        "read"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read".into(),
+            description: format!(
+                "Read a text file. Lines are numbered from 1 (`cat -n` style; the number and the \
+                 tab are not part of the file). Shows at most {DEFAULT_LIMIT} lines per call: use \
+                 `offset` (1-based first line) and `limit` (number of lines) to page through \
+                 large files. Binary files are refused; use `ls` for directories. `path` is \
+                 relative to the working directory or absolute."
+            ),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File to read."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to show."}
+                },
+                "required": ["path"]
+            }),
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn describe(&self, input: &Value, cwd: &Path) -> CallDescription {
+        let Some(path) = input.get("path").and_then(Value::as_str) else {
+            return CallDescription {
+                title: "Read".into(),
+                locations: vec![],
+            };
+        };
+        let abs = resolve(cwd, path);
+        let line = input
+            .get("offset")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok());
+        CallDescription {
+            title: format!("Read {}", display(&abs, cwd)),
+            locations: vec![Location { path: abs, line }],
+        }
+    }
+
+    fn access(&self, input: &Value, cwd: &Path) -> Access {
+        let paths = input
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| vec![resolve(cwd, p)])
+            .unwrap_or_default();
+        Access::Read { paths }
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: Input = parse_input("read", input)?;
+            let path = resolve(&ctx.cwd, &input.path);
+            let shown = display(&path, &ctx.cwd);
+            let limits = ctx.limits;
+            let page = blocking(move || read_page(&path, &shown, &input, limits)).await?;
+            // No `cap` here: the page is bounded by the limits already, and spilling a copy of a
+            // file the model can page through itself would only waste disk.
+            Ok(ToolOutput {
+                text: page,
+                content: vec![],
+            })
+        })
+    }
+}
+
+fn read_page(
+    path: &Path,
+    shown: &str,
+    input: &Input,
+    limits: OutputLimits,
+) -> Result<String, ToolError> {
+    let respond = ToolError::RespondToModel;
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => respond(format!(
+            "{shown} does not exist. Check the path, or use `find` to locate the file."
+        )),
+        _ => respond(format!("cannot read {shown}: {e}")),
+    })?;
+    if meta.is_dir() {
+        return Err(respond(format!(
+            "{shown} is a directory, not a file. Use `ls` to list its entries."
+        )));
+    }
+    let file =
+        std::fs::File::open(path).map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+
+    let mut probe = Vec::with_capacity(BINARY_PROBE);
+    (&mut reader)
+        .take(BINARY_PROBE as u64)
+        .read_to_end(&mut probe)
+        .map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
+    if probe.contains(&0) {
+        return Err(respond(format!(
+            "{shown} is a binary file ({} bytes); `read` only shows text.",
+            meta.len()
+        )));
+    }
+    let mut reader = BufReader::new(std::io::Cursor::new(probe).chain(reader));
+
+    let first = input.offset.unwrap_or(1).max(1);
+    let asked = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let limit = asked.min(limits.max_lines.max(1));
+    let mut out = String::new();
+    let mut line_no = 0usize;
+    let mut last_shown = 0usize;
+    // Set when the byte budget, not `limit`, ended the page: the footer says where to go on.
+    let mut budget_hit = false;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if line_no < first || line_no >= first.saturating_add(limit) || budget_hit {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let text = text.trim_end_matches('\n').trim_end_matches('\r');
+        let line = format!("{line_no:>6}\t{}\n", truncate_line(text, MAX_LINE_BYTES));
+        // Leave room for the footer within the byte budget.
+        if out.len() + line.len() + 200 > limits.max_bytes && last_shown >= first {
+            budget_hit = true;
+            continue;
+        }
+        out.push_str(&line);
+        last_shown = line_no;
+    }
+    let total = line_no;
+    if total == 0 {
+        return Ok(format!("{shown} is empty."));
+    }
+    if first > total {
+        return Err(respond(format!(
+            "offset {first} is past the end of {shown}, which has {total} lines."
+        )));
+    }
+    if first > 1 || last_shown < total {
+        let why = if budget_hit || (limit < asked && last_shown < total) {
+            " (the output size limit was reached)"
+        } else {
+            ""
+        };
+        let more = if last_shown < total {
+            format!("; use offset={} to read more", last_shown + 1)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "\n(showing lines {first}-{last_shown} of {total}{why}{more})\n"
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::output::testing::TestEnv;
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[tokio::test]
+    async fn whole_small_file_with_line_numbers() {
+        let env = TestEnv::new();
+        env.write("a.txt", "alpha\r\nbeta\ngamma");
+        let out = env.ok(&Read, json!({"path": "a.txt"})).await;
+        assert_eq!(out, "     1\talpha\n     2\tbeta\n     3\tgamma\n");
+    }
+
+    #[tokio::test]
+    async fn ranges_and_paging_footer() {
+        let env = TestEnv::new();
+        env.write("a.txt", numbered(10));
+        let out = env
+            .ok(&Read, json!({"path": "a.txt", "offset": 3, "limit": 2}))
+            .await;
+        assert_eq!(
+            out,
+            "     3\tline 3\n     4\tline 4\n\n(showing lines 3-4 of 10; use offset=5 to read more)\n"
+        );
+        let out = env.ok(&Read, json!({"path": "a.txt", "offset": 9})).await;
+        assert_eq!(
+            out,
+            "     9\tline 9\n    10\tline 10\n\n(showing lines 9-10 of 10)\n"
+        );
+        let err = env.err(&Read, json!({"path": "a.txt", "offset": 11})).await;
+        assert!(
+            err.contains("past the end") && err.contains("10 lines"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn large_files_are_paged_by_default() {
+        let env = TestEnv::new();
+        env.write("big.txt", "x\n".repeat(2_500));
+        let out = env.ok(&Read, json!({"path": "big.txt"})).await;
+        assert!(out.contains("  2000\tx\n"));
+        assert!(!out.contains("  2001\t"));
+        assert!(out.ends_with("(showing lines 1-2000 of 2500; use offset=2001 to read more)\n"));
+    }
+
+    #[tokio::test]
+    async fn byte_budget_ends_the_page_early() {
+        let mut env = TestEnv::new();
+        env.limits.max_bytes = 1_000;
+        env.write("a.txt", numbered(500));
+        let out = env.ok(&Read, json!({"path": "a.txt"})).await;
+        assert!(out.len() <= 1_000, "{}", out.len());
+        assert!(out.contains("output size limit"), "{out}");
+        assert!(out.contains("of 500"), "{out}");
+    }
+
+    #[tokio::test]
+    async fn refuses_binary_and_directories_and_missing() {
+        let env = TestEnv::new();
+        env.write("bin.dat", b"abc\x00def");
+        let err = env.err(&Read, json!({"path": "bin.dat"})).await;
+        assert!(err.contains("binary"), "{err}");
+        env.write("d/x.txt", "x");
+        let err = env.err(&Read, json!({"path": "d"})).await;
+        assert!(err.contains("directory") && err.contains("`ls`"), "{err}");
+        let err = env.err(&Read, json!({"path": "nope.txt"})).await;
+        assert!(err.contains("does not exist"), "{err}");
+        let err = env.err(&Read, json!({"file": "x"})).await;
+        assert!(err.contains("invalid `read` arguments"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn empty_file_and_long_lines() {
+        let env = TestEnv::new();
+        env.write("e.txt", "");
+        assert_eq!(
+            env.ok(&Read, json!({"path": "e.txt"})).await,
+            "e.txt is empty."
+        );
+        env.write("long.txt", "y".repeat(5_000));
+        let out = env.ok(&Read, json!({"path": "long.txt"})).await;
+        assert!(out.contains("[3000 more bytes]"), "{out}");
+    }
+
+    #[test]
+    fn describe_and_access_resolve_paths() {
+        let env = TestEnv::new();
+        env.write("src/lib.rs", "x");
+        let d = Read.describe(
+            &json!({"path": "src/../src/lib.rs", "offset": 7}),
+            &env.root,
+        );
+        assert_eq!(d.title, "Read src/lib.rs");
+        assert_eq!(
+            d.locations,
+            vec![Location {
+                path: env.root.join("src/lib.rs"),
+                line: Some(7)
+            }]
+        );
+        assert_eq!(
+            Read.access(&json!({"path": "../x"}), &env.root.join("src")),
+            Access::Read {
+                paths: vec![env.root.join("x")]
+            }
+        );
+        assert_eq!(Read.kind(), ToolKind::Read);
+    }
+}

@@ -1,0 +1,225 @@
+//! `write`: create or replace a whole file. The editor is shown a diff against what was there.
+
+use std::path::Path;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::content::{Location, ToolContent, ToolKind};
+use crate::model::ToolSpec;
+use crate::tools::output::{blocking, count_lines, parse_input, plural};
+use crate::tools::paths::{display, resolve};
+use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+
+pub struct Write;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    path: String,
+    content: String,
+}
+
+impl Tool for Write {
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write".into(),
+            description: "Create a file, or replace all of an existing file's content. Parent \
+                directories are created as needed. To change part of an existing file prefer \
+                `edit`. `path` is relative to the working directory or absolute."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File to write."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
+                },
+                "required": ["path", "content"]
+            }),
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn describe(&self, input: &Value, cwd: &Path) -> CallDescription {
+        path_description("Write", input, cwd)
+    }
+
+    fn access(&self, input: &Value, cwd: &Path) -> Access {
+        Access::Write {
+            paths: input_path(input, cwd).into_iter().collect(),
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: Input = parse_input("write", input)?;
+            let path = resolve(&ctx.cwd, &input.path);
+            let shown = display(&path, &ctx.cwd);
+            blocking(move || write_file(&path, &shown, input.content)).await
+        })
+    }
+}
+
+fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, ToolError> {
+    let respond = ToolError::RespondToModel;
+    if path.is_dir() {
+        return Err(respond(format!(
+            "{shown} is a directory; give the path of a file inside it."
+        )));
+    }
+    let old_text = match std::fs::read(path) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(respond(format!("cannot read {shown} before writing: {e}"))),
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| respond(format!("cannot create the directory for {shown}: {e}")))?;
+    }
+    std::fs::write(path, &content).map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
+    let lines = count_lines(&content);
+    let text = match &old_text {
+        None => format!(
+            "Created {shown} ({}, {}).",
+            plural(lines, "line"),
+            plural(content.len(), "byte")
+        ),
+        Some(_) => format!(
+            "Overwrote {shown} ({}, {}).",
+            plural(lines, "line"),
+            plural(content.len(), "byte")
+        ),
+    };
+    Ok(ToolOutput {
+        text,
+        content: vec![ToolContent::Diff {
+            path: path.to_owned(),
+            old_text,
+            new_text: content,
+        }],
+    })
+}
+
+/// The resolved `path` argument, when there is one.
+pub(crate) fn input_path(input: &Value, cwd: &Path) -> Option<std::path::PathBuf> {
+    input
+        .get("path")
+        .and_then(Value::as_str)
+        .map(|p| resolve(cwd, p))
+}
+
+/// "<verb> <relative path>" with the file as the location.
+pub(crate) fn path_description(verb: &str, input: &Value, cwd: &Path) -> CallDescription {
+    match input_path(input, cwd) {
+        Some(abs) => CallDescription {
+            title: format!("{verb} {}", display(&abs, cwd)),
+            locations: vec![Location {
+                path: abs,
+                line: None,
+            }],
+        },
+        None => CallDescription {
+            title: verb.to_owned(),
+            locations: vec![],
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::output::testing::TestEnv;
+
+    #[tokio::test]
+    async fn creates_new_file_with_parents() {
+        let env = TestEnv::new();
+        let out = env
+            .call(
+                &Write,
+                json!({"path": "a/b/new.txt", "content": "hi\nthere\n"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.text, "Created a/b/new.txt (2 lines, 9 bytes).");
+        assert_eq!(env.read("a/b/new.txt"), "hi\nthere\n");
+        assert_eq!(
+            out.content,
+            vec![ToolContent::Diff {
+                path: env.root.join("a/b/new.txt"),
+                old_text: None,
+                new_text: "hi\nthere\n".into()
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn overwrite_shows_old_text() {
+        let env = TestEnv::new();
+        env.write("f.txt", "old\n");
+        let out = env
+            .call(&Write, json!({"path": "f.txt", "content": "new\n"}))
+            .await
+            .unwrap();
+        assert_eq!(out.text, "Overwrote f.txt (1 line, 4 bytes).");
+        assert_eq!(env.read("f.txt"), "new\n");
+        assert_eq!(
+            out.content,
+            vec![ToolContent::Diff {
+                path: env.root.join("f.txt"),
+                old_text: Some("old\n".into()),
+                new_text: "new\n".into()
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn directory_target_is_an_error() {
+        let env = TestEnv::new();
+        env.write("d/x", "");
+        let err = env.err(&Write, json!({"path": "d", "content": "x"})).await;
+        assert!(err.contains("is a directory"), "{err}");
+    }
+
+    #[test]
+    fn describe_and_access() {
+        let env = TestEnv::new();
+        let input = json!({"path": "sub/../n.rs", "content": ""});
+        let d = Write.describe(&input, &env.root);
+        assert_eq!(d.title, "Write n.rs");
+        assert_eq!(d.locations[0].path, env.root.join("n.rs"));
+        assert_eq!(
+            Write.access(&input, &env.root),
+            Access::Write {
+                paths: vec![env.root.join("n.rs")]
+            }
+        );
+        assert_eq!(Write.kind(), ToolKind::Edit);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn access_reports_where_a_symlink_really_points() {
+        let env = TestEnv::new();
+        let outside = tempfile::tempdir().unwrap();
+        let outside_root = std::fs::canonicalize(outside.path()).unwrap();
+        std::os::unix::fs::symlink(&outside_root, env.root.join("escape")).unwrap();
+        assert_eq!(
+            Write.access(&json!({"path": "escape/new.txt", "content": ""}), &env.root),
+            Access::Write {
+                paths: vec![outside_root.join("new.txt")]
+            }
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Applying the permission policy to one tool call: decide, ask the user when the policy says so,
+//! and store "always" answers as rules for the workspace.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::content::ToolCallView;
+use crate::permissions::{
+    self, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest, Rules, StoredRules,
+};
+use crate::tools::Access;
+use crate::turn::{CallEnv, Recorder, lock};
+
+/// What the policy lets a call do.
+pub(crate) enum Gate {
+    Run,
+    /// Refused; the text tells the model why.
+    Refused(String),
+    /// The turn was cancelled while the user was being asked.
+    Cancelled,
+}
+
+pub(crate) async fn check(
+    rec: &Recorder,
+    env: &CallEnv,
+    view: &ToolCallView,
+    tool: &str,
+    access: &Access,
+    cancel: &CancellationToken,
+) -> Gate {
+    let (mode, harness) = {
+        let core = lock(&rec.core);
+        (core.state.mode, core.state.harness)
+    };
+    let stored = StoredRules::load(&env.home, &env.cwd);
+    let allow: Vec<String> = env.allow.iter().chain(&stored.allow).cloned().collect();
+    let deny: Vec<String> = env.deny.iter().chain(&stored.deny).cloned().collect();
+    let (rules, errors) = Rules::from_strings(&allow, &deny);
+    for e in errors {
+        tracing::warn!("{e}");
+    }
+    let call = Call {
+        tool,
+        access,
+        mode,
+        harness,
+        force_ask: env.force_ask,
+        roots: &env.roots,
+    };
+    match permissions::decide(&call, &rules) {
+        Decision::Allow => Gate::Run,
+        Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
+        Decision::Ask => ask(rec, env, view, tool, access, cancel).await,
+    }
+}
+
+async fn ask(
+    rec: &Recorder,
+    env: &CallEnv,
+    view: &ToolCallView,
+    tool: &str,
+    access: &Access,
+    cancel: &CancellationToken,
+) -> Gate {
+    let Some(approver) = env.approver.as_ref() else {
+        return Gate::Refused(
+            "Permission denied: this call needs the user's approval and there is no one to ask."
+                .into(),
+        );
+    };
+    let options = permissions::options_for(tool, access, &env.roots);
+    let req = PermissionRequest {
+        call: view.clone(),
+        options: options.clone(),
+    };
+    let answer = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Gate::Cancelled,
+        a = tokio::time::timeout(env.permission_timeout, approver.request(&rec.session, req)) => a,
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        Err(_) => {
+            return Gate::Refused(format!(
+                "Permission denied: the user did not answer within {} s.",
+                env.permission_timeout.as_secs()
+            ));
+        }
+    };
+    let kind = match answer {
+        PermissionAnswer::Selected(id) => options.iter().find(|o| o.id == id).map(|o| o.kind),
+        PermissionAnswer::Cancelled => None,
+    };
+    if cancel.is_cancelled() {
+        return Gate::Cancelled;
+    }
+    match kind {
+        Some(OptionKind::AllowOnce) => Gate::Run,
+        Some(OptionKind::AllowAlways) => {
+            store(env, tool, access, true);
+            Gate::Run
+        }
+        Some(OptionKind::RejectOnce) => Gate::Refused("The user declined this call.".into()),
+        Some(OptionKind::RejectAlways) => {
+            store(env, tool, access, false);
+            Gate::Refused("The user declined this call and calls like it.".into())
+        }
+        None => Gate::Refused("The permission request was cancelled; the call did not run.".into()),
+    }
+}
+
+fn store(env: &CallEnv, tool: &str, access: &Access, allow: bool) {
+    let (rule, _) = permissions::always_rule(tool, access, &env.roots);
+    if let Err(e) = StoredRules::add(&env.home, &env.cwd, rule.clone(), allow) {
+        tracing::error!(%rule, error = %e, "could not store a permission rule");
+    }
+}

@@ -1,0 +1,147 @@
+use std::time::{Duration, Instant};
+
+use ferrite_core::exec::{CommandRunner, Exit};
+use pretty_assertions::assert_eq;
+use tokio_util::sync::CancellationToken;
+
+use super::common::{alive, assert_dead, group_members, read_pid, run, runner, spec};
+
+#[tokio::test]
+async fn timeout_kills_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = spec(dir.path(), "echo started; sleep 100");
+    spec.timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let (output, _) = run(&runner(), spec).await;
+    let output = output.unwrap();
+    assert_eq!(output.exit, Exit::TimedOut);
+    assert_eq!(output.excerpt, "started\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Runs `command` (which writes its background child's pid to `pid`), cancels it once that pid
+/// is there, and returns the output, the cancel latency and the grandchild's pid.
+async fn cancel_after_pid(
+    command: &str,
+) -> (ferrite_core::exec::CommandOutput, Duration, i32, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let runner = runner();
+    let cancel = CancellationToken::new();
+    let leader = std::sync::Mutex::new(None);
+    let on_output = |chunk: &str| {
+        if let Some(pid) = chunk.lines().find_map(|l| l.strip_prefix("leader ")) {
+            *leader.lock().unwrap() = pid.trim().parse::<i32>().ok();
+        }
+    };
+    let spec = spec(dir.path(), &format!("echo leader $$; {command}"));
+    let run = runner.run(spec, cancel.clone(), &on_output);
+    let canceller = async {
+        let grandchild = read_pid(&pid_file).await;
+        // Let the command settle into its wait.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+        (grandchild, Instant::now())
+    };
+    let (output, (grandchild, cancelled_at)) = tokio::join!(run, canceller);
+    let latency = cancelled_at.elapsed();
+    let leader = leader.lock().unwrap().unwrap();
+    (output.unwrap(), latency, grandchild, leader)
+}
+
+#[tokio::test]
+async fn cancel_kills_the_whole_group_promptly() {
+    let (output, latency, grandchild, leader) =
+        cancel_after_pid("sleep 100 & echo $! > pid; sleep 100").await;
+    eprintln!("cancel latency (command handles TERM): {latency:?}");
+    assert_eq!(output.exit, Exit::Cancelled);
+    assert!(latency < Duration::from_secs(1), "{latency:?}");
+    assert_dead(grandchild).await;
+    assert_dead(leader).await;
+    assert_eq!(group_members(leader), 0);
+}
+
+#[tokio::test]
+async fn cancel_kills_a_command_that_ignores_term_after_the_grace_period() {
+    let (output, latency, grandchild, leader) =
+        cancel_after_pid("trap '' TERM; sleep 100 & echo $! > pid; while :; do sleep 1; done")
+            .await;
+    eprintln!("cancel latency (command ignores TERM): {latency:?}");
+    assert_eq!(output.exit, Exit::Cancelled);
+    assert!(latency >= Duration::from_secs(2), "{latency:?}");
+    assert!(latency < Duration::from_millis(2500), "{latency:?}");
+    assert_dead(grandchild).await;
+    assert_eq!(group_members(leader), 0);
+}
+
+/// The leader exits while a background child still holds the output pipes open: the run must
+/// not wait for that child's EOF, and the child must not survive.
+#[tokio::test]
+async fn background_children_die_with_the_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (output, _) = run(
+        &runner(),
+        spec(dir.path(), "sleep 100 & echo $! > pid; echo done"),
+    )
+    .await;
+    let output = output.unwrap();
+    assert_eq!(output.exit, Exit::Code(0));
+    assert_eq!(output.excerpt, "done\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let grandchild = read_pid(&dir.path().join("pid")).await;
+    assert_dead(grandchild).await;
+}
+
+/// A process that left the group (`setsid`) cannot be killed with it; it still holds the pipes.
+/// The run returns anyway, shortly after the leader.
+#[tokio::test]
+async fn a_process_that_escaped_the_group_does_not_hang_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (output, _) = run(
+        &runner(),
+        spec(
+            dir.path(),
+            "setsid sh -c 'echo $$ > pid; exec sleep 30' & sleep 0.2; echo done",
+        ),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    let escaped = read_pid(&dir.path().join("pid")).await;
+    // Clean up what we could not kill ourselves.
+    let _ = std::process::Command::new("kill")
+        .arg("-9")
+        .arg(escaped.to_string())
+        .status();
+    let output = output.unwrap();
+    assert_eq!(output.exit, Exit::Code(0));
+    assert_eq!(output.excerpt, "done\n");
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+}
+
+/// Dropping the run (session closed, agent shutting down) kills the group too.
+#[tokio::test]
+async fn dropping_the_run_kills_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = runner();
+    let spec = spec(dir.path(), "sleep 100 & echo $! > pid; sleep 100");
+    let on_output = |_: &str| {};
+    let run = runner.run(spec, CancellationToken::new(), &on_output);
+    let pid_file = dir.path().join("pid");
+    tokio::select! {
+        _ = run => panic!("the command finished on its own"),
+        _ = read_pid(&pid_file) => {}
+    }
+    let grandchild = read_pid(&pid_file).await;
+    assert_dead(grandchild).await;
+    assert!(!alive(grandchild));
+}

@@ -1,0 +1,7 @@
+//! (`mod.rs` rather than `suite.rs`: cargo would build a `tests/suite.rs` as a test binary of its
+//! own.)
+
+mod common;
+mod kill;
+mod output;
+mod sandbox;
