@@ -385,6 +385,7 @@ pub(crate) async fn close(s: Arc<Server>, params: Value) -> Reply {
     if s.runtime.get(&sid).is_none() && !s.runtime.services().store.path(&sid).exists() {
         return Err(Fail::params("unknown session"));
     }
+    s.calls.cancel_session(&sid);
     s.runtime.close(&sid).await;
     Ok(json!({}))
 }

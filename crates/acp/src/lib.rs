@@ -2,6 +2,7 @@
 //! `agent-client-protocol`; it maps core events to protocol messages in pure functions
 //! (`mapping`) and owns stdin/stdout.
 
+mod client_calls;
 mod handlers;
 pub mod mapping;
 mod pump;

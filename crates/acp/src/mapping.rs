@@ -146,6 +146,18 @@ fn tool_call(v: &ToolCallView) -> acp::ToolCall {
         .raw_input(v.raw_input.clone())
 }
 
+/// A tool call's full view as a `ToolCallUpdate` (what a permission request carries).
+pub fn tool_call_as_update(v: &ToolCallView) -> acp::ToolCallUpdate {
+    let fields = acp::ToolCallUpdateFields::new()
+        .title(v.title.clone())
+        .kind(tool_kind(v.kind))
+        .status(tool_status(v.status))
+        .content(v.content.iter().map(tool_content).collect::<Vec<_>>())
+        .locations(v.locations.iter().map(location).collect::<Vec<_>>())
+        .raw_input(v.raw_input.clone());
+    acp::ToolCallUpdate::new(acp::ToolCallId::new(v.id.clone()), fields)
+}
+
 fn tool_call_update(v: &ToolCallUpdateView) -> acp::ToolCallUpdate {
     let fields = acp::ToolCallUpdateFields::new()
         .status(v.status.map(tool_status))

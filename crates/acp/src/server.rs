@@ -127,6 +127,7 @@ pub(crate) struct Server {
     pub prompts: Mutex<HashMap<SessionId, PendingPrompt>>,
     pub client: Mutex<ClientInfo>,
     pub version: String,
+    pub calls: crate::client_calls::ClientCalls,
 }
 
 impl Server {
@@ -160,7 +161,17 @@ where
         prompts: Mutex::new(HashMap::new()),
         client: Mutex::new(ClientInfo::default()),
         version: options.agent_version,
+        calls: Default::default(),
     });
+    if server
+        .runtime
+        .services()
+        .approver
+        .set(crate::client_calls::approver(&server))
+        .is_err()
+    {
+        tracing::warn!("an approver was already installed");
+    }
     let stop_pump = CancellationToken::new();
     let pump = tokio::spawn(crate::pump::run(server.clone(), events, stop_pump.clone()));
     let mut tasks = JoinSet::new();
@@ -221,13 +232,7 @@ where
 async fn handle_line(server: &Arc<Server>, line: &str, tasks: &mut JoinSet<()>) {
     match rpc::classify(line) {
         Err(e) => server.out.line(e.to_line()).await,
-        Ok(Message::Response { id, outcome }) => {
-            tracing::debug!(
-                ?id,
-                ok = outcome.is_ok(),
-                "response to an unknown request ignored"
-            );
-        }
+        Ok(Message::Response { id, outcome }) => server.calls.resolve(&id, outcome),
         Ok(Message::Notification { method, params }) => {
             handle_notification(server, &method, params)
         }
@@ -255,6 +260,8 @@ fn handle_notification(server: &Arc<Server>, method: &str, params: Value) {
             let Ok(id) = SessionId::parse(&req.session_id.0) else {
                 return;
             };
+            // Pending questions to the client are answered as refused first, then the turn stops.
+            server.calls.cancel_session(&id);
             if let Some(h) = server.runtime.get(&id) {
                 h.cancel();
             }

@@ -387,19 +387,54 @@ pub trait Approver: Send + Sync {
     ) -> BoxFuture<'_, PermissionAnswer>;
 }
 
+/// Programs whose first argument is a sub-command worth keeping in an "always" rule.
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "cargo",
+    "git",
+    "npm",
+    "npx",
+    "pnpm",
+    "yarn",
+    "bun",
+    "deno",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "gh",
+    "make",
+    "just",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "dotnet",
+    "mvn",
+    "gradle",
+    "rustup",
+    "brew",
+    "apt",
+    "apt-get",
+    "systemctl",
+    "nix",
+    "terraform",
+    "helm",
+];
+
 /// The rule an "always" answer stores, and how the option names it.
 pub fn always_rule(tool: &str, access: &Access, roots: &[PathBuf]) -> (String, String) {
     match access {
         Access::Execute { command } => {
             let first = split_chain(command).into_iter().next().unwrap_or_default();
             let w = words(&first);
-            // `cargo test`, `git status`: keep a sub-command; `ls -la`: just the program.
-            let take =
-                if w.len() > 1 && w[1].chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
-                    2
-                } else {
-                    1
-                };
+            // `cargo test`, `git status`: programs with sub-commands keep one; `ls -la`,
+            // `echo hi`: just the program.
+            let has_sub = w
+                .first()
+                .is_some_and(|p| SUBCOMMAND_PROGRAMS.contains(&p.as_str()))
+                && w.get(1)
+                    .is_some_and(|s| s.chars().next().is_some_and(|c| c.is_ascii_alphabetic()));
+            let take = if has_sub { 2 } else { 1 };
             let prefix = w.iter().take(take).cloned().collect::<Vec<_>>().join(" ");
             (format!("bash({prefix}:*)"), format!("`{prefix}`"))
         }
@@ -764,6 +799,10 @@ mod tests {
             "bash(cargo test:*)"
         );
         assert_eq!(always_rule("bash", &exec("ls -la"), &roots).0, "bash(ls:*)");
+        assert_eq!(
+            always_rule("bash", &exec("echo first"), &roots).0,
+            "bash(echo:*)"
+        );
         assert_eq!(
             always_rule("edit", &write("/ws/src/main.rs"), &roots).0,
             "edit(src/**)"

@@ -31,7 +31,6 @@ use crate::model::{ModelConnector, TerminalStatus};
 use crate::modes::{Effort, Harness, Mode};
 use crate::permissions::Approver;
 use crate::state::SessionState;
-use crate::tools::ToolRegistry;
 use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
 
 /// How long a cancelled turn may take to wind down before its task is aborted.
@@ -79,7 +78,6 @@ pub struct Services {
     pub store: SessionStore,
     pub connector: Option<Arc<dyn ModelConnector>>,
     pub runner: Option<Arc<dyn CommandRunner>>,
-    pub tools: ToolRegistry,
     pub faults: Faults,
     /// Asks the user for permission; set by the ACP server once it runs.
     pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
@@ -95,7 +93,6 @@ impl Services {
             store,
             connector,
             runner: None,
-            tools: ToolRegistry::builtin(),
             faults,
             approver: std::sync::OnceLock::new(),
         }

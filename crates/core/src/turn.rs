@@ -116,7 +116,7 @@ impl CallEnv {
             .join(rec.session.as_str())
             .join("tool-output");
         Self {
-            tools: services.tools.clone(),
+            tools: crate::tools::registry_for(harness),
             cwd: cwd.to_owned(),
             roots,
             limits: OutputLimits {

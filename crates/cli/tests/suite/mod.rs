@@ -1,5 +1,6 @@
 mod common;
 mod durability;
+mod permissions;
 mod protocol;
 mod sessions;
 mod settings;

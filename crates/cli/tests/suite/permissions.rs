@@ -1,0 +1,618 @@
+//! Tools, permissions and the sandbox through the real binary: the model (fake provider) calls
+//! tools, the editor (test client) answers permission requests.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ferrite_test_support::fake_provider::{FakeProvider, Script};
+use ferrite_test_support::{AcpClient, updates};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::common::*;
+use super::turns::{Api, provider_env};
+
+struct Rig {
+    world: World,
+    fake: FakeProvider,
+    client: AcpClient,
+    sid: String,
+}
+
+async fn start(world: World, harness: Option<&str>, extra_env: &[(&str, &str)]) -> Rig {
+    let fake = FakeProvider::start().await.unwrap();
+    let mut env = provider_env(&fake, Api::Anthropic);
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let mut client = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
+        bin: Path::new(BIN),
+        home: world.home(),
+        args: &["acp"],
+        env,
+    });
+    client.initialize().await;
+    let mut params = json!({"cwd": world.ws(), "mcpServers": []});
+    if let Some(h) = harness {
+        params["_meta"] = json!({"harness": h});
+    }
+    let sid = sid(&client.request("session/new", params).await.ok());
+    Rig {
+        world,
+        fake,
+        client,
+        sid,
+    }
+}
+
+async fn rig() -> Rig {
+    start(World::new(), None, &[]).await
+}
+
+impl Rig {
+    async fn set_mode(&mut self, mode: &str) {
+        self.client
+            .request(
+                "session/set_mode",
+                json!({"sessionId": self.sid, "modeId": mode}),
+            )
+            .await
+            .ok();
+    }
+
+    fn send_prompt_id(&mut self) -> impl std::future::Future<Output = Value> + '_ {
+        let sid = self.sid.clone();
+        async move {
+            self.client
+                .send_request("session/prompt", text_prompt(&sid, "do it"))
+                .await
+        }
+    }
+
+    /// Waits for the next permission request and returns it whole.
+    async fn permission_request(&mut self) -> Value {
+        self.client
+            .wait_for(Duration::from_secs(10), |m| {
+                m["method"] == "session/request_permission"
+            })
+            .await
+            .expect("a permission request")
+    }
+
+    async fn answer(&mut self, req: &Value, option: &str) {
+        let id = req["id"].clone();
+        self.client
+            .respond(
+                &id,
+                json!({"outcome": {"outcome": "selected", "optionId": option}}),
+            )
+            .await;
+    }
+
+    /// Results the model got back in the last request (Anthropic tool_result blocks).
+    fn last_tool_results(&self) -> Vec<(String, bool)> {
+        let reqs = self.fake.requests();
+        let msgs = reqs.last().unwrap().body["messages"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let last = msgs.last().unwrap();
+        last["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| {
+                (
+                    b["content"].to_string(),
+                    b["is_error"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect()
+    }
+}
+
+fn write_call(path: &str, content: &str) -> Script {
+    Script::new().tool_call(
+        "w1",
+        "write",
+        &json!({"path": path, "content": content}).to_string(),
+    )
+}
+
+fn bash_call(id: &str, command: &str) -> Script {
+    Script::new().tool_call(id, "bash", &json!({"command": command}).to_string())
+}
+
+#[tokio::test]
+async fn ask_mode_asks_and_allow_once_runs_the_tool() {
+    let mut r = rig().await;
+    r.fake.push(write_call("notes/todo.txt", "buy milk\n"));
+    r.fake.push(Script::new().text("written"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    let p = &req["params"];
+    assert_eq!(p["sessionId"], r.sid.as_str());
+    assert_eq!(p["toolCall"]["toolCallId"], "w1");
+    let kinds: Vec<&str> = p["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["allow_once", "allow_always", "reject_once", "reject_always"]
+    );
+    assert_eq!(
+        p["options"][1]["name"],
+        "Always allow edits in `notes/` in this project"
+    );
+    assert!(
+        !r.world.ws().join("notes/todo.txt").exists(),
+        "nothing written before the answer"
+    );
+    r.answer(&req, "allow_once").await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    assert_eq!(
+        std::fs::read_to_string(r.world.ws().join("notes/todo.txt")).unwrap(),
+        "buy milk\n"
+    );
+    let done = updates(&before)
+        .into_iter()
+        .rev()
+        .find(|(k, u)| k == "tool_call_update" && u["toolCallId"] == "w1")
+        .unwrap()
+        .1;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["content"][0]["type"], "diff");
+    assert_eq!(done["content"][0]["newText"], "buy milk\n");
+    let call = updates(&before)
+        .into_iter()
+        .find(|(k, _)| k == "tool_call")
+        .unwrap()
+        .1;
+    assert_eq!(call["kind"], "edit");
+    assert_eq!(
+        call["locations"][0]["path"],
+        json!(r.world.ws().join("notes/todo.txt"))
+    );
+    let results = r.last_tool_results();
+    assert_eq!(results.len(), 1);
+    assert!(!results[0].1);
+}
+
+#[tokio::test]
+async fn reject_once_refuses_and_tells_the_model() {
+    let mut r = rig().await;
+    r.fake.push(write_call("x.txt", "x"));
+    r.fake.push(Script::new().text("ok, I won't"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    r.answer(&req, "reject_once").await;
+    let answer = r.client.wait_answer(&prompt).await.ok();
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert!(!r.world.ws().join("x.txt").exists());
+    let results = r.last_tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("declined"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn always_answers_become_rules_for_later_sessions() {
+    let mut r = rig().await;
+    r.fake.push(bash_call("b1", "echo first"));
+    r.fake.push(Script::new().text("ran"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    assert_eq!(
+        req["params"]["options"][1]["name"],
+        "Always allow `echo` in this project"
+    );
+    r.answer(&req, "allow_always").await;
+    r.client.wait_answer(&prompt).await.ok();
+    assert!(r.last_tool_results()[0].0.contains("first"));
+
+    // A new session in the same workspace, a new process: no question asked.
+    r.client.close_stdin().await;
+    r.client.wait_exit(Duration::from_secs(5)).await.unwrap();
+    let mut r = start(r.world, None, &[]).await;
+    r.fake.push(bash_call("b2", "echo second"));
+    r.fake.push(Script::new().text("ran again"));
+    let prompt = r.send_prompt_id().await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    answer.ok();
+    assert!(
+        before
+            .iter()
+            .all(|m| m["method"] != "session/request_permission"),
+        "no question: {before:?}"
+    );
+    assert!(r.last_tool_results()[0].0.contains("second"));
+    let stored = std::fs::read_dir(r.world.home().join("permissions"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 1);
+
+    // reject_always stores a deny rule that wins afterwards, even in full mode.
+    r.fake.push(write_call("secret.txt", "x"));
+    r.fake.push(Script::new().text("no"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    r.answer(&req, "reject_always").await;
+    r.client.wait_answer(&prompt).await.ok();
+    r.set_mode("full").await;
+    r.fake.push(write_call("secret.txt", "x"));
+    r.fake.push(Script::new().text("denied"));
+    let prompt = r.send_prompt_id().await;
+    let (before, _) = r.client.collect_until_answer(&prompt).await;
+    assert!(
+        before
+            .iter()
+            .all(|m| m["method"] != "session/request_permission")
+    );
+    let res = r.last_tool_results();
+    assert!(
+        res[0].1 && res[0].0.contains("denied by the rule"),
+        "{res:?}"
+    );
+    assert!(!r.world.ws().join("secret.txt").exists());
+}
+
+#[tokio::test]
+async fn an_unanswered_request_times_out_into_a_refusal() {
+    let world = World::new();
+    world.write_config("[permissions]\ntimeout_secs = 1\n");
+    let mut r = start(world, None, &[]).await;
+    r.fake.push(write_call("late.txt", "x"));
+    r.fake.push(Script::new().text("timed out"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    let t = Instant::now();
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    assert!(t.elapsed() >= Duration::from_millis(900));
+    let withdrawn = before
+        .iter()
+        .find(|m| m["method"] == "$/cancel_request")
+        .expect("the request is withdrawn");
+    assert_eq!(withdrawn["params"]["requestId"], req["id"]);
+    assert!(r.last_tool_results()[0].0.contains("did not answer"));
+    assert!(!r.world.ws().join("late.txt").exists());
+    // A late answer is harmless.
+    r.answer(&req, "allow_once").await;
+    assert!(
+        r.client
+            .request("session/list", json!({}))
+            .await
+            .result
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn cancel_while_asking_answers_cancelled() {
+    let mut r = rig().await;
+    r.fake.push(write_call("never.txt", "x"));
+    let prompt = r.send_prompt_id().await;
+    r.permission_request().await;
+    r.client
+        .notify("session/cancel", json!({"sessionId": r.sid}))
+        .await;
+    let answer = r.client.wait_answer(&prompt).await.ok();
+    assert_eq!(answer, json!({"stopReason": "cancelled"}));
+    assert!(!r.world.ws().join("never.txt").exists());
+    // The next turn's history answers the cancelled call.
+    r.fake.push(Script::new().text("fine"));
+    let p2 = r.send_prompt_id().await;
+    r.client.wait_answer(&p2).await.ok();
+    let text = r.fake.requests().last().unwrap().body.to_string();
+    assert!(text.contains("tool_result") && text.contains("w1"));
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_writes_and_exit_plan_switches_modes() {
+    let mut r = rig().await;
+    r.set_mode("plan").await;
+    r.fake.push(write_call("plan.txt", "x"));
+    r.fake.push(Script::new().tool_call(
+        "p1",
+        "exit_plan",
+        &json!({"plan": "1. write plan.txt"}).to_string(),
+    ));
+    r.fake.push(write_call("plan.txt", "done"));
+    r.fake.push(Script::new().text("all done"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    assert_eq!(req["params"]["toolCall"]["kind"], "switch_mode");
+    let names: Vec<&str> = req["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Yes, and auto-accept edits",
+            "Yes, ask before edits",
+            "No, keep planning"
+        ]
+    );
+    assert!(
+        r.fake.requests()[0].body["tools"]
+            .to_string()
+            .contains("exit_plan"),
+        "offered in plan mode"
+    );
+    r.answer(&req, "allow_always").await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let ups = updates(&before);
+    let mode = ups
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "current_mode_update")
+        .expect("mode update")
+        .1
+        .clone();
+    assert_eq!(mode["currentModeId"], "auto");
+    let cfg = ups
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "config_option_update")
+        .expect("config update")
+        .1
+        .clone();
+    assert_eq!(option_value(&cfg["configOptions"], "mode"), "auto");
+    assert!(
+        before
+            .iter()
+            .filter(|m| m["method"] == "session/request_permission")
+            .count()
+            == 0,
+        "auto writes without asking"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.world.ws().join("plan.txt")).unwrap(),
+        "done"
+    );
+    // The first write (in plan mode) was refused without a question.
+    let first_results = r.fake.requests()[1].body["messages"].to_string();
+    assert!(first_results.contains("plan mode does not write files"));
+    let r2 = r
+        .client
+        .request(
+            "session/resume",
+            json!({"sessionId": r.sid, "cwd": r.world.ws()}),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        r2["modes"]["currentModeId"], "auto",
+        "the switch is in the log"
+    );
+}
+
+#[tokio::test]
+async fn unattended_never_asks() {
+    let mut r = start(World::new(), Some("unattended"), &[]).await;
+    r.fake.push(Script::new().parallel_tool_calls(&[
+        (
+            "c1",
+            "write",
+            &json!({"path": "in.txt", "content": "inside"}).to_string(),
+        ),
+        (
+            "c2",
+            "write",
+            &json!({"path": "/tmp/ferrite-unattended-outside.txt", "content": "x"}).to_string(),
+        ),
+        ("c3", "exit_plan", &json!({"plan": "x"}).to_string()),
+    ]));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    answer.ok();
+    assert!(
+        before
+            .iter()
+            .all(|m| m["method"] != "session/request_permission")
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.world.ws().join("in.txt")).unwrap(),
+        "inside"
+    );
+    assert!(!Path::new("/tmp/ferrite-unattended-outside.txt").exists());
+    let res = r.last_tool_results();
+    assert!(!res[0].1);
+    assert!(res[1].1 && res[1].0.contains("unattended"), "{res:?}");
+}
+
+#[tokio::test]
+async fn per_turn_ask_and_the_planner_harness() {
+    let mut r = rig().await;
+    r.set_mode("auto").await;
+    r.fake.push(write_call("a.txt", "a"));
+    r.fake.push(Script::new().text("ok"));
+    let prompt = r
+        .client
+        .send_request("session/prompt", json!({"sessionId": r.sid, "prompt": [{"type": "text", "text": "x"}], "_meta": {"permission_mode": "ask"}}))
+        .await;
+    let req = r.permission_request().await;
+    r.answer(&req, "allow_once").await;
+    r.client.wait_answer(&prompt).await.ok();
+
+    let mut p = start(World::new(), Some("planner"), &[]).await;
+    p.fake.push(Script::new().text("looking"));
+    let prompt = p.send_prompt_id().await;
+    p.client.wait_answer(&prompt).await.ok();
+    let tools = p.fake.requests()[0].body["tools"].to_string();
+    for t in ["\"read\"", "\"grep\"", "\"find\"", "\"ls\"", "update_plan"] {
+        assert!(tools.contains(t), "{t} offered");
+    }
+    for t in ["\"write\"", "\"edit\"", "\"bash\"", "exit_plan"] {
+        assert!(!tools.contains(t), "{t} not offered to the planner");
+    }
+}
+
+#[tokio::test]
+async fn the_sandbox_confines_commands_in_auto_mode() {
+    // Not under /tmp: temp directories are writable in the sandbox.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escape.txt");
+    let mut r = rig().await;
+    r.set_mode("auto").await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    r.fake.push(Script::new().parallel_tool_calls(&[
+        ("s1", "bash", &json!({"command": "echo inside > inside.txt && cat inside.txt"}).to_string()),
+        ("s2", "bash", &json!({"command": format!("echo x > {}", target.display())}).to_string()),
+        ("s3", "bash", &json!({"command": format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\"")}).to_string()),
+    ]));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    answer.ok();
+    assert!(
+        before
+            .iter()
+            .all(|m| m["method"] != "session/request_permission"),
+        "auto does not ask"
+    );
+    let res = r.last_tool_results();
+    assert!(res[0].0.contains("inside"), "{res:?}");
+    assert!(r.world.ws().join("inside.txt").exists());
+    assert!(!target.exists(), "a write outside the workspace fails");
+    assert!(
+        res[1].0.contains("ermission denied") || res[1].0.contains("Read-only"),
+        "{}",
+        res[1].0
+    );
+    assert!(
+        res[2].0.contains("PermissionError") || res[2].0.contains("Operation not permitted"),
+        "network is off in auto: {}",
+        res[2].0
+    );
+    let exec = updates(&before)
+        .into_iter()
+        .find(|(k, u)| k == "tool_call" && u["toolCallId"] == "s1")
+        .unwrap()
+        .1;
+    assert_eq!(exec["kind"], "execute");
+    assert_eq!(exec["title"], "echo inside > inside.txt && cat inside.txt");
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+#[tokio::test]
+async fn cancel_and_eof_kill_the_whole_process_tree() {
+    for ending in ["cancel", "eof"] {
+        let mut r = rig().await;
+        r.set_mode("auto").await;
+        let pidfile = r.world.ws().join("grandchild.pid");
+        r.fake.push(bash_call(
+            "long",
+            &format!("sleep 300 & echo $! > {} ; sleep 300", pidfile.display()),
+        ));
+        let prompt = r.send_prompt_id().await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+            assert!(Instant::now() < deadline, "the command never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let grandchild: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(pid_alive(grandchild));
+        let t = Instant::now();
+        if ending == "cancel" {
+            r.client
+                .notify("session/cancel", json!({"sessionId": r.sid}))
+                .await;
+            let answer = r.client.wait_answer(&prompt).await.ok();
+            assert_eq!(answer["stopReason"], "cancelled");
+            assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        } else {
+            r.client.close_stdin().await;
+            let status = r
+                .client
+                .wait_exit(Duration::from_secs(10))
+                .await
+                .expect("exit");
+            assert!(status.success());
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pid_alive(grandchild) {
+            assert!(
+                Instant::now() < deadline,
+                "{ending}: grandchild {grandchild} survived"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_huge_output_is_spilled_and_capped() {
+    let mut r = rig().await;
+    r.set_mode("auto").await;
+    r.fake.push(bash_call(
+        "big",
+        "head -c 100000000 /dev/zero | tr '\\0' 'a' | fold -w 100",
+    ));
+    r.fake.push(Script::new().text("that was big"));
+    let pid = r.client.pid().unwrap();
+    let prompt = r.send_prompt_id().await;
+    r.client.wait_answer(&prompt).await.ok();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let hwm_kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(hwm_kb < 64 * 1024, "peak RSS {hwm_kb} kB");
+    let res = &r.last_tool_results()[0].0;
+    assert!(
+        res.len() < 80_000,
+        "capped excerpt sent to the model: {} bytes",
+        res.len()
+    );
+    let spill_dir = r
+        .world
+        .home()
+        .join("sessions")
+        .join(&r.sid)
+        .join("tool-output");
+    let spilled: u64 = std::fs::read_dir(&spill_dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .max()
+        .unwrap();
+    // 100 M characters folded into lines of 100: 999,999 newlines between them.
+    assert_eq!(
+        spilled,
+        100_000_000 + 999_999,
+        "every byte is in the spill file"
+    );
+    assert!(
+        res.contains(&spill_dir.display().to_string()),
+        "the excerpt names the spill file"
+    );
+}
