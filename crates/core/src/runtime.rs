@@ -48,6 +48,8 @@ pub struct Faults {
     pub stall_session_on_prompt: bool,
     /// The turn task panics right after recording the prompt.
     pub panic_turn: bool,
+    /// Commands behave as if the kernel could not sandbox them.
+    pub no_sandbox: bool,
 }
 
 impl Faults {
@@ -58,6 +60,7 @@ impl Faults {
             panic_session_in_turn: has("panic_session_in_turn"),
             stall_session_on_prompt: has("stall_session_on_prompt"),
             panic_turn: has("panic_turn"),
+            no_sandbox: has("no_sandbox"),
         }
     }
 }
@@ -417,7 +420,11 @@ impl Runtime {
         let ctx = SessionCtx { catalog, ceiling };
         let settings = ctx.settings(&state);
         let events = if replay { state.replay() } else { vec![] };
-        let core = Arc::new(Mutex::new(SessionCore { state, log }));
+        let core = Arc::new(Mutex::new(SessionCore {
+            state,
+            log,
+            sandbox_warned: Default::default(),
+        }));
         let (ops_tx, ops_rx) = mpsc::channel(64);
         let task = tokio::spawn(session_task(
             core,

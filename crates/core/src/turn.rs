@@ -3,6 +3,7 @@
 
 mod exit_plan;
 mod permission;
+mod sandbox;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,6 +36,8 @@ use crate::tools::{OutputLimits, ToolContext, ToolError, ToolRegistry};
 pub(crate) struct SessionCore {
     pub state: SessionState,
     pub log: LogWriter,
+    /// Whether the user was told that commands run unsandboxed (once per session).
+    pub sandbox_warned: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub(crate) fn lock(core: &Mutex<SessionCore>) -> MutexGuard<'_, SessionCore> {
@@ -95,6 +98,9 @@ pub(crate) struct CallEnv {
     /// The session's mode ceiling (harness and `max_mode`).
     pub ceiling: Mode,
     pub catalog: Catalog,
+    /// Whether this session was already told that commands run unsandboxed.
+    pub sandbox_warned: Arc<std::sync::atomic::AtomicBool>,
+    pub simulate_no_sandbox: bool,
 }
 
 impl CallEnv {
@@ -135,6 +141,8 @@ impl CallEnv {
             approver: services.approver.get().cloned(),
             ceiling: crate::runtime::ceiling(config, harness),
             catalog: catalog.clone(),
+            sandbox_warned: lock(&rec.core).sandbox_warned.clone(),
+            simulate_no_sandbox: services.faults.no_sandbox,
         }
     }
 
@@ -631,7 +639,17 @@ async fn run_call(
         recorder: rec,
         limits: env.limits,
         spill_dir: env.spill_dir.clone(),
-        runner: env.runner.clone(),
+        runner: env.runner.clone().map(|inner| -> Arc<dyn CommandRunner> {
+            Arc::new(sandbox::ModeAwareRunner {
+                inner,
+                mode: env.mode(rec),
+                warned: env.sandbox_warned.clone(),
+                simulate_unavailable: env.simulate_no_sandbox,
+                events: rec.events.clone(),
+                session: rec.session.clone(),
+                turn: rec.turn,
+            })
+        }),
         sandbox: Sandbox::for_mode(
             env.mode(rec),
             &env.roots,

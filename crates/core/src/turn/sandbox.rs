@@ -1,0 +1,84 @@
+//! What happens when the sandbox a mode asks for cannot be enforced on this machine (contract
+//! §6): `ask` warns once per session and runs the command unsandboxed (the user approves every
+//! command there anyway); `auto` and `plan` refuse, saying why and how to choose `full`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Event, SessionEvent};
+use crate::exec::{CommandOutput, CommandRunner, CommandSpec, ExecError, Sandbox, SandboxSupport};
+use crate::ids::{SessionId, TurnId};
+use crate::modes::Mode;
+
+pub(crate) struct ModeAwareRunner {
+    pub inner: Arc<dyn CommandRunner>,
+    pub mode: Mode,
+    /// Set once the session was told it runs unsandboxed.
+    pub warned: Arc<AtomicBool>,
+    /// Test hook: behave as if the kernel could not sandbox.
+    pub simulate_unavailable: bool,
+    pub events: mpsc::Sender<SessionEvent>,
+    pub session: SessionId,
+    pub turn: Option<TurnId>,
+}
+
+const SIMULATED: &str = "the sandbox is unavailable (simulated)";
+
+impl CommandRunner for ModeAwareRunner {
+    fn run<'a>(
+        &'a self,
+        spec: CommandSpec,
+        cancel: CancellationToken,
+        on_output: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<CommandOutput, ExecError>> {
+        Box::pin(async move {
+            let restricted = matches!(spec.sandbox, Sandbox::Restricted { .. });
+            let first = if self.simulate_unavailable && restricted {
+                Err(ExecError::SandboxUnavailable(SIMULATED.into()))
+            } else {
+                self.inner
+                    .run(spec.clone(), cancel.clone(), on_output)
+                    .await
+            };
+            let why = match first {
+                Err(ExecError::SandboxUnavailable(why)) => why,
+                other => return other,
+            };
+            match self.mode {
+                Mode::Ask => {
+                    if !self.warned.swap(true, Ordering::Relaxed) {
+                        let text = format!(
+                            "Commands run without a sandbox in this session: {why}. Each command still needs your approval in ask mode."
+                        );
+                        let ev = SessionEvent {
+                            session: self.session.clone(),
+                            turn: self.turn,
+                            event: Event::Notice { text },
+                        };
+                        let _ = self.events.send(ev).await;
+                    }
+                    let spec = CommandSpec {
+                        sandbox: Sandbox::None,
+                        ..spec
+                    };
+                    self.inner.run(spec, cancel, on_output).await
+                }
+                Mode::Plan | Mode::Auto | Mode::Full => {
+                    Err(ExecError::SandboxUnavailable(format!(
+                        "Refused: {why}. In `{}` mode commands only run sandboxed. Switch the session to `full` mode \
+                     (no sandbox, no questions) or `ask` mode (approve each command) to run it.",
+                        self.mode
+                    )))
+                }
+            }
+        })
+    }
+
+    fn sandbox_support(&self) -> SandboxSupport {
+        self.inner.sandbox_support()
+    }
+}
