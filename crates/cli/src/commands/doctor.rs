@@ -74,17 +74,25 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    let lsm = std::fs::read_to_string("/sys/kernel/security/lsm").unwrap_or_default();
-    let landlock = lsm.split(',').any(|m| m.trim() == "landlock");
-    writeln!(
-        out,
-        "sandbox: Landlock {}",
-        if landlock {
-            "listed in the kernel's LSMs"
-        } else {
-            "not reported by this kernel (commands in `auto` mode will be refused)"
+    let support = match std::env::current_exe() {
+        Ok(exe) => {
+            use ferrite_core::exec::CommandRunner;
+            ferrite_exec::ExecRunner::new(exe).sandbox_support()
         }
-    )?;
+        Err(e) => ferrite_core::exec::SandboxSupport {
+            filesystem: false,
+            network: false,
+            summary: format!("cannot locate the ferrite binary ({e})"),
+        },
+    };
+    writeln!(out, "sandbox: {}", support.summary)?;
+    if !support.filesystem {
+        writeln!(
+            out,
+            "  commands in `auto` and `plan` mode will be refused; `ask` runs them unsandboxed after approval"
+        )?;
+    }
+
     if problems == 0 {
         writeln!(out, "\nAll good.")?;
         Ok(ExitCode::SUCCESS)
