@@ -75,10 +75,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
         }
     }
     let support = match std::env::current_exe() {
-        Ok(exe) => {
-            use ferrite_core::exec::CommandRunner;
-            ferrite_exec::ExecRunner::new(exe).sandbox_support()
-        }
+        Ok(exe) => ferrite_exec::ExecRunner::new(exe).sandbox_support(),
         Err(e) => ferrite_core::exec::SandboxSupport {
             filesystem: false,
             network: false,
