@@ -252,7 +252,7 @@ fn available_commands(cwd: &Path) -> Vec<acp::AvailableCommand> {
     cmds
 }
 
-async fn after_open(s: &Server, id: &SessionId, cwd: &Path) {
+async fn after_open(s: &Server, id: &SessionId, cwd: &Path, unsupported_mcp: &[String]) {
     // After the answer: clients drop updates for a session id they have not learned yet.
     s.out
         .update(
@@ -262,6 +262,15 @@ async fn after_open(s: &Server, id: &SessionId, cwd: &Path) {
             )),
         )
         .await;
+    let notices = s.client().notices;
+    for name in unsupported_mcp {
+        let text = format!(
+            "MCP server `{name}` was not started: its transport (SSE) is not supported; use stdio or HTTP."
+        );
+        for u in mapping::updates(&ferrite_core::events::Event::Notice { text }, notices) {
+            s.out.update(id, u).await;
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -285,12 +294,7 @@ pub(crate) async fn new_session(s: Arc<Server>, id: Value, params: Value) {
             Some(Err(_)) => return Err(Fail::params("`_meta.harness` must be a string")),
             Some(Ok(HarnessMeta { harness: None })) | None => Harness::Code,
         };
-        if !req.mcp_servers.is_empty() {
-            tracing::info!(
-                count = req.mcp_servers.len(),
-                "MCP servers from the client are not supported yet"
-            );
-        }
+        let (mcp_servers, unsupported) = mapping::mcp_servers(req.mcp_servers);
         let cwd = req.cwd.clone();
         let opened = s
             .runtime
@@ -298,21 +302,23 @@ pub(crate) async fn new_session(s: Arc<Server>, id: Value, params: Value) {
                 cwd: req.cwd,
                 additional_directories: req.additional_directories,
                 harness,
+                mcp_servers,
             })
             .await?;
-        Ok((opened, cwd))
+        Ok((opened, cwd, unsupported))
     }
     .await;
     match result {
         Err(f) => s.out.reply(&id, Err(f)).await,
-        Ok((opened, cwd)) => {
+        Ok((opened, cwd, unsupported)) => {
             let sid = opened.handle.id().clone();
             let resp = acp::NewSessionResponse::new(acp::SessionId::new(sid.as_str()))
                 .modes(mapping::modes(&opened.settings))
                 .config_options(mapping::config_options(&opened.settings))
                 .meta(ferrite_meta(&sid, None));
             s.out.reply(&id, to_value(resp)).await;
-            after_open(&s, &sid, &cwd).await;
+            after_open(&s, &sid, &cwd, &unsupported).await;
+            opened.notices.release();
         }
     }
 }
@@ -322,19 +328,25 @@ pub(crate) async fn new_session(s: Arc<Server>, id: Value, params: Value) {
 struct OpenParams {
     session_id: acp::SessionId,
     cwd: std::path::PathBuf,
+    #[serde(default)]
+    mcp_servers: Vec<acp::McpServer>,
 }
 
 pub(crate) async fn open_session(s: Arc<Server>, id: Value, params: Value, replay: bool) {
-    let result: Result<Opened, Fail> = async {
+    let result: Result<(Opened, Vec<String>), Fail> = async {
         let req: OpenParams = parse(params)?;
         let sid = session_id(&req.session_id)?;
         if !req.cwd.is_absolute() {
             return Err(Fail::params("`cwd` must be an absolute path"));
         }
-        Ok(s.runtime.open_session(&sid, replay).await?)
+        let (servers, unsupported) = mapping::mcp_servers(req.mcp_servers);
+        Ok((
+            s.runtime.open_session(&sid, replay, servers).await?,
+            unsupported,
+        ))
     }
     .await;
-    let opened = match result {
+    let (opened, unsupported) = match result {
         Ok(o) => o,
         Err(f) => return s.out.reply(&id, Err(f)).await,
     };
@@ -369,8 +381,9 @@ pub(crate) async fn open_session(s: Arc<Server>, id: Value, params: Value, repla
         .map(|l| l.header.cwd)
         .ok();
     if let Some(cwd) = cwd {
-        after_open(&s, &sid, &cwd).await;
+        after_open(&s, &sid, &cwd, &unsupported).await;
     }
+    opened.notices.release();
 }
 
 #[derive(Deserialize)]

@@ -9,6 +9,7 @@ use ferrite_core::content::{
 use ferrite_core::events::{Event, Settings};
 use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
+use ferrite_core::mcp::{McpServerSpec, McpTransport};
 use ferrite_core::modes::{Effort, Mode};
 use serde_json::Value;
 
@@ -315,6 +316,37 @@ pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
             web_opts,
         ),
     ]
+}
+
+/// MCP servers from an ACP request in ferrite's terms. SSE servers are not supported (ferrite
+/// advertises only HTTP); their names are returned so the user can be told.
+pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut unsupported = Vec::new();
+    for s in servers {
+        match s {
+            acp::McpServer::Stdio(s) => specs.push(McpServerSpec {
+                name: s.name,
+                transport: McpTransport::Stdio {
+                    command: s.command.to_string_lossy().into_owned(),
+                    args: s.args,
+                    env: s.env.into_iter().map(|e| (e.name, e.value)).collect(),
+                },
+                cwd: None,
+            }),
+            acp::McpServer::Http(s) => specs.push(McpServerSpec {
+                name: s.name,
+                transport: McpTransport::Http {
+                    url: s.url,
+                    headers: s.headers.into_iter().map(|h| (h.name, h.value)).collect(),
+                },
+                cwd: None,
+            }),
+            acp::McpServer::Sse(s) => unsupported.push(s.name),
+            _ => unsupported.push("(unknown transport)".into()),
+        }
+    }
+    (specs, unsupported)
 }
 
 /// Which option a `session/set_config_option` changes, parsed.

@@ -34,7 +34,10 @@ pub fn connector(env: &Env) -> Option<Arc<dyn ModelConnector>> {
 /// The core's services with the real model connector and command runner.
 pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Services {
     let connector = connector(&env);
+    let mcp: Arc<dyn ferrite_core::mcp::McpLauncher> =
+        Arc::new(ferrite_mcp::Launcher::from_env(&env));
     let mut services = ferrite_core::runtime::Services::new(home, env, connector);
+    services.mcp = Some(mcp);
     match std::env::current_exe() {
         Ok(exe) => services.runner = Some(Arc::new(ferrite_exec::ExecRunner::new(exe))),
         Err(e) => {

@@ -14,6 +14,8 @@ use crate::tools::Tool;
 pub struct McpServerSpec {
     pub name: String,
     pub transport: McpTransport,
+    /// Working directory of a stdio server (the session's cwd); `None` keeps the agent's.
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,6 +27,7 @@ use crate::ids::{SessionId, TurnId};
 use crate::log::{
     EntryKind, Header, SessionStore, SessionSummary, StopReason, StoreError, TurnFailure,
 };
+use crate::mcp::{McpLauncher, McpServerSpec, McpTransport};
 use crate::model::{ModelConnector, TerminalStatus};
 use crate::modes::{Effort, Harness, Mode};
 use crate::permissions::Approver;
@@ -82,6 +83,8 @@ pub struct Services {
     pub connector: Option<Arc<dyn ModelConnector>>,
     pub runner: Option<Arc<dyn CommandRunner>>,
     pub faults: Faults,
+    /// Starts MCP servers for sessions.
+    pub mcp: Option<Arc<dyn McpLauncher>>,
     /// Asks the user for permission; set by the ACP server once it runs.
     pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
 }
@@ -97,6 +100,7 @@ impl Services {
             connector,
             runner: None,
             faults,
+            mcp: None,
             approver: std::sync::OnceLock::new(),
         }
     }
@@ -147,6 +151,8 @@ pub struct NewSession {
     pub cwd: PathBuf,
     pub additional_directories: Vec<PathBuf>,
     pub harness: Harness,
+    /// MCP servers from the client; `[mcp_servers]` of config are added to them.
+    pub mcp_servers: Vec<McpServerSpec>,
 }
 
 /// A session that is open in this process, with what the editor needs to show it.
@@ -156,6 +162,70 @@ pub struct Opened {
     pub parent: Option<SessionId>,
     /// The conversation as events; empty unless asked for.
     pub replay: Vec<Event>,
+    /// Holds the session's notices (e.g. an MCP server that failed to start) until the client
+    /// knows the session: call [`NoticeGate::release`] after answering.
+    pub notices: NoticeGate,
+}
+
+/// Notices that must not reach the client before the session id does: buffered until
+/// released, then sent as they come.
+#[derive(Clone)]
+pub struct NoticeGate {
+    inner: Arc<Mutex<GateState>>,
+    events: mpsc::Sender<SessionEvent>,
+    session: SessionId,
+}
+
+struct GateState {
+    released: bool,
+    held: Vec<String>,
+}
+
+impl NoticeGate {
+    fn new(events: mpsc::Sender<SessionEvent>, session: SessionId) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(GateState {
+                released: false,
+                held: vec![],
+            })),
+            events,
+            session,
+        }
+    }
+
+    fn notice(&self, text: String) {
+        tracing::warn!(session = %self.session, "{text}");
+        let mut st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if st.released {
+            drop(st);
+            self.send(text);
+        } else {
+            st.held.push(text);
+        }
+    }
+
+    fn send(&self, text: String) {
+        let ev = SessionEvent {
+            session: self.session.clone(),
+            turn: None,
+            event: Event::Notice { text },
+        };
+        // A notice is not worth blocking a server's task for; a full queue drops it (it is in
+        // the log above).
+        let _ = self.events.try_send(ev);
+    }
+
+    /// Sends what was held and lets later notices through.
+    pub fn release(&self) {
+        let held = {
+            let mut st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            st.released = true;
+            std::mem::take(&mut st.held)
+        };
+        for text in held {
+            self.send(text);
+        }
+    }
 }
 
 enum Op {
@@ -377,22 +447,31 @@ impl Runtime {
             state.apply(EntryKind::Model { model: m });
         }
         log.sync()?;
-        Ok(self.spawn(state, log, catalog, ceiling, false))
+        let servers = mcp_specs(&config, req.mcp_servers, &state.cwd);
+        Ok(self.spawn(state, log, catalog, ceiling, false, servers))
     }
 
     /// `session/load` (with `replay`) and `session/resume`. A session already open here is
     /// reused; one open in another process is refused.
-    pub async fn open_session(&self, id: &SessionId, replay: bool) -> Result<Opened, RuntimeError> {
+    pub async fn open_session(
+        &self,
+        id: &SessionId,
+        replay: bool,
+        mcp_servers: Vec<McpServerSpec>,
+    ) -> Result<Opened, RuntimeError> {
         if let Some(handle) = self.get(id) {
             let snap = handle.snapshot().await?;
             if replay && snap.running {
                 return Err(Refusal::Busy.into());
             }
+            let notices = NoticeGate::new(self.events.clone(), id.clone());
+            notices.release();
             return Ok(Opened {
                 handle,
                 settings: snap.settings,
                 parent: snap.parent,
                 replay: if replay { snap.replay } else { vec![] },
+                notices,
             });
         }
         let (log, loaded) = self.services.store.open(id)?;
@@ -404,7 +483,8 @@ impl Runtime {
         let ceiling = ceiling(&config, state.harness);
         // A ceiling lowered since the session was saved applies on load.
         state.mode = state.mode.min(ceiling);
-        Ok(self.spawn(state, log, catalog, ceiling, replay))
+        let servers = mcp_specs(&config, mcp_servers, &state.cwd);
+        Ok(self.spawn(state, log, catalog, ceiling, replay, servers))
     }
 
     fn spawn(
@@ -414,8 +494,18 @@ impl Runtime {
         catalog: Catalog,
         ceiling: Mode,
         replay: bool,
+        mcp_servers: Vec<McpServerSpec>,
     ) -> Opened {
         let id = state.id.clone();
+        let notices = NoticeGate::new(self.events.clone(), id.clone());
+        let extra_tools = match (&self.services.mcp, mcp_servers.is_empty()) {
+            (Some(launcher), false) => {
+                let gate = notices.clone();
+                let sink: crate::mcp::NoticeSink = Arc::new(move |text: String| gate.notice(text));
+                Some(launcher.launch(mcp_servers, sink))
+            }
+            _ => None,
+        };
         let parent = state.parent.clone();
         let ctx = SessionCtx { catalog, ceiling };
         let settings = ctx.settings(&state);
@@ -424,6 +514,7 @@ impl Runtime {
             state,
             log,
             sandbox_warned: Default::default(),
+            extra_tools,
         }));
         let (ops_tx, ops_rx) = mpsc::channel(64);
         let task = tokio::spawn(session_task(
@@ -445,6 +536,7 @@ impl Runtime {
             settings,
             parent,
             replay: events,
+            notices,
         }
     }
 
@@ -503,6 +595,40 @@ impl Runtime {
         let closes = handles.iter().map(|h| h.close());
         futures::future::join_all(closes).await;
     }
+}
+
+/// The client's servers, then those of config whose names the client did not use.
+fn mcp_specs(
+    config: &Config,
+    mut from_client: Vec<McpServerSpec>,
+    cwd: &Path,
+) -> Vec<McpServerSpec> {
+    for (name, s) in &config.mcp_servers {
+        if from_client.iter().any(|c| c.name == *name) {
+            continue;
+        }
+        let transport = match (&s.command, &s.url) {
+            (Some(command), _) => McpTransport::Stdio {
+                command: command.clone(),
+                args: s.args.clone(),
+                env: s.env.clone(),
+            },
+            (None, Some(url)) => McpTransport::Http {
+                url: url.clone(),
+                headers: s.headers.clone(),
+            },
+            (None, None) => continue,
+        };
+        from_client.push(McpServerSpec {
+            name: name.clone(),
+            transport,
+            cwd: None,
+        });
+    }
+    for s in &mut from_client {
+        s.cwd.get_or_insert_with(|| cwd.to_owned());
+    }
+    from_client
 }
 
 fn check_dir(p: &Path, what: &str) -> Result<(), RuntimeError> {
@@ -769,6 +895,14 @@ async fn session_task(
     };
     // Dropping `core` closes the log file and releases its lock; only then is the close
     // answered, so the session can be reopened at once.
+    let extra_tools = lock(&core).extra_tools.take();
+    if let Some(provider) = extra_tools
+        && tokio::time::timeout(CLOSE_GRACE, provider.shutdown())
+            .await
+            .is_err()
+    {
+        tracing::warn!(session = %session, "MCP servers did not stop in time");
+    }
     drop(core);
     if let Some(reply) = closed_reply {
         let _ = reply.send(());

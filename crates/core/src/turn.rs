@@ -22,6 +22,7 @@ use crate::events::{Event, SessionEvent, TurnOptions, TurnOutcome};
 use crate::exec::{CommandRunner, Sandbox};
 use crate::ids::{SessionId, TurnId};
 use crate::log::{EntryKind, LogWriter, StopReason, StoreError, TurnFailure, title_from};
+use crate::mcp::ToolProvider;
 use crate::model::{
     AssistantPart, HostedStatus, ModelError, ModelErrorKind, ModelEvent, ModelRequest, StopKind,
     TerminalStatus,
@@ -38,6 +39,8 @@ pub(crate) struct SessionCore {
     pub log: LogWriter,
     /// Whether the user was told that commands run unsandboxed (once per session).
     pub sandbox_warned: Arc<std::sync::atomic::AtomicBool>,
+    /// The session's MCP servers' tools.
+    pub extra_tools: Option<Arc<dyn ToolProvider>>,
 }
 
 pub(crate) fn lock(core: &Mutex<SessionCore>) -> MutexGuard<'_, SessionCore> {
@@ -300,7 +303,7 @@ async fn run_turn_inner(
     };
     let effort = req.options.effort.unwrap_or(session_effort);
     let web_search = req.options.web_search.unwrap_or(session_web) && info.web_search;
-    let env = CallEnv::new(
+    let mut env = CallEnv::new(
         services,
         rec,
         &config,
@@ -308,6 +311,18 @@ async fn run_turn_inner(
         &cwd,
         req.options.force_ask,
     );
+    let provider = lock(&rec.core).extra_tools.clone();
+    if let Some(provider) = provider {
+        // Waits for MCP servers still starting (bounded by their startup timeout).
+        let tools = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ok(ended(StopReason::Cancelled)),
+            t = provider.tools() => t,
+        };
+        for t in tools {
+            env.tools.add(t);
+        }
+    }
     let system = crate::prompt::system_prompt(&cwd);
 
     for _ in 0..config.max_turn_requests {

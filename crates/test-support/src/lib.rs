@@ -4,6 +4,7 @@
 
 pub mod acp_client;
 pub mod fake_provider;
+pub mod mcp_server;
 pub mod schema;
 
 pub use acp_client::{AcpClient, Answer, agent_text, updates};

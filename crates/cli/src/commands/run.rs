@@ -42,7 +42,7 @@ async fn turn(
     let opened = match &args.session {
         Some(id) => {
             let id = SessionId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
-            runtime.open_session(&id, false).await?
+            runtime.open_session(&id, false, vec![]).await?
         }
         None => {
             let cwd = std::env::current_dir().context("current directory")?;
@@ -51,10 +51,12 @@ async fn turn(
                     cwd,
                     additional_directories: vec![],
                     harness: Harness::Code,
+                    mcp_servers: vec![],
                 })
                 .await?
         }
     };
+    opened.notices.release();
     let handle = opened.handle;
     if let Some(mode) = &args.mode {
         let mode: Mode = mode.parse()?;

@@ -1,6 +1,7 @@
 mod cli;
 mod common;
 mod durability;
+mod mcp;
 mod permissions;
 mod protocol;
 mod sessions;

@@ -118,12 +118,12 @@ fn write_call(path: &str, content: &str) -> Script {
     Script::new().tool_call(
         "w1",
         "write",
-        &json!({"path": path, "content": content}).to_string(),
+        json!({"path": path, "content": content}).to_string(),
     )
 }
 
 fn bash_call(id: &str, command: &str) -> Script {
-    Script::new().tool_call(id, "bash", &json!({"command": command}).to_string())
+    Script::new().tool_call(id, "bash", json!({"command": command}).to_string())
 }
 
 #[tokio::test]
@@ -323,7 +323,7 @@ async fn plan_mode_refuses_writes_and_exit_plan_switches_modes() {
     r.fake.push(Script::new().tool_call(
         "p1",
         "exit_plan",
-        &json!({"plan": "1. write plan.txt"}).to_string(),
+        json!({"plan": "1. write plan.txt"}).to_string(),
     ));
     r.fake.push(write_call("plan.txt", "done"));
     r.fake.push(Script::new().text("all done"));

@@ -263,6 +263,8 @@ pub(crate) mod testing {
             let core = SessionCore {
                 state: SessionState::new(&header),
                 log,
+                sandbox_warned: Default::default(),
+                extra_tools: None,
             };
             let (tx, rx) = mpsc::channel(4096);
             let recorder = Recorder {
@@ -354,7 +356,16 @@ mod registry_tests {
 
     #[test]
     fn each_harness_gets_its_tools() {
-        let all = ["bash", "edit", "find", "grep", "ls", "read", "update_plan", "write"];
+        let all = [
+            "bash",
+            "edit",
+            "find",
+            "grep",
+            "ls",
+            "read",
+            "update_plan",
+            "write",
+        ];
         assert_eq!(names(&ToolRegistry::builtin()), all);
         assert_eq!(names(&registry_for(Harness::Code)), all);
         assert_eq!(names(&registry_for(Harness::Unattended)), all);

@@ -1,0 +1,251 @@
+//! Starting a session's MCP servers in the background and offering their tools.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use ferrite_core::env::Env;
+use ferrite_core::mcp::{McpLauncher, McpServerSpec, NoticeSink, ToolProvider};
+use ferrite_core::tools::Tool;
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::names;
+use crate::server::Server;
+use crate::tool::McpTool;
+
+/// Starts MCP servers for sessions. Build one in `cli` and hand it to core as an
+/// `Arc<dyn McpLauncher>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launcher {
+    startup_timeout: Duration,
+    call_timeout: Duration,
+}
+
+impl Default for Launcher {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_STARTUP_TIMEOUT, Self::DEFAULT_CALL_TIMEOUT)
+    }
+}
+
+impl Launcher {
+    /// How long a server has to start and list its tools (`npx` downloading a package counts).
+    pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+    /// How long one tool call may run before it is cancelled.
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+    pub fn new(startup_timeout: Duration, call_timeout: Duration) -> Self {
+        Self {
+            startup_timeout,
+            call_timeout,
+        }
+    }
+
+    /// The defaults, overridden by `FERRITE_MCP_STARTUP_TIMEOUT_MS` and
+    /// `FERRITE_MCP_CALL_TIMEOUT_MS` (for tests; unparsable values are ignored).
+    pub fn from_env(env: &Env) -> Self {
+        let ms = |name: &str| {
+            env.get(name)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_millis)
+        };
+        Self::new(
+            ms("FERRITE_MCP_STARTUP_TIMEOUT_MS").unwrap_or(Self::DEFAULT_STARTUP_TIMEOUT),
+            ms("FERRITE_MCP_CALL_TIMEOUT_MS").unwrap_or(Self::DEFAULT_CALL_TIMEOUT),
+        )
+    }
+
+    /// [`McpLauncher::launch`] with the concrete type, for callers that want [`McpTool`]s.
+    /// Must be called within a Tokio runtime.
+    pub fn start(&self, servers: Vec<McpServerSpec>, notices: NoticeSink) -> Arc<McpServers> {
+        let deadline = Instant::now() + self.startup_timeout;
+        let slots = servers
+            .into_iter()
+            .map(|spec| self.start_one(spec, notices.clone()))
+            .collect();
+        Arc::new(McpServers {
+            slots,
+            deadline,
+            call_timeout: self.call_timeout,
+        })
+    }
+
+    fn start_one(&self, spec: McpServerSpec, notices: NoticeSink) -> Slot {
+        let (tx, rx) = watch::channel(State::Starting);
+        let name = spec.name.clone();
+        let timeout = self.startup_timeout;
+        let failed = {
+            let name = name.clone();
+            let notices = notices.clone();
+            move |reason: String| {
+                tracing::warn!(server = %name, %reason, "MCP server failed to start");
+                notices(format!("MCP server `{name}` failed to start: {reason}"));
+            }
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            failed("no async runtime to run it on".into());
+            let _ = tx.send(State::Failed);
+            return Slot {
+                name,
+                state: rx,
+                task: Mutex::new(None),
+            };
+        };
+        let task = runtime.spawn(async move {
+            let state = match tokio::time::timeout(timeout, Server::connect(&spec, notices)).await {
+                Ok(Ok(server)) => State::Ready(Arc::new(server)),
+                Ok(Err(reason)) => {
+                    failed(reason);
+                    State::Failed
+                }
+                Err(_) => {
+                    failed(format!(
+                        "it did not finish starting (initialize, tools/list) within {} s",
+                        timeout.as_secs_f64()
+                    ));
+                    State::Failed
+                }
+            };
+            // No receiver left means the session is gone; dropping the server kills it.
+            let _ = tx.send(state);
+        });
+        Slot {
+            name,
+            state: rx,
+            task: Mutex::new(Some(task)),
+        }
+    }
+}
+
+impl McpLauncher for Launcher {
+    fn launch(&self, servers: Vec<McpServerSpec>, notices: NoticeSink) -> Arc<dyn ToolProvider> {
+        self.start(servers, notices)
+    }
+}
+
+/// A session's MCP servers: the [`ToolProvider`] that [`Launcher`] returns.
+pub struct McpServers {
+    slots: Vec<Slot>,
+    /// When every server has had its startup timeout.
+    deadline: Instant,
+    call_timeout: Duration,
+}
+
+struct Slot {
+    name: String,
+    state: watch::Receiver<State>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Clone)]
+enum State {
+    Starting,
+    Ready(Arc<Server>),
+    /// Failed to start (already noticed) or stopped.
+    Failed,
+}
+
+impl McpServers {
+    /// The tools of the servers that are running, waiting for those still starting. Servers
+    /// that died are left out (their death is noticed here if no call saw it yet).
+    pub async fn mcp_tools(&self) -> Vec<Arc<McpTool>> {
+        let mut taken = HashSet::new();
+        let mut tools = Vec::new();
+        for slot in &self.slots {
+            let Some(server) = self.wait_ready(slot).await else {
+                continue;
+            };
+            if server.check_alive().await.is_err() {
+                continue;
+            }
+            for tool in &server.tools {
+                let name = names::unique_tool_name(&server.name, &tool.name, &taken);
+                taken.insert(name.clone());
+                tools.push(Arc::new(McpTool::new(
+                    name,
+                    server.clone(),
+                    tool.clone(),
+                    self.call_timeout,
+                )));
+            }
+        }
+        tools
+    }
+
+    async fn wait_ready(&self, slot: &Slot) -> Option<Arc<Server>> {
+        let mut state = slot.state.clone();
+        // The start task has its own timeout; the deadline here (plus a second for it to report)
+        // only guards against waiting forever on a task that can no longer report.
+        let waited = tokio::time::timeout_at(
+            self.deadline + Duration::from_secs(1),
+            state.wait_for(|s| !matches!(s, State::Starting)),
+        )
+        .await;
+        match waited {
+            Ok(Ok(s)) => match &*s {
+                State::Ready(server) => Some(server.clone()),
+                State::Starting | State::Failed => None,
+            },
+            Ok(Err(_)) | Err(_) => {
+                tracing::debug!(server = %slot.name, "MCP server not ready");
+                None
+            }
+        }
+    }
+
+    fn ready_servers(&self) -> Vec<Arc<Server>> {
+        self.slots
+            .iter()
+            .filter_map(|slot| match &*slot.state.borrow() {
+                State::Ready(server) => Some(server.clone()),
+                State::Starting | State::Failed => None,
+            })
+            .collect()
+    }
+
+    /// Stops the servers still starting (their futures are dropped, which kills the child).
+    fn abort_starting(&self) {
+        for slot in &self.slots {
+            if let Some(task) = slot
+                .task
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+            {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl ToolProvider for McpServers {
+    fn tools(&self) -> BoxFuture<'_, Vec<Arc<dyn Tool>>> {
+        Box::pin(async move {
+            self.mcp_tools()
+                .await
+                .into_iter()
+                .map(|t| t as Arc<dyn Tool>)
+                .collect()
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.abort_starting();
+            let servers = self.ready_servers();
+            futures::future::join_all(servers.iter().map(|s| s.shutdown())).await;
+        })
+    }
+}
+
+impl Drop for McpServers {
+    fn drop(&mut self) {
+        self.abort_starting();
+        // Tools may still hold the servers (an `Arc` in a registry); the processes go now.
+        for server in self.ready_servers() {
+            server.kill();
+        }
+    }
+}

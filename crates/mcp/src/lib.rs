@@ -1,0 +1,16 @@
+//! ferrite-mcp: a session's MCP servers (stdio children and streamable HTTP endpoints, through
+//! the `rmcp` client) offered to the model as tools named `mcp__<server>__<tool>`.
+//!
+//! `cli` builds a [`Launcher`] and hands it to core as an `Arc<dyn McpLauncher>`; core calls
+//! `launch` when a session starts, `tools()` before each turn and `shutdown()` when the session
+//! closes. A server that fails or dies is left out and the user told through the notice sink;
+//! the session goes on with the others.
+
+mod content;
+mod launcher;
+pub mod names;
+mod server;
+mod tool;
+
+pub use launcher::{Launcher, McpServers};
+pub use tool::McpTool;

@@ -1,0 +1,325 @@
+//! One connected MCP server: its client, its tools, its process group, and whether it is alive.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use ferrite_core::mcp::{McpServerSpec, McpTransport, NoticeSink};
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+
+/// How long a closing server gets to exit on its own before its process group is killed:
+/// rmcp's stdio shutdown waits up to 3 s after closing stdin, then up to 3 s after SIGTERM.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(6);
+/// Lines of a server's stderr kept to explain why it failed.
+const STDERR_TAIL_LINES: usize = 5;
+/// How long to wait for a dead server's last stderr lines.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+
+pub(crate) struct Server {
+    pub(crate) name: String,
+    pub(crate) tools: Vec<rmcp::model::Tool>,
+    peer: Peer<RoleClient>,
+    running: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    group: Option<ProcessGroupGuard>,
+    stderr: Arc<Stderr>,
+    notices: NoticeSink,
+    /// Why the server is gone, once it is.
+    gone: Mutex<Option<String>>,
+    /// Set by shutdown: calls fail quietly from then on (no notice for a server we stopped).
+    stopping: AtomicBool,
+}
+
+/// Why a call did not produce a result.
+pub(crate) enum CallError {
+    /// The server is not running (any more); the reason says why.
+    NotRunning(String),
+    /// The server answered the request with an error, or the transport failed once.
+    Failed(String),
+}
+
+impl Server {
+    /// Starts the server and lists its tools. The caller bounds this with the startup timeout;
+    /// dropping the future kills whatever was started.
+    pub(crate) async fn connect(spec: &McpServerSpec, notices: NoticeSink) -> Result<Self, String> {
+        let info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("ferrite", env!("CARGO_PKG_VERSION")),
+        );
+        let (running, group, stderr_log) = match &spec.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let (transport, stderr) = spawn(command, args, env, spec.cwd.as_deref())?;
+                // The group guard exists before the handshake, so a server that never answers
+                // is killed with its children when the caller's timeout drops this future.
+                let group = transport.id().and_then(ProcessGroupGuard::new);
+                let stderr_log = Arc::new(Stderr::new(stderr.is_some()));
+                if let Some(stderr) = stderr {
+                    tokio::spawn(stderr_log.clone().read(spec.name.clone(), stderr));
+                }
+                let running = match info.serve(transport).await {
+                    Ok(running) => running,
+                    Err(e) => {
+                        return Err(stderr_log.explain(&format!("initialize failed: {e}")).await);
+                    }
+                };
+                (running, group, stderr_log)
+            }
+            McpTransport::Http { url, headers } => {
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(header_map(headers)?);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let running = info
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                (running, None, Arc::new(Stderr::new(false)))
+            }
+        };
+        let tools = match running.peer().list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                return Err(stderr_log
+                    .explain(&format!("listing its tools failed: {e}"))
+                    .await);
+            }
+        };
+        tracing::info!(server = %spec.name, tools = tools.len(), "MCP server started");
+        Ok(Self {
+            name: spec.name.clone(),
+            tools,
+            peer: running.peer().clone(),
+            running: Mutex::new(Some(running)),
+            group,
+            stderr: stderr_log,
+            notices,
+            gone: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+        })
+    }
+
+    /// Calls `tool` (its real MCP name). Dropping the future (timeout, cancel) sends
+    /// `notifications/cancelled` for the request: rmcp arms that on every `tools/call`.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<CallToolResult, CallError> {
+        self.check_alive().await?;
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        match self.peer.call_tool(params).await {
+            Ok(result) => Ok(result),
+            Err(ServiceError::McpError(e)) => Err(CallError::Failed(e.message.to_string())),
+            Err(e)
+                if self.peer.is_transport_closed()
+                    || matches!(e, ServiceError::TransportClosed) =>
+            {
+                Err(CallError::NotRunning(self.mark_gone(&e.to_string()).await))
+            }
+            Err(e) => Err(CallError::Failed(e.to_string())),
+        }
+    }
+
+    /// `Err` with the reason once the connection is closed (the process exited, the session
+    /// was shut down). Notices the death the first time it is seen.
+    pub(crate) async fn check_alive(&self) -> Result<(), CallError> {
+        if let Some(reason) = lock(&self.gone).clone() {
+            return Err(CallError::NotRunning(reason));
+        }
+        if self.peer.is_transport_closed() {
+            return Err(CallError::NotRunning(
+                self.mark_gone("the connection closed").await,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Records that the server is gone, kills what is left of its process group, and tells the
+    /// user, once. Returns the reason to give.
+    async fn mark_gone(&self, what: &str) -> String {
+        let reason = self
+            .stderr
+            .explain(&format!("it exited or closed the connection ({what})"))
+            .await;
+        let mut gone = lock(&self.gone);
+        if let Some(reason) = gone.as_ref() {
+            return reason.clone();
+        }
+        *gone = Some(reason.clone());
+        drop(gone);
+        if let Some(group) = &self.group {
+            group.kill();
+        }
+        if !self.stopping.load(Ordering::SeqCst) {
+            tracing::warn!(server = %self.name, %reason, "MCP server is gone");
+            (self.notices)(format!("MCP server `{}` stopped: {reason}", self.name));
+        }
+        reason
+    }
+
+    /// Closes the connection (for a child: stdin closed, SIGTERM, then kill, as the MCP stdio
+    /// lifecycle says), then kills whatever is left of its process group. Idempotent.
+    pub(crate) async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        lock(&self.gone).get_or_insert_with(|| "the session's MCP servers were shut down".into());
+        let running = lock(&self.running).take();
+        if let Some(mut running) = running
+            && let Ok(None) = running.close_with_timeout(SHUTDOWN_WAIT).await
+        {
+            tracing::warn!(server = %self.name, "MCP server did not stop in time; killing it");
+        }
+        self.kill();
+    }
+
+    /// Kills the process group at once (drop paths, where nothing can be awaited).
+    pub(crate) fn kill(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Some(group) = &self.group {
+            group.kill();
+        }
+    }
+}
+
+/// Starts `command` in its own process group with stdin/stdout piped to rmcp and stderr
+/// captured: the agent's own stdout is JSON-RPC and must never be inherited.
+fn spawn(
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    cwd: Option<&std::path::Path>,
+) -> Result<(TokioChildProcess, Option<tokio::process::ChildStderr>), String> {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args).envs(env);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    TokioChildProcess::builder(wrapped)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run `{command}`: {e}"))
+}
+
+/// A server's stderr: logged line by line, the last lines kept to explain failures.
+struct Stderr {
+    tail: Mutex<VecDeque<String>>,
+    /// `true` once the pipe is closed (every process holding it has exited).
+    closed: watch::Sender<bool>,
+}
+
+impl Stderr {
+    /// `piped`: whether there is a pipe to read (none for HTTP servers: nothing to wait for).
+    fn new(piped: bool) -> Self {
+        Self {
+            tail: Mutex::default(),
+            closed: watch::Sender::new(!piped),
+        }
+    }
+
+    async fn read(self: Arc<Self>, server: String, stderr: tokio::process::ChildStderr) {
+        let mut reader = BufReader::new(stderr);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    tracing::debug!(target: "ferrite_mcp::server_stderr", server = %server, "{line}");
+                    let mut tail = lock(&self.tail);
+                    if tail.len() == STDERR_TAIL_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+            }
+        }
+        self.closed.send_replace(true);
+    }
+
+    /// `what`, with the server's last stderr lines when it wrote any: usually the real reason.
+    /// A process that just died may have written them a moment ago; they are waited for
+    /// briefly (the pipe closes when the process is gone, unless a child of it holds it).
+    async fn explain(&self, what: &str) -> String {
+        let mut closed = self.closed.subscribe();
+        let _ = tokio::time::timeout(STDERR_SETTLE, closed.wait_for(|c| *c)).await;
+        let tail = lock(&self.tail);
+        if tail.is_empty() {
+            what.to_owned()
+        } else {
+            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+            format!("{what}; its stderr ends with: {}", lines.join(" | "))
+        }
+    }
+}
+
+fn header_map(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let n = http::HeaderName::try_from(name.as_str())
+                .map_err(|e| format!("invalid header name `{name}`: {e}"))?;
+            let v = http::HeaderValue::try_from(value.as_str())
+                .map_err(|e| format!("invalid value for header `{name}`: {e}"))?;
+            Ok((n, v))
+        })
+        .collect()
+}
+
+/// The server's process group (its pid: the child is the group leader). Killing the group, not
+/// just the child, also ends what the server started (`npx` → node, shells, ...).
+///
+/// Killed once only: once the group is empty its id is free for the system to reuse, and a
+/// later kill (a `Drop` long after) could hit an unrelated process group.
+struct ProcessGroupGuard {
+    pgid: rustix::process::Pid,
+    killed: AtomicBool,
+}
+
+impl ProcessGroupGuard {
+    fn new(pid: u32) -> Option<Self> {
+        let pgid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+        Some(Self {
+            pgid,
+            killed: AtomicBool::new(false),
+        })
+    }
+
+    fn kill(&self) {
+        if self.killed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // ESRCH (already gone) is the usual, fine outcome.
+        let _ = rustix::process::kill_process_group(self.pgid, rustix::process::Signal::KILL);
+    }
+}
+
+impl Drop for ProcessGroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A poisoned lock only means another thread panicked while holding it; the data (a tail of
+/// log lines, a reason) is still fine to use.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

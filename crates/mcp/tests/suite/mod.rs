@@ -1,0 +1,4 @@
+mod common;
+mod http;
+mod lifecycle;
+mod stdio;
