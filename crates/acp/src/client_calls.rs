@@ -188,3 +188,45 @@ pub(crate) fn approver(server: &Arc<Server>) -> Arc<dyn ferrite_core::permission
         server: Arc::downgrade(server),
     })
 }
+
+/// The core's [`ferrite_core::clientfs::ClientFs`], backed by `fs/read_text_file`.
+pub(crate) struct AcpClientFs {
+    pub server: Weak<Server>,
+}
+
+impl ferrite_core::clientfs::ClientFs for AcpClientFs {
+    fn available(&self) -> bool {
+        self.server.upgrade().is_some_and(|s| s.client().fs_read)
+    }
+
+    fn read_text_file(
+        &self,
+        session: &SessionId,
+        path: &std::path::Path,
+    ) -> BoxFuture<'_, Result<String, String>> {
+        let session = session.clone();
+        let path = path.to_owned();
+        Box::pin(async move {
+            let server = self.server.upgrade().ok_or("the server is shutting down")?;
+            let params = acp::ReadTextFileRequest::new(acp::SessionId::new(session.as_str()), path);
+            let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+            let answer = server
+                .call_client(&session, "fs/read_text_file", params)
+                .await;
+            match answer {
+                Ok(v) => serde_json::from_value::<acp::ReadTextFileResponse>(v)
+                    .map(|r| r.content)
+                    .map_err(|e| format!("unreadable answer: {e}")),
+                Err(CallError::Rejected(e)) => Err(format!("the editor refused: {e}")),
+                Err(CallError::Cancelled) => Err("cancelled".into()),
+                Err(CallError::Gone) => Err("the server is shutting down".into()),
+            }
+        })
+    }
+}
+
+pub(crate) fn client_fs(server: &Arc<Server>) -> Arc<dyn ferrite_core::clientfs::ClientFs> {
+    Arc::new(AcpClientFs {
+        server: Arc::downgrade(server),
+    })
+}

@@ -44,6 +44,7 @@ pub(crate) fn initialize(s: &Server, params: Value) -> Reply {
             .session
             .as_ref()
             .is_some_and(|c| c.notices.is_some());
+        client.fs_read = req.client_capabilities.fs.read_text_file;
     }
     let (_, catalog) = s
         .runtime

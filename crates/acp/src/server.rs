@@ -119,6 +119,8 @@ pub(crate) struct PendingPrompt {
 pub(crate) struct ClientInfo {
     pub initialized: bool,
     pub notices: bool,
+    /// The client advertised `fs.readTextFile`.
+    pub fs_read: bool,
 }
 
 pub(crate) struct Server {
@@ -163,6 +165,14 @@ where
         version: options.agent_version,
         calls: Default::default(),
     });
+    let services = server.runtime.services();
+    if services
+        .client_fs
+        .set(crate::client_calls::client_fs(&server))
+        .is_err()
+    {
+        tracing::warn!("a client file system was already installed");
+    }
     if server
         .runtime
         .services()

@@ -5,6 +5,7 @@
 
 pub mod attachments;
 pub mod catalog;
+pub mod clientfs;
 pub mod config;
 pub mod content;
 pub mod credentials;

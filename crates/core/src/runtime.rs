@@ -87,6 +87,8 @@ pub struct Services {
     pub mcp: Option<Arc<dyn McpLauncher>>,
     /// Asks the user for permission; set by the ACP server once it runs.
     pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
+    /// The editor's file system; set by the ACP server once it runs.
+    pub client_fs: std::sync::OnceLock<Arc<dyn crate::clientfs::ClientFs>>,
 }
 
 impl Services {
@@ -102,6 +104,7 @@ impl Services {
             faults,
             mcp: None,
             approver: std::sync::OnceLock::new(),
+            client_fs: std::sync::OnceLock::new(),
         }
     }
 
@@ -515,6 +518,7 @@ impl Runtime {
             log,
             sandbox_warned: Default::default(),
             extra_tools,
+            disk_changes: Default::default(),
         }));
         let (ops_tx, ops_rx) = mpsc::channel(64);
         let task = tokio::spawn(session_task(

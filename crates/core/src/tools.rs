@@ -102,6 +102,9 @@ pub struct ToolContext<'a> {
     pub sandbox: Sandbox,
     /// Default command timeout (`tools.bash_timeout_secs`).
     pub bash_timeout: std::time::Duration,
+    /// The editor's file system, for reading unsaved buffers (contract §7).
+    pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
+    pub fs_delegation: crate::config::FsDelegation,
 }
 
 pub trait Tool: Send + Sync {

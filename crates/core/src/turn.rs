@@ -41,6 +41,8 @@ pub(crate) struct SessionCore {
     pub sandbox_warned: Arc<std::sync::atomic::AtomicBool>,
     /// The session's MCP servers' tools.
     pub extra_tools: Option<Arc<dyn ToolProvider>>,
+    /// Files the agent changed on disk, for the stale-buffer rule of contract §7.
+    pub disk_changes: crate::clientfs::DiskChanges,
 }
 
 pub(crate) fn lock(core: &Mutex<SessionCore>) -> MutexGuard<'_, SessionCore> {
@@ -67,6 +69,34 @@ impl Recorder {
 
     pub fn sync(&self) -> Result<(), StoreError> {
         lock(&self.core).log.sync()
+    }
+
+    /// Records that the agent wrote `path` (the editor's buffer of it is now stale).
+    pub fn wrote(&self, path: &Path) {
+        lock(&self.core)
+            .disk_changes
+            .written
+            .insert(path.to_owned());
+    }
+
+    /// Records that a command is about to run (it may change any file).
+    pub fn command_started(&self) {
+        lock(&self.core)
+            .disk_changes
+            .commands_since
+            .get_or_insert_with(std::time::SystemTime::now);
+    }
+
+    /// Whether `read` should take `path` from the editor (contract §7).
+    pub fn read_from_client(
+        &self,
+        policy: crate::config::FsDelegation,
+        available: bool,
+        path: &Path,
+        roots: &[PathBuf],
+    ) -> bool {
+        let core = lock(&self.core);
+        crate::clientfs::use_client(policy, available, path, roots, &core.disk_changes)
     }
 
     pub async fn emit(&self, event: Event) {
@@ -104,6 +134,8 @@ pub(crate) struct CallEnv {
     /// Whether this session was already told that commands run unsandboxed.
     pub sandbox_warned: Arc<std::sync::atomic::AtomicBool>,
     pub simulate_no_sandbox: bool,
+    pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
+    pub fs_delegation: crate::config::FsDelegation,
 }
 
 impl CallEnv {
@@ -146,6 +178,8 @@ impl CallEnv {
             catalog: catalog.clone(),
             sandbox_warned: lock(&rec.core).sandbox_warned.clone(),
             simulate_no_sandbox: services.faults.no_sandbox,
+            client_fs: services.client_fs.get().cloned(),
+            fs_delegation: config.fs_delegation,
         }
     }
 
@@ -672,6 +706,8 @@ async fn run_call(
             env.sandbox_network,
         ),
         bash_timeout: env.bash_timeout,
+        client_fs: env.client_fs.clone(),
+        fs_delegation: env.fs_delegation,
     };
     let result = tokio::select! {
         biased;

@@ -1,4 +1,5 @@
 mod cli;
+mod clientfs;
 mod common;
 mod durability;
 mod mcp;

@@ -124,6 +124,7 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         let tail = tail.clone();
         move |chunk: &str| lock(&tail).push(chunk)
     };
+    ctx.recorder.command_started();
     let mut running = runner.run(spec, ctx.cancel.clone(), &on_output);
     let mut tick = tokio::time::interval(STREAM_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

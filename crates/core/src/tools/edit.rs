@@ -87,7 +87,12 @@ impl Tool for Edit {
             let input: Input = parse_input("edit", input)?;
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
-            blocking(move || edit_file(&path, &shown, &input)).await
+            let written = path.clone();
+            let out = blocking(move || edit_file(&path, &shown, &input)).await;
+            if out.is_ok() {
+                ctx.recorder.wrote(&written);
+            }
+            out
         })
     }
 }

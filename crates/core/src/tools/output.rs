@@ -265,6 +265,7 @@ pub(crate) mod testing {
                 log,
                 sandbox_warned: Default::default(),
                 extra_tools: None,
+                disk_changes: Default::default(),
             };
             let (tx, rx) = mpsc::channel(4096);
             let recorder = Recorder {
@@ -309,6 +310,8 @@ pub(crate) mod testing {
                 runner: self.runner.clone(),
                 sandbox: Sandbox::None,
                 bash_timeout: Duration::from_secs(120),
+                client_fs: None,
+                fs_delegation: crate::config::FsDelegation::Never,
             }
         }
 

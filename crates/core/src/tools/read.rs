@@ -103,6 +103,29 @@ impl Tool for Read {
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
             let limits = ctx.limits;
+            if let Some(client) = ctx.client_fs.as_ref()
+                && ctx.recorder.read_from_client(
+                    ctx.fs_delegation,
+                    client.available(),
+                    &path,
+                    &ctx.roots,
+                )
+            {
+                // The editor's buffer, unsaved changes included; the disk is the fallback.
+                match client.read_text_file(&ctx.recorder.session, &path).await {
+                    Ok(text) => {
+                        let page =
+                            blocking(move || page_of_text(text, &shown, &input, limits)).await?;
+                        return Ok(ToolOutput {
+                            text: page,
+                            content: vec![],
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "the editor could not read a file; reading it from disk")
+                    }
+                }
+            }
             let page = blocking(move || read_page(&path, &shown, &input, limits)).await?;
             // No `cap` here: the page is bounded by the limits already, and spilling a copy of a
             // file the model can page through itself would only waste disk.
@@ -147,8 +170,34 @@ fn read_page(
             meta.len()
         )));
     }
-    let mut reader = BufReader::new(std::io::Cursor::new(probe).chain(reader));
+    let reader = BufReader::new(std::io::Cursor::new(probe).chain(reader));
+    paginate(reader, shown, input, limits)
+}
 
+/// A page of a text the editor gave us (its buffer, possibly unsaved).
+fn page_of_text(
+    text: String,
+    shown: &str,
+    input: &Input,
+    limits: OutputLimits,
+) -> Result<String, ToolError> {
+    paginate(
+        std::io::Cursor::new(text.into_bytes()),
+        shown,
+        input,
+        limits,
+    )
+}
+
+/// Numbered lines `offset..offset+limit` of `reader`, within the byte budget, with a footer
+/// saying where to go on.
+fn paginate<R: BufRead>(
+    mut reader: R,
+    shown: &str,
+    input: &Input,
+    limits: OutputLimits,
+) -> Result<String, ToolError> {
+    let respond = ToolError::RespondToModel;
     let first = input.offset.unwrap_or(1).max(1);
     let asked = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let limit = asked.min(limits.max_lines.max(1));

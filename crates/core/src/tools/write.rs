@@ -67,7 +67,12 @@ impl Tool for Write {
             let input: Input = parse_input("write", input)?;
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
-            blocking(move || write_file(&path, &shown, input.content)).await
+            let written = path.clone();
+            let out = blocking(move || write_file(&path, &shown, input.content)).await;
+            if out.is_ok() {
+                ctx.recorder.wrote(&written);
+            }
+            out
         })
     }
 }

@@ -1,0 +1,117 @@
+//! Contract §7: reads see the editor's unsaved buffers, except when the agent changed the file
+//! on disk itself.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ferrite_test_support::AcpClient;
+use ferrite_test_support::fake_provider::{FakeProvider, Script};
+use serde_json::json;
+
+use super::common::*;
+use super::turns::{Api, provider_env};
+
+async fn client_with_fs(world: &World, fake: &FakeProvider) -> (AcpClient, String) {
+    let mut c = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
+        bin: Path::new(BIN),
+        home: world.home(),
+        args: &["acp"],
+        env: provider_env(fake, Api::Chat),
+    });
+    c.request("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}))
+        .await
+        .ok();
+    let s = sid(&c.new_session(&world.ws()).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": s, "modeId": "auto"}),
+    )
+    .await
+    .ok();
+    (c, s)
+}
+
+fn tool_results(fake: &FakeProvider, request: usize) -> Vec<String> {
+    fake.requests()[request].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Runs a prompt, answering every `fs/read_text_file` with `buffer`; returns how many were asked.
+async fn prompt_answering_reads(c: &mut AcpClient, s: &str, buffer: &str) -> usize {
+    let id = c
+        .send_request("session/prompt", text_prompt(s, "read it"))
+        .await;
+    let mut asked = 0;
+    loop {
+        let m = c
+            .next_message(Duration::from_secs(20))
+            .await
+            .expect("a message");
+        if m.get("method") == Some(&json!("fs/read_text_file")) {
+            asked += 1;
+            assert_eq!(m["params"]["sessionId"], s);
+            c.respond(&m["id"], json!({"content": buffer})).await;
+        } else if m.get("id") == Some(&id) && m.get("method").is_none() {
+            assert_eq!(m["result"]["stopReason"], "end_turn", "{m}");
+            return asked;
+        }
+    }
+}
+
+#[tokio::test]
+async fn unsaved_buffers_are_read_until_the_agent_writes_the_file() {
+    let world = World::new();
+    let file = world.ws().join("main.rs");
+    std::fs::write(&file, "fn saved() {}\n").unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let (mut c, s) = client_with_fs(&world, &fake).await;
+
+    fake.push(Script::new().tool_call("r1", "read", r#"{"path":"main.rs"}"#));
+    fake.push(Script::new().text("seen"));
+    assert_eq!(
+        prompt_answering_reads(&mut c, &s, "fn unsaved() {}\n").await,
+        1
+    );
+    let seen = &tool_results(&fake, 1)[0];
+    assert!(
+        seen.contains("fn unsaved()") && !seen.contains("saved() {}\n\n"),
+        "{seen}"
+    );
+
+    // The agent edits the file on disk: the editor's buffer is stale from now on.
+    fake.push(Script::new().tool_call(
+        "e1",
+        "edit",
+        r#"{"path":"main.rs","old_string":"saved","new_string":"edited"}"#,
+    ));
+    fake.push(Script::new().tool_call("r2", "read", r#"{"path":"main.rs"}"#));
+    fake.push(Script::new().text("done"));
+    assert_eq!(
+        prompt_answering_reads(&mut c, &s, "fn unsaved() {}\n").await,
+        0,
+        "disk wins after the agent's edit"
+    );
+    let seen = tool_results(&fake, 4);
+    assert!(seen.last().unwrap().contains("fn edited()"), "{seen:?}");
+}
+
+#[tokio::test]
+async fn fs_delegation_never_reads_the_disk() {
+    let world = World::new();
+    world.write_config("fs_delegation = \"never\"\n");
+    std::fs::write(world.ws().join("a.txt"), "on disk\n").unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let (mut c, s) = client_with_fs(&world, &fake).await;
+    fake.push(Script::new().tool_call("r1", "read", r#"{"path":"a.txt"}"#));
+    fake.push(Script::new().text("ok"));
+    assert_eq!(
+        prompt_answering_reads(&mut c, &s, "from the editor").await,
+        0
+    );
+    assert!(tool_results(&fake, 1)[0].contains("on disk"));
+}

@@ -1,0 +1,96 @@
+//! The editor's view of files (contract §7): `fs/read_text_file` returns unsaved buffers. Core
+//! decides when to ask ([`use_client`]); the ACP crate implements [`ClientFs`].
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+
+use crate::config::FsDelegation;
+use crate::ids::SessionId;
+
+pub trait ClientFs: Send + Sync {
+    /// Whether the client advertised `fs.readTextFile`.
+    fn available(&self) -> bool;
+    /// The file's text as the editor has it (including unsaved changes).
+    fn read_text_file(
+        &self,
+        session: &SessionId,
+        path: &Path,
+    ) -> BoxFuture<'_, Result<String, String>>;
+}
+
+/// What the agent itself did to files in this session, so a stale editor buffer is not
+/// preferred over the disk.
+#[derive(Debug, Default)]
+pub struct DiskChanges {
+    /// Files written by `write` / `edit`.
+    pub written: HashSet<PathBuf>,
+    /// When the first command of the session started: a file modified since may have been
+    /// changed by a command, so the disk wins.
+    pub commands_since: Option<SystemTime>,
+}
+
+impl DiskChanges {
+    fn disk_is_newer(&self, path: &Path) -> bool {
+        if self.written.contains(path) {
+            return true;
+        }
+        let Some(since) = self.commands_since else {
+            return false;
+        };
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m >= since)
+    }
+}
+
+/// Whether `read` should ask the editor for `path`.
+pub fn use_client(
+    policy: FsDelegation,
+    available: bool,
+    path: &Path,
+    roots: &[PathBuf],
+    changes: &DiskChanges,
+) -> bool {
+    if !available || !roots.iter().any(|r| path.starts_with(r)) {
+        return false;
+    }
+    match policy {
+        FsDelegation::Never => false,
+        FsDelegation::Always => true,
+        FsDelegation::UnsavedOnly => !changes.disk_is_newer(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_wins_after_the_agent_changed_a_file() {
+        let roots = vec![PathBuf::from("/ws")];
+        let mut c = DiskChanges::default();
+        let p = Path::new("/ws/a.rs");
+        assert!(use_client(FsDelegation::UnsavedOnly, true, p, &roots, &c));
+        assert!(
+            !use_client(FsDelegation::UnsavedOnly, false, p, &roots, &c),
+            "not advertised"
+        );
+        assert!(
+            !use_client(
+                FsDelegation::UnsavedOnly,
+                true,
+                Path::new("/etc/x"),
+                &roots,
+                &c
+            ),
+            "outside"
+        );
+        assert!(!use_client(FsDelegation::Never, true, p, &roots, &c));
+        c.written.insert(p.to_owned());
+        assert!(!use_client(FsDelegation::UnsavedOnly, true, p, &roots, &c));
+        assert!(use_client(FsDelegation::Always, true, p, &roots, &c));
+    }
+}
