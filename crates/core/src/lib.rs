@@ -6,6 +6,7 @@
 pub mod attachments;
 pub mod catalog;
 pub mod clientfs;
+pub mod commands;
 pub mod config;
 pub mod content;
 pub mod credentials;

@@ -136,6 +136,10 @@ pub enum EntryKind {
     Title {
         title: String,
     },
+    /// The conversation up to here, summarized: what the model is sent instead of it.
+    Compaction {
+        summary: String,
+    },
     TurnEnd {
         stop: StopReason,
         #[serde(default, skip_serializing_if = "Option::is_none")]

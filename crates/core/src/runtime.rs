@@ -519,6 +519,7 @@ impl Runtime {
             sandbox_warned: Default::default(),
             extra_tools,
             disk_changes: Default::default(),
+            context_tokens: 0,
         }));
         let (ops_tx, ops_rx) = mpsc::channel(64);
         let task = tokio::spawn(session_task(

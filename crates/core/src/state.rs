@@ -85,6 +85,7 @@ impl SessionState {
             | EntryKind::ToolCall { .. }
             | EntryKind::ToolResult { .. }
             | EntryKind::DisplayToolCall { .. }
+            | EntryKind::Compaction { .. }
             | EntryKind::TurnEnd { .. }) => self.history.push(other),
         }
     }
@@ -128,6 +129,7 @@ impl SessionState {
                     text: f.message.clone(),
                 }),
                 EntryKind::TurnEnd { failure: None, .. }
+                | EntryKind::Compaction { .. }
                 | EntryKind::Mode { .. }
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
@@ -169,8 +171,21 @@ impl SessionState {
                 open.clear();
                 results.clear();
             };
-        for kind in &self.history {
+        // Everything before the last compaction is replaced by its summary.
+        let start = self
+            .history
+            .iter()
+            .rposition(|k| matches!(k, EntryKind::Compaction { .. }))
+            .unwrap_or(0);
+        for kind in &self.history[start..] {
             match kind {
+                EntryKind::Compaction { summary } => {
+                    out.push(Message::User {
+                        content: vec![UserPart::Text {
+                            text: format!("Summary of the conversation so far (earlier messages were compacted):\n\n{summary}"),
+                        }],
+                    });
+                }
                 EntryKind::UserMessage { content } => {
                     flush(&mut out, &mut open_calls, &mut results);
                     out.push(Message::User {

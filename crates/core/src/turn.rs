@@ -1,6 +1,7 @@
 //! The turn loop: send the conversation to the model, stream its answer to the editor, run the
 //! tools it calls, feed the results back, until the model stops or `max_turn_requests`.
 
+mod compact;
 mod exit_plan;
 mod permission;
 mod sandbox;
@@ -43,6 +44,8 @@ pub(crate) struct SessionCore {
     pub extra_tools: Option<Arc<dyn ToolProvider>>,
     /// Files the agent changed on disk, for the stale-buffer rule of contract §7.
     pub disk_changes: crate::clientfs::DiskChanges,
+    /// Tokens in context after the last model call (0 until one happened in this process).
+    pub context_tokens: u64,
 }
 
 pub(crate) fn lock(core: &Mutex<SessionCore>) -> MutexGuard<'_, SessionCore> {
@@ -250,11 +253,21 @@ async fn run_turn_inner(
         (core.state.title.is_none(), core.state.workspace_roots())
     };
     let content = crate::attachments::expand_links(req.content.clone(), &roots);
-    rec.record(EntryKind::UserMessage { content })?;
+    let content = match roots.first() {
+        Some(cwd) => crate::commands::expand(content, cwd),
+        None => content,
+    };
+    let compact_request = compact::requested(&req.content);
+    if compact_request.is_none() {
+        rec.record(EntryKind::UserMessage { content })?;
+    }
     if services.faults.panic_turn {
         panic!("fault injection: the turn task panics");
     }
-    if first_prompt && let Some(title) = title_from(&req.content) {
+    if first_prompt
+        && compact_request.is_none()
+        && let Some(title) = title_from(&req.content)
+    {
         rec.record(EntryKind::Title {
             title: title.clone(),
         })?;
@@ -359,7 +372,32 @@ async fn run_turn_inner(
     }
     let system = crate::prompt::system_prompt(&cwd);
 
+    if let Some(extra) = compact_request {
+        return Ok(
+            match compact::run(rec, &client, &info, cancel, &extra).await? {
+                compact::Outcome::Compacted => ended(StopReason::EndTurn),
+                compact::Outcome::NothingToDo => {
+                    rec.emit(Event::AgentMessageChunk {
+                        text: "Nothing to compact yet.".into(),
+                    })
+                    .await;
+                    ended(StopReason::EndTurn)
+                }
+                compact::Outcome::Cancelled => ended(StopReason::Cancelled),
+                compact::Outcome::Failed(e) => model_failure(&e),
+            },
+        );
+    }
     for _ in 0..config.max_turn_requests {
+        if compact::due(rec, &info, config.compaction_threshold) {
+            match compact::run(rec, &client, &info, cancel, "").await? {
+                compact::Outcome::Cancelled => return Ok(ended(StopReason::Cancelled)),
+                compact::Outcome::Failed(e) => {
+                    tracing::warn!(error = %e, "automatic compaction failed; sending the full history")
+                }
+                compact::Outcome::Compacted | compact::Outcome::NothingToDo => {}
+            }
+        }
         let messages = lock(&rec.core).state.model_messages();
         let request = ModelRequest {
             model: info.model.clone(),
@@ -445,6 +483,7 @@ async fn run_turn_inner(
         rec.record(EntryKind::Assistant {
             content: response.content.clone(),
         })?;
+        lock(&rec.core).context_tokens = response.usage.context_tokens();
         rec.emit(Event::Usage {
             used: response.usage.context_tokens(),
             size: info.context_window,

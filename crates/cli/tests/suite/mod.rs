@@ -1,6 +1,7 @@
 mod cli;
 mod clientfs;
 mod common;
+mod compaction;
 mod durability;
 mod mcp;
 mod permissions;

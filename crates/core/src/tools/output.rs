@@ -266,6 +266,7 @@ pub(crate) mod testing {
                 sandbox_warned: Default::default(),
                 extra_tools: None,
                 disk_changes: Default::default(),
+                context_tokens: 0,
             };
             let (tx, rx) = mpsc::channel(4096);
             let recorder = Recorder {

@@ -1,0 +1,129 @@
+//! Compaction: the conversation so far is summarized by the model and the summary replaces it in
+//! what the model is sent (the log keeps everything, and `session/load` still replays it all).
+//! Runs on `/compact` and, before a request, when the context passed `compaction.threshold` of
+//! the model's window.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::ModelInfo;
+use crate::content::UserContent;
+use crate::events::Event;
+use crate::log::{EntryKind, StoreError};
+use crate::model::{
+    AssistantPart, Message, ModelClient, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
+    UserPart,
+};
+use crate::modes::Effort;
+use crate::turn::{Recorder, lock};
+
+const INSTRUCTIONS: &str = "Summarize the conversation so far so that the work can continue from \
+the summary alone: the user's goals and constraints, decisions made, files read or changed (with \
+paths), commands run and their outcomes, the current state, and the next steps. Be specific and \
+concise; do not call tools.";
+
+/// `Some(extra instructions)` when the prompt is `/compact [instructions]`.
+pub(crate) fn requested(content: &[UserContent]) -> Option<String> {
+    let Some(UserContent::Text { text }) = content.first() else {
+        return None;
+    };
+    let rest = text.trim().strip_prefix("/compact")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim().to_owned())
+}
+
+/// Whether the context has passed the threshold.
+pub(crate) fn due(rec: &Recorder, info: &ModelInfo, threshold: f64) -> bool {
+    let used = lock(&rec.core).context_tokens;
+    used > 0 && (used as f64) > threshold * (info.context_window as f64)
+}
+
+pub(crate) enum Outcome {
+    Compacted,
+    NothingToDo,
+    Cancelled,
+    Failed(ModelError),
+}
+
+pub(crate) async fn run(
+    rec: &Recorder,
+    client: &Arc<dyn ModelClient>,
+    info: &ModelInfo,
+    cancel: &CancellationToken,
+    extra: &str,
+) -> Result<Outcome, StoreError> {
+    let mut messages = lock(&rec.core).state.model_messages();
+    if messages.is_empty() {
+        return Ok(Outcome::NothingToDo);
+    }
+    let ask = if extra.is_empty() {
+        INSTRUCTIONS.to_owned()
+    } else {
+        format!("{INSTRUCTIONS}\n\nAlso: {extra}")
+    };
+    messages.push(Message::User {
+        content: vec![UserPart::Text { text: ask }],
+    });
+    let request = ModelRequest {
+        model: info.model.clone(),
+        system: "You write precise working summaries of coding sessions.".into(),
+        messages,
+        tools: vec![],
+        effort: Effort::Default,
+        reasoning: info.reasoning,
+        web_search: false,
+        max_output_tokens: 8_000,
+    };
+    let before = lock(&rec.core).context_tokens;
+    let mut stream = client.stream(request, cancel.child_token());
+    let response = loop {
+        let item = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ok(Outcome::Cancelled),
+            item = stream.next() => item,
+        };
+        match item {
+            Some(Ok(ModelEvent::Completed(r))) => break r,
+            Some(Ok(_)) => {}
+            Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => return Ok(Outcome::Cancelled),
+            Some(Err(e)) => return Ok(Outcome::Failed(e)),
+            None => {
+                return Ok(Outcome::Failed(ModelError::new(
+                    ModelErrorKind::StreamCut,
+                    "the summary stream ended early",
+                )));
+            }
+        }
+    };
+    let summary: String = response
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            AssistantPart::Text { text } => Some(text.as_str()),
+            AssistantPart::Reasoning { .. }
+            | AssistantPart::ToolCall { .. }
+            | AssistantPart::Opaque { .. } => None,
+        })
+        .collect();
+    if summary.trim().is_empty() {
+        return Ok(Outcome::Failed(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            "the model returned an empty summary",
+        )));
+    }
+    rec.record(EntryKind::Compaction { summary })?;
+    rec.sync()?;
+    let after = response.usage.output_tokens;
+    lock(&rec.core).context_tokens = after;
+    rec.emit(Event::Notice {
+        text: format!("Compacted the conversation: about {before} → {after} tokens in context."),
+    })
+    .await;
+    rec.emit(Event::Usage {
+        used: after,
+        size: info.context_window,
+    })
+    .await;
+    Ok(Outcome::Compacted)
+}
