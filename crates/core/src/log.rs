@@ -220,13 +220,7 @@ impl SessionStore {
             .append(true)
             .create_new(true)
             .open(&path)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    StoreError::Exists
-                } else {
-                    io(e)
-                }
-            })?;
+            .map_err(|e| io_error(&path, e))?;
         lock(&file, &path)?;
         let mut writer = LogWriter {
             file,
@@ -257,13 +251,7 @@ impl SessionStore {
             .read(true)
             .append(true)
             .open(&path)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    StoreError::NotFound
-                } else {
-                    io(e)
-                }
-            })?;
+            .map_err(|e| io_error(&path, e))?;
         lock(&file, &path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io)?;
@@ -286,32 +274,14 @@ impl SessionStore {
     /// Reads a log without taking the lock (listing, `sessions show`, forking).
     pub fn read(&self, id: &SessionId) -> Result<LoadedLog, StoreError> {
         let path = self.path(id);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                StoreError::NotFound
-            } else {
-                StoreError::Io {
-                    path: path.clone(),
-                    source: e,
-                }
-            }
-        })?;
+        let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
         parse_log(&bytes, &path)
     }
 
     /// Removes a log. Refused while another process holds it.
     pub fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         let path = self.path(id);
-        let file = File::open(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                StoreError::NotFound
-            } else {
-                StoreError::Io {
-                    path: path.clone(),
-                    source: e,
-                }
-            }
-        })?;
+        let file = File::open(&path).map_err(|e| io_error(&path, e))?;
         lock(&file, &path)?;
         std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })
     }
@@ -355,6 +325,19 @@ impl SessionStore {
                 .then_with(|| b.id.cmp(&a.id))
         });
         Ok(out)
+    }
+}
+
+/// An I/O error on `path`, with a missing file reported as [`StoreError::NotFound`] and an
+/// existing one (for `create_new`) as [`StoreError::Exists`].
+fn io_error(path: &Path, source: std::io::Error) -> StoreError {
+    match source.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound,
+        std::io::ErrorKind::AlreadyExists => StoreError::Exists,
+        _ => StoreError::Io {
+            path: path.to_owned(),
+            source,
+        },
     }
 }
 

@@ -1,7 +1,6 @@
 //! Contract §7: reads see the editor's unsaved buffers, except when the agent changed the file
 //! on disk itself.
 
-use std::path::Path;
 use std::time::Duration;
 
 use ferrite_test_support::AcpClient;
@@ -12,12 +11,7 @@ use super::common::*;
 use super::turns::{Api, provider_env};
 
 async fn client_with_fs(world: &World, fake: &FakeProvider) -> (AcpClient, String) {
-    let mut c = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
-        bin: Path::new(BIN),
-        home: world.home(),
-        args: &["acp"],
-        env: provider_env(fake, Api::Chat),
-    });
+    let mut c = world.spawn_acp(provider_env(fake, Api::Chat));
     c.request("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}))
         .await
         .ok();

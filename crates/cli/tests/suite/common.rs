@@ -40,6 +40,16 @@ impl World {
         AcpClient::spawn(Path::new(BIN), self.home(), env)
     }
 
+    /// `ferrite acp` with extra environment variables (e.g. a provider's base URL).
+    pub fn spawn_acp(&self, env: Vec<(String, String)>) -> AcpClient {
+        AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
+            bin: Path::new(BIN),
+            home: self.home(),
+            args: &["acp"],
+            env,
+        })
+    }
+
     pub async fn client(&self) -> AcpClient {
         let mut c = self.spawn();
         c.initialize().await;

@@ -1,7 +1,6 @@
 //! MCP servers from the editor and from config, through the real binary: their tools reach the
 //! model, calls round-trip, and a broken server never takes the session down.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ferrite_test_support::fake_provider::{FakeProvider, Script};
@@ -34,12 +33,7 @@ async fn start(servers: Value, env_extra: &[(&str, &str)]) -> Rig {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
-    let mut client = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
-        bin: Path::new(BIN),
-        home: world.home(),
-        args: &["acp"],
-        env,
-    });
+    let mut client = world.spawn_acp(env);
     client.initialize().await;
     let t = Instant::now();
     let id = client
@@ -341,12 +335,7 @@ async fn servers_from_config_start_too() {
         stdio_server_bin().display()
     ));
     let fake = FakeProvider::start().await.unwrap();
-    let mut client = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
-        bin: Path::new(BIN),
-        home: world.home(),
-        args: &["acp"],
-        env: provider_env(&fake, Api::Chat),
-    });
+    let mut client = world.spawn_acp(provider_env(&fake, Api::Chat));
     client.initialize().await;
     let s = sid(&client.new_session(&world.ws()).await);
     fake.push(Script::new().text("hi"));

@@ -27,12 +27,7 @@ async fn start(world: World, harness: Option<&str>, extra_env: &[(&str, &str)]) 
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
-    let mut client = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
-        bin: Path::new(BIN),
-        home: world.home(),
-        args: &["acp"],
-        env,
-    });
+    let mut client = world.spawn_acp(env);
     client.initialize().await;
     let mut params = json!({"cwd": world.ws(), "mcpServers": []});
     if let Some(h) = harness {

@@ -1,7 +1,6 @@
 //! Whole turns through the real binary against the fake provider, for each wire API: what the
 //! editor saw, and what the provider was sent.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ferrite_test_support::fake_provider::{
@@ -61,12 +60,7 @@ pub async fn rig_with(api: Api, extra: &[(&str, &str)]) -> Rig {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
-    let mut client = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
-        bin: Path::new(BIN),
-        home: world.home(),
-        args: &["acp"],
-        env,
-    });
+    let mut client = world.spawn_acp(env);
     client.initialize().await;
     let sid = sid(&client.new_session(&world.ws()).await);
     Rig {
@@ -413,12 +407,7 @@ async fn max_turn_requests_stops_a_model_that_keeps_calling_tools() {
     world.write_config("max_turn_requests = 3\n");
     let fake = FakeProvider::start().await.unwrap();
     fake.set_fallback(Script::new().tool_call("again", "update_plan", plan_args()));
-    let mut c = AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
-        bin: Path::new(BIN),
-        home: world.home(),
-        args: &["acp"],
-        env: provider_env(&fake, Api::Chat),
-    });
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Chat));
     c.initialize().await;
     let s = sid(&c.new_session(&world.ws()).await);
     let answer = c
