@@ -454,6 +454,22 @@ async fn per_turn_ask_and_the_planner_harness() {
     for t in ["\"write\"", "\"edit\"", "\"bash\"", "exit_plan"] {
         assert!(!tools.contains(t), "{t} not offered to the planner");
     }
+
+    let mut a = start(World::new(), Some("assistant"), &[]).await;
+    a.fake.push(Script::new().text("hello"));
+    let prompt = a.send_prompt_id().await;
+    a.client.wait_answer(&prompt).await.ok();
+    let names: Vec<String> = a.fake.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["update_plan"],
+        "the assistant has no file or shell tools"
+    );
 }
 
 #[tokio::test]
