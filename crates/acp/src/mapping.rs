@@ -124,6 +124,9 @@ fn tool_content(c: &ToolContent) -> acp::ToolCallContent {
         ToolContent::Text { text } => {
             acp::ToolCallContent::Content(acp::Content::new(text_block(text)))
         }
+        ToolContent::Image { mime_type, data } => acp::ToolCallContent::Content(acp::Content::new(
+            acp::ContentBlock::Image(acp::ImageContent::new(data.clone(), mime_type.clone())),
+        )),
         ToolContent::Diff {
             path,
             old_text,

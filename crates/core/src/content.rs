@@ -97,6 +97,11 @@ pub enum ToolContent {
         old_text: Option<String>,
         new_text: String,
     },
+    /// An image a tool returned (base64), e.g. from an MCP server.
+    Image {
+        mime_type: String,
+        data: String,
+    },
 }
 
 /// A tool call as the editor sees it when it starts.

@@ -1,9 +1,10 @@
 //! What an MCP tool result becomes for the model: text.
 //!
-//! Ferrite's tool results are text only for now (`ToolContent::Text`), so non-text blocks are
-//! described in a line the model can reason about ("[image: image/png, 1234 bytes]") rather than
-//! dropped silently.
+//! Tool results sent to the model are text, so non-text blocks are described in a line the model
+//! can reason about ("[image: image/png, 1234 bytes]") rather than dropped silently; the editor
+//! also gets images as images.
 
+use ferrite_core::content::ToolContent;
 use ferrite_core::tools::OutputLimits;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
@@ -17,6 +18,21 @@ pub(crate) fn result_text(result: &CallToolResult) -> String {
         parts.push(structured.to_string());
     }
     parts.join("\n")
+}
+
+/// What the editor shows: the (capped) text, then any images the server returned as images.
+pub(crate) fn editor_content(result: &CallToolResult, text: &str) -> Vec<ToolContent> {
+    let mut out = vec![ToolContent::Text {
+        text: text.to_owned(),
+    }];
+    out.extend(result.content.iter().filter_map(|b| match b {
+        ContentBlock::Image(i) => Some(ToolContent::Image {
+            mime_type: i.mime_type.clone(),
+            data: i.data.clone(),
+        }),
+        _ => None,
+    }));
+    out
 }
 
 fn block_text(block: &ContentBlock) -> String {

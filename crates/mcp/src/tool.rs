@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrite_core::content::{ToolContent, ToolKind};
+use ferrite_core::content::ToolKind;
 use ferrite_core::model::ToolSpec;
 use ferrite_core::tools::{
     Access, CallDescription, OutputLimits, Tool, ToolContext, ToolError, ToolOutput,
@@ -92,7 +92,7 @@ impl McpTool {
                     Err(ToolError::RespondToModel(text))
                 } else {
                     Ok(ToolOutput {
-                        content: vec![ToolContent::Text { text: text.clone() }],
+                        content: content::editor_content(&result, &text),
                         text,
                     })
                 }

@@ -101,6 +101,7 @@ async fn stdio_server_tools_round_trip() {
         ("m1", "mcp__files__echo", r#"{"text":"hi from mcp"}"#),
         ("m2", "mcp__files__add", r#"{"a":2,"b":40}"#),
         ("m3", "mcp__files__fail", "{}"),
+        ("m4", "mcp__files__image", "{}"),
     ]));
     r.fake.push(Script::new().text("done"));
     let (before, answer) = r.prompt().await;
@@ -127,6 +128,27 @@ async fn stdio_server_tools_round_trip() {
         .map(|(_, u)| u["toolCallId"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(failed, ["m3"]);
+    let image = ferrite_test_support::updates(&before)
+        .into_iter()
+        .rev()
+        .find(|(k, u)| k == "tool_call_update" && u["toolCallId"] == "m4")
+        .unwrap()
+        .1;
+    let blocks: Vec<&str> = image["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["content"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        blocks,
+        ["text", "image"],
+        "the editor gets the image itself: {image}"
+    );
+    assert!(
+        r.tool_messages(1)[3].contains("[image: image/png"),
+        "the model gets a description"
+    );
     let title = ferrite_test_support::updates(&before)
         .into_iter()
         .find(|(k, u)| k == "tool_call" && u["toolCallId"] == "m1")

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""The streaming path: fake provider -> ferrite -> ACP client.
+
+    python3 bench/stream.py               # 10,000 deltas, 5 runs
+    DELTAS=50000 RUNS=9 python3 bench/stream.py
+
+Starts `fake-provider --text-deltas N` (every request is answered with N small text deltas,
+`tok0 `, `tok1 `, ..., each its own HTTP chunk) and measures, median of RUNS:
+  direct   a client POSTing a minimal Anthropic Messages body to <origin>/v1/messages over a raw
+           socket and reading the SSE body until EOF (the cost of producing and moving the bytes)
+  ferrite  `ferrite acp` (ANTHROPIC_BASE_URL=<origin>, FERRITE_MODEL=anthropic/claude-sonnet-4-5):
+           time from writing `session/prompt` until its answer, reading every
+           `agent_message_chunk` on the way (the text is checked after the clock stops)
+Reports deltas/s through ferrite and the overhead ferrite/direct - 1. Target: < 50%.
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+from urllib.parse import urlparse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from acpbench import Agent, FakeProvider, binaries, fmt_ms, median, rm, temp_home
+
+MODEL = "anthropic/claude-sonnet-4-5"
+
+
+def direct(origin: str) -> tuple[float, int]:
+    u = urlparse(origin)
+    body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    req = (f"POST /v1/messages HTTP/1.1\r\nHost: {u.netloc}\r\n"
+           f"content-type: application/json\r\nx-api-key: x\r\nanthropic-version: 2023-06-01\r\n"
+           f"accept: text/event-stream\r\nconnection: close\r\n"
+           f"content-length: {len(body)}\r\n\r\n").encode() + body
+    t = time.perf_counter()
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(req)
+    n = 0
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        n += len(chunk)
+    el = time.perf_counter() - t
+    s.close()
+    return el, n
+
+
+def through_ferrite(ferrite, origin: str, cwd: str, expected_text: str):
+    home = temp_home()
+    env = {"ANTHROPIC_BASE_URL": origin, "ANTHROPIC_API_KEY": "x", "FERRITE_MODEL": MODEL}
+    a = Agent(ferrite, home, env)
+    try:
+        a.initialize()
+        sid = a.request("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+        lines = []
+        t = time.perf_counter()
+        rid = a.send("session/prompt", {"sessionId": sid,
+                                         "prompt": [{"type": "text", "text": "hi"}]})
+        res = a.wait_response(rid, timeout=300, on_line=lines.append)
+        el = time.perf_counter() - t
+        # After the clock: check what arrived.
+        assert res["stopReason"] == "end_turn", res
+        assert "_meta" not in res or "turnFailure" not in json.dumps(res), res
+        chunks, text = 0, []
+        for raw in lines:
+            m = json.loads(raw)
+            if m.get("method") != "session/update":
+                continue
+            up = m["params"]["update"]
+            if up["sessionUpdate"] == "agent_message_chunk":
+                chunks += 1
+                text.append(up["content"]["text"])
+        text = "".join(text)
+        if text != expected_text:
+            raise SystemExit(f"ferrite streamed {len(text)} chars, expected {len(expected_text)}: "
+                             f"{text[:200]!r}")
+        a.close()
+        return el, chunks
+    finally:
+        a.kill()
+        rm(home)
+
+
+def main():
+    n = int(os.environ.get("DELTAS", "10000"))
+    runs = int(os.environ.get("RUNS", "5"))
+    ferrite, fake = binaries()
+    cwd = os.path.abspath(os.environ.get("BENCH_CWD", os.getcwd()))
+    expected = "".join(f"tok{i} " for i in range(n))
+    with FakeProvider(fake, "--text-deltas", str(n)) as fp:
+        direct(fp.origin)  # warm-up
+        d = [direct(fp.origin) for _ in range(runs)]
+        nbytes = d[0][1]
+        through_ferrite(ferrite, fp.origin, cwd, expected)  # warm-up
+        f = [through_ferrite(ferrite, fp.origin, cwd, expected) for _ in range(runs)]
+    td = median([x[0] for x in d])
+    tf = median([x[0] for x in f])
+    chunks = f[-1][1]
+    print(f"streaming {n} text deltas, median of {runs} runs")
+    print(f"  direct HTTP read of the SSE body ({nbytes / 1e6:.2f} MB): {fmt_ms(td)}"
+          f"  ({n / td:,.0f} deltas/s)")
+    print(f"  ferrite prompt -> answer ({chunks} agent_message_chunk, {len(expected)} chars): "
+          f"{fmt_ms(tf)}  ({n / tf:,.0f} deltas/s)")
+    print(f"  overhead ferrite/direct - 1: {(tf / td - 1) * 100:.0f}%   (target < 50%)")
+    print(f"  all runs direct : " + " ".join(f"{x[0] * 1000:.1f}" for x in d) + " ms")
+    print(f"  all runs ferrite: " + " ".join(f"{x[0] * 1000:.1f}" for x in f) + " ms")
+
+
+if __name__ == "__main__":
+    main()
