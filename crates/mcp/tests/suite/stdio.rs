@@ -109,10 +109,24 @@ async fn an_error_result_goes_back_to_the_model() {
 async fn images_and_resources_are_described_in_text() {
     let (servers, _) = start(launcher(), vec![stdio("fake", &[])]).await;
     let image = tool(&servers, "mcp__fake__image").await;
+    let out = call(&image, json!({})).await.unwrap();
     assert_eq!(
-        call(&image, json!({})).await,
-        Ok(text_output("a picture:\n[image: image/png, 11 bytes]"))
+        out.text, "a picture:\n[image: image/png, 11 bytes]",
+        "the model reads a description"
     );
+    match &out.content[..] {
+        [
+            ferrite_core::content::ToolContent::Text { .. },
+            ferrite_core::content::ToolContent::Image { mime_type, data },
+        ] => {
+            assert_eq!(
+                (mime_type.as_str(), data.is_empty()),
+                ("image/png", false),
+                "the editor gets the image"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     let resource = tool(&servers, "mcp__fake__resource").await;
     assert_eq!(
         call(&resource, json!({})).await,
