@@ -474,10 +474,14 @@ async fn per_turn_ask_and_the_planner_harness() {
 
 #[tokio::test]
 async fn the_sandbox_confines_commands_in_auto_mode() {
-    // Not under /tmp: temp directories are writable in the sandbox.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // The sandbox lets commands write to the temp directory, so the agent gets a private one
+    // and "outside" is a directory anywhere else (wherever the checkout or /tmp is).
+    let world = World::new();
+    let private_tmp = world.home().join("tmp");
+    std::fs::create_dir_all(&private_tmp).unwrap();
+    let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("escape.txt");
-    let mut r = rig().await;
+    let mut r = start(world, None, &[("TMPDIR", private_tmp.to_str().unwrap())]).await;
     r.set_mode("auto").await;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
