@@ -254,6 +254,24 @@ pub fn notification(session: &SessionId, update: acp::SessionUpdate) -> Value {
     .unwrap_or(Value::Null)
 }
 
+/// A whole `session/update` JSON-RPC line, serialized in one pass (no intermediate `Value`: the
+/// streaming path sends one per text delta).
+pub fn update_line(session: &SessionId, update: acp::SessionUpdate) -> String {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        jsonrpc: &'static str,
+        method: &'static str,
+        params: &'a acp::SessionNotification,
+    }
+    let params = acp::SessionNotification::new(acp::SessionId::new(session.as_str()), update);
+    serde_json::to_string(&Line {
+        jsonrpc: "2.0",
+        method: "session/update",
+        params: &params,
+    })
+    .unwrap_or_default()
+}
+
 pub fn stop_reason(s: StopReason) -> acp::StopReason {
     match s {
         StopReason::EndTurn => acp::StopReason::EndTurn,

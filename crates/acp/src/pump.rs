@@ -20,20 +20,66 @@ pub(crate) async fn run(
     mut events: mpsc::Receiver<SessionEvent>,
     stop: CancellationToken,
 ) {
+    let mut carry: Option<SessionEvent> = None;
     loop {
-        let ev = tokio::select! {
-            ev = events.recv() => ev,
-            () = stop.cancelled() => {
-                // Shutting down: pass on what is already queued, then stop.
-                while let Ok(ev) = events.try_recv() {
-                    forward(&server, ev).await;
+        let ev = match carry.take() {
+            Some(ev) => ev,
+            None => {
+                let next = tokio::select! {
+                    ev = events.recv() => ev,
+                    () = stop.cancelled() => {
+                        // Shutting down: pass on what is already queued, then stop.
+                        while let Ok(ev) = events.try_recv() {
+                            forward(&server, ev).await;
+                        }
+                        return;
+                    }
+                };
+                match next {
+                    Some(ev) => ev,
+                    None => return,
                 }
-                return;
             }
         };
-        match ev {
-            Some(ev) => forward(&server, ev).await,
-            None => return,
+        let (ev, next) = coalesce(ev, &mut events);
+        carry = next;
+        forward(&server, ev).await;
+    }
+}
+
+/// Merges the text deltas already queued behind `ev` (same session, turn and kind) into one
+/// update. Only what is already waiting is merged, so this never delays a delta; it only keeps a
+/// slow reader from paying per-delta costs. Returns the first event that did not merge.
+fn coalesce(
+    mut ev: SessionEvent,
+    events: &mut mpsc::Receiver<SessionEvent>,
+) -> (SessionEvent, Option<SessionEvent>) {
+    const MAX_MERGED_BYTES: usize = 64 * 1024;
+    loop {
+        match &ev.event {
+            Event::AgentMessageChunk { text } | Event::AgentThoughtChunk { text }
+                if text.len() < MAX_MERGED_BYTES => {}
+            _ => return (ev, None),
+        }
+        let Ok(next) = events.try_recv() else {
+            return (ev, None);
+        };
+        if next.session != ev.session || next.turn != ev.turn {
+            return (ev, Some(next));
+        }
+        match (&mut ev.event, next.event) {
+            (Event::AgentMessageChunk { text }, Event::AgentMessageChunk { text: more })
+            | (Event::AgentThoughtChunk { text }, Event::AgentThoughtChunk { text: more }) => {
+                text.push_str(&more);
+            }
+            (_, other) => {
+                let rest = SessionEvent {
+                    session: next.session,
+                    turn: next.turn,
+                    event: other,
+                };
+                return (ev, Some(rest));
+            }
         }
     }
 }
@@ -114,4 +160,48 @@ pub(crate) async fn fail_prompt(
         .out
         .reply(request_id, Ok(prompt_response(&outcome)))
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrite_core::ids::TurnId;
+
+    fn ev(turn: u64, event: Event) -> SessionEvent {
+        SessionEvent {
+            session: SessionId::parse("s").unwrap(),
+            turn: Some(TurnId(turn)),
+            event,
+        }
+    }
+
+    fn text(t: &str) -> Event {
+        Event::AgentMessageChunk { text: t.into() }
+    }
+
+    #[tokio::test]
+    async fn queued_deltas_merge_but_nothing_else_does() {
+        let (tx, mut rx) = mpsc::channel(16);
+        for e in [
+            ev(1, text("b")),
+            ev(1, text("c")),
+            ev(1, Event::AgentThoughtChunk { text: "t".into() }),
+            ev(1, text("d")),
+        ] {
+            tx.send(e).await.unwrap();
+        }
+        let (merged, carry) = coalesce(ev(1, text("a")), &mut rx);
+        assert_eq!(merged.event, text("abc"));
+        assert_eq!(
+            carry.unwrap().event,
+            Event::AgentThoughtChunk { text: "t".into() }
+        );
+        let (next, carry) = coalesce(rx.try_recv().unwrap(), &mut rx);
+        assert_eq!((next.event, carry), (text("d"), None));
+        // Another turn's delta is not merged.
+        tx.send(ev(2, text("x"))).await.unwrap();
+        let (one, carry) = coalesce(ev(1, text("y")), &mut rx);
+        assert_eq!(one.event, text("y"));
+        assert_eq!(carry.unwrap().turn, Some(TurnId(2)));
+    }
 }

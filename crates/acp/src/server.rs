@@ -87,6 +87,9 @@ pub(crate) struct Out(mpsc::Sender<String>);
 
 impl Out {
     pub async fn line(&self, line: String) {
+        if line.is_empty() {
+            return;
+        }
         // Fails only when stdout is gone; then there is no one to tell.
         let _ = self.0.send(line).await;
     }
@@ -100,11 +103,7 @@ impl Out {
     }
 
     pub async fn update(&self, session: &SessionId, update: acp::SessionUpdate) {
-        self.line(rpc::notification_line(
-            "session/update",
-            mapping::notification(session, update),
-        ))
-        .await;
+        self.line(mapping::update_line(session, update)).await;
     }
 }
 

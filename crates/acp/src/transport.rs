@@ -183,12 +183,15 @@ pub fn probe_id(head: &[u8]) -> Option<serde_json::Value> {
     None
 }
 
-/// The single writer of the output stream. Lines are written in the order they are queued;
-/// the stream is flushed whenever the queue runs dry.
+/// The single writer of the output stream. Lines are written in the order they are queued,
+/// through a buffer that is flushed whenever the queue runs dry: a burst of updates becomes a
+/// few large writes instead of two small ones per message (tokio's stdout hands every write
+/// to a blocking thread).
 pub async fn write_lines<W: AsyncWrite + Unpin>(
-    mut out: W,
+    out: W,
     mut rx: mpsc::Receiver<String>,
 ) -> std::io::Result<()> {
+    let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, out);
     while let Some(line) = rx.recv().await {
         out.write_all(line.as_bytes()).await?;
         out.write_all(b"\n").await?;

@@ -28,7 +28,9 @@ pub use options::LlmOptions;
 /// connection pool.
 #[derive(Clone)]
 pub struct Connector {
-    http: reqwest::Client,
+    /// Built on first use: loading the system's CA certificates takes several milliseconds,
+    /// which `ferrite acp` should not spend before answering `initialize`.
+    http: Arc<std::sync::OnceLock<reqwest::Client>>,
     options: LlmOptions,
 }
 
@@ -42,8 +44,19 @@ impl std::fmt::Debug for Connector {
 
 impl Connector {
     pub fn new(options: LlmOptions) -> Result<Self, ModelError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(options.connect_timeout)
+        Ok(Self {
+            http: Arc::new(std::sync::OnceLock::new()),
+            options,
+        })
+    }
+
+    /// The shared HTTP client, built the first time a provider is connected.
+    fn http(&self) -> Result<reqwest::Client, ModelError> {
+        if let Some(c) = self.http.get() {
+            return Ok(c.clone());
+        }
+        let built = reqwest::Client::builder()
+            .connect_timeout(self.options.connect_timeout)
             .user_agent(concat!("ferrite/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| {
@@ -52,7 +65,7 @@ impl Connector {
                     format!("could not set up the HTTP client: {e}"),
                 )
             })?;
-        Ok(Self { http, options })
+        Ok(self.http.get_or_init(|| built).clone())
     }
 
     /// [`LlmOptions::from_env`] applied to `env`.
@@ -91,7 +104,7 @@ impl ModelConnector for Connector {
         let headers = client::headers(provider.api, api_key)?;
         Ok(Arc::new(client::HttpModelClient {
             inner: Arc::new(client::Inner {
-                http: self.http.clone(),
+                http: self.http()?,
                 api: provider.api,
                 label: provider.name.clone(),
                 url,
