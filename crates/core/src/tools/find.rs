@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::content::ToolKind;
 use crate::model::ToolSpec;
 use crate::tools::grep::{relative, search_description, search_root, walker};
-use crate::tools::output::{blocking, cap, lock, parse_input, place};
+use crate::tools::output::{lock, parse_input, place, search_output};
 use crate::tools::paths::{display, resolve};
 use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -79,15 +79,7 @@ impl Tool for Find {
         input: Value,
         ctx: &'a ToolContext<'a>,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let cwd = ctx.cwd.clone();
-            let cancel = ctx.cancel.clone();
-            let text = blocking(move || run(input, &cwd, &cancel)).await?;
-            Ok(ToolOutput {
-                text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
-                content: vec![],
-            })
-        })
+        Box::pin(search_output(ctx, input, run))
     }
 }
 

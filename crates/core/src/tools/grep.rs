@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::content::{Location, ToolKind};
 use crate::model::ToolSpec;
-use crate::tools::output::{blocking, cap, lock, parse_input, place, plural, truncate_line};
+use crate::tools::output::{lock, parse_input, place, plural, search_output, truncate_line};
 use crate::tools::paths::{display, resolve};
 use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -89,15 +89,7 @@ impl Tool for Grep {
         input: Value,
         ctx: &'a ToolContext<'a>,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let cwd = ctx.cwd.clone();
-            let cancel = ctx.cancel.clone();
-            let text = blocking(move || run(input, &cwd, &cancel)).await?;
-            Ok(ToolOutput {
-                text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
-                content: vec![],
-            })
-        })
+        Box::pin(search_output(ctx, input, run))
     }
 }
 

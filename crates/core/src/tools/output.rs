@@ -9,7 +9,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::tools::paths::file_stem;
-use crate::tools::{OutputLimits, ToolError};
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::{OutputLimits, ToolContext, ToolError, ToolOutput};
 
 /// `text` cut to `limits` (whichever of lines or bytes comes first, never inside a character).
 /// When cut, the whole text goes to `spill_dir/<call_id>.txt` and the excerpt ends with a note
@@ -131,6 +133,21 @@ where
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ToolError::Fatal(format!("a file tool's worker thread failed: {e}")))?
+}
+
+/// Runs a search (`grep`, `find`) on the blocking pool and caps its text for the model.
+pub async fn search_output(
+    ctx: &ToolContext<'_>,
+    input: Value,
+    run: fn(Value, &Path, &CancellationToken) -> Result<String, ToolError>,
+) -> Result<ToolOutput, ToolError> {
+    let cwd = ctx.cwd.clone();
+    let cancel = ctx.cancel.clone();
+    let text = blocking(move || run(input, &cwd, &cancel)).await?;
+    Ok(ToolOutput {
+        text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
+        content: vec![],
+    })
 }
 
 /// Locks `m`; a panic in another walker thread leaves plain collected data behind, still usable.
