@@ -1,0 +1,362 @@
+//! The session task: owns a session's state and log, takes ops from its queue one at a time,
+//! and supervises the turn it starts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{CANCEL_GRACE, CLOSE_GRACE, Faults, Op, Services, Snapshot, settings_for};
+use crate::catalog::Catalog;
+use crate::events::{
+    Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
+};
+use crate::ids::{SessionId, TurnId};
+use crate::log::{EntryKind, StopReason, TurnFailure};
+use crate::model::TerminalStatus;
+use crate::modes::{Effort, Mode};
+use crate::state::SessionState;
+use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
+
+/// Resolves (by panicking) only when the session-task fault is on and a turn runs.
+async fn injected_fault(faults: Faults, turn_running: bool) {
+    if faults.panic_session_in_turn && turn_running {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        panic!("fault injection: session task panics during a turn");
+    }
+    std::future::pending::<()>().await
+}
+
+pub(super) struct SessionCtx {
+    pub catalog: Catalog,
+    pub ceiling: Mode,
+}
+
+impl SessionCtx {
+    pub(super) fn settings(&self, state: &SessionState) -> Settings {
+        settings_for(state, &self.catalog, self.ceiling)
+    }
+
+    /// Validates a change against the session and returns the entries that record it.
+    fn plan_change(
+        &self,
+        state: &SessionState,
+        change: &SettingChange,
+    ) -> Result<Vec<EntryKind>, Refusal> {
+        let current_model = state.model.as_deref().and_then(|m| self.catalog.model(m));
+        match change {
+            SettingChange::Mode(m) => {
+                if *m > self.ceiling {
+                    return Err(Refusal::Invalid(format!(
+                        "mode `{m}` is above this session's ceiling `{}`",
+                        self.ceiling
+                    )));
+                }
+                Ok(vec![EntryKind::Mode { mode: *m }])
+            }
+            SettingChange::Model(id) => {
+                let Some(info) = self.catalog.model(id) else {
+                    return Err(Refusal::Invalid(format!("unknown model `{id}`")));
+                };
+                let mut out = vec![EntryKind::Model { model: id.clone() }];
+                // Choices the new model cannot honour fall back rather than fail later.
+                if !info.reasoning && state.effort != Effort::Default {
+                    out.push(EntryKind::Effort {
+                        effort: Effort::Default,
+                    });
+                }
+                if !info.web_search && state.web_search {
+                    out.push(EntryKind::WebSearch { enabled: false });
+                }
+                Ok(out)
+            }
+            SettingChange::Effort(e) => {
+                if *e != Effort::Default && current_model.is_some_and(|m| !m.reasoning) {
+                    return Err(Refusal::Invalid(format!(
+                        "model `{}` does not take a reasoning effort",
+                        state.model.as_deref().unwrap_or_default()
+                    )));
+                }
+                Ok(vec![EntryKind::Effort { effort: *e }])
+            }
+            SettingChange::WebSearch(on) => {
+                if *on && !current_model.is_some_and(|m| m.web_search) {
+                    return Err(Refusal::Invalid(format!(
+                        "model `{}` has no hosted web search",
+                        state.model.as_deref().unwrap_or("(none)")
+                    )));
+                }
+                Ok(vec![EntryKind::WebSearch { enabled: *on }])
+            }
+        }
+    }
+}
+
+struct Running {
+    id: TurnId,
+    cancel: CancellationToken,
+    handle: JoinHandle<TurnOutcome>,
+    deadline: Option<Instant>,
+}
+
+impl Drop for Running {
+    /// If the session task goes away (even by panicking), its turn goes with it: no model
+    /// stream or command outlives the session that started it.
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+enum RunningEnd {
+    Finished(Result<TurnOutcome, tokio::task::JoinError>),
+    DeadlinePassed,
+}
+
+async fn wait_running(running: &mut Option<Running>) -> RunningEnd {
+    let Some(r) = running.as_mut() else {
+        return std::future::pending().await;
+    };
+    match r.deadline {
+        Some(d) => tokio::select! {
+            res = &mut r.handle => RunningEnd::Finished(res),
+            () = tokio::time::sleep_until(d) => RunningEnd::DeadlinePassed,
+        },
+        None => RunningEnd::Finished((&mut r.handle).await),
+    }
+}
+
+pub(super) async fn session_task(
+    core: Arc<Mutex<SessionCore>>,
+    mut ctx: SessionCtx,
+    mut ops: mpsc::Receiver<Op>,
+    services: Arc<Services>,
+    events: mpsc::Sender<SessionEvent>,
+    next_turn: Arc<AtomicU64>,
+) {
+    let session = lock(&core).state.id.clone();
+    let mut running: Option<Running> = None;
+    let closed_reply = loop {
+        let turn_running = running.is_some();
+        let step = tokio::select! {
+            op = ops.recv() => Ok(op),
+            end = wait_running(&mut running) => Err(end),
+            () = injected_fault(services.faults, turn_running) => continue,
+        };
+        match step {
+            Err(end) => {
+                let Some(r) = running.take() else { continue };
+                let outcome = match end {
+                    RunningEnd::Finished(Ok(outcome)) => outcome,
+                    RunningEnd::Finished(Err(e)) => {
+                        tracing::error!(session = %session, error = %e, "turn task failed");
+                        interrupted(
+                            "internal",
+                            "The turn stopped unexpectedly (an internal error); the session is intact and you can continue.",
+                        )
+                    }
+                    RunningEnd::DeadlinePassed => {
+                        tracing::warn!(session = %session, "turn ignored cancel; aborting it");
+                        r.handle.abort();
+                        TurnOutcome {
+                            stop: StopReason::Cancelled,
+                            failure: None,
+                        }
+                    }
+                };
+                finish_turn(&core, &events, &session, r.id, outcome).await;
+            }
+            Ok(None) => break None,
+            Ok(Some(Op::Prompt {
+                content,
+                options,
+                reply,
+            })) => {
+                if running.is_some() {
+                    let _ = reply.send(Err(Refusal::Busy));
+                    continue;
+                }
+                if services.faults.stall_session_on_prompt {
+                    // Test hook: the session task stops taking ops, like a deadlock would.
+                    tracing::warn!("fault injection: stalling the session task");
+                    std::future::pending::<()>().await;
+                }
+                if let Some(refusal) = check_turn_options(&ctx, &lock(&core).state, &options) {
+                    let _ = reply.send(Err(refusal));
+                    continue;
+                }
+                let id = TurnId(next_turn.fetch_add(1, Ordering::Relaxed));
+                let cancel = CancellationToken::new();
+                let rec = Recorder {
+                    core: core.clone(),
+                    events: events.clone(),
+                    session: session.clone(),
+                    turn: Some(id),
+                };
+                let handle = tokio::spawn(run_turn(
+                    services.clone(),
+                    rec,
+                    TurnRequest { content, options },
+                    cancel.clone(),
+                ));
+                running = Some(Running {
+                    id,
+                    cancel,
+                    handle,
+                    deadline: None,
+                });
+                let _ = reply.send(Ok(id));
+            }
+            Ok(Some(Op::Cancel)) => {
+                if let Some(r) = running.as_mut() {
+                    r.cancel.cancel();
+                    r.deadline
+                        .get_or_insert_with(|| Instant::now() + CANCEL_GRACE);
+                }
+            }
+            Ok(Some(Op::Change { change, reply })) => {
+                let result = apply_change(&core, &mut ctx, &change);
+                let _ = reply.send(result);
+            }
+            Ok(Some(Op::Snapshot { reply })) => {
+                let core = lock(&core);
+                let _ = reply.send(Snapshot {
+                    settings: ctx.settings(&core.state),
+                    replay: core.state.replay(),
+                    parent: core.state.parent.clone(),
+                    running: running.is_some(),
+                });
+            }
+            Ok(Some(Op::Close { reply })) => {
+                if let Some(mut r) = running.take() {
+                    r.cancel.cancel();
+                    let outcome = match tokio::time::timeout(CANCEL_GRACE, &mut r.handle).await {
+                        Ok(Ok(o)) => o,
+                        Ok(Err(_)) | Err(_) => {
+                            r.handle.abort();
+                            TurnOutcome {
+                                stop: StopReason::Cancelled,
+                                failure: None,
+                            }
+                        }
+                    };
+                    finish_turn(&core, &events, &session, r.id, outcome).await;
+                }
+                if let Err(e) = lock(&core).log.sync() {
+                    tracing::error!(session = %session, error = %e, "could not flush session log on close");
+                }
+                break Some(reply);
+            }
+        }
+    };
+    // Dropping `core` closes the log file and releases its lock; only then is the close
+    // answered, so the session can be reopened at once.
+    let extra_tools = lock(&core).extra_tools.take();
+    if let Some(provider) = extra_tools
+        && tokio::time::timeout(CLOSE_GRACE, provider.shutdown())
+            .await
+            .is_err()
+    {
+        tracing::warn!(session = %session, "MCP servers did not stop in time");
+    }
+    drop(core);
+    if let Some(reply) = closed_reply {
+        let _ = reply.send(());
+    }
+}
+
+fn interrupted(kind: &str, message: &str) -> TurnOutcome {
+    TurnOutcome {
+        stop: StopReason::EndTurn,
+        failure: Some(TurnFailure {
+            terminal_status: TerminalStatus::Interrupted,
+            error_kind: kind.into(),
+            message: message.into(),
+        }),
+    }
+}
+
+fn check_turn_options(ctx: &SessionCtx, state: &SessionState, o: &TurnOptions) -> Option<Refusal> {
+    let model_id = o.model.as_deref().or(state.model.as_deref());
+    if let Some(m) = &o.model
+        && ctx.catalog.model(m).is_none()
+    {
+        return Some(Refusal::Invalid(format!("unknown model `{m}`")));
+    }
+    let info = model_id.and_then(|m| ctx.catalog.model(m));
+    if let Some(e) = o.effort
+        && e != Effort::Default
+        && info.is_some_and(|m| !m.reasoning)
+    {
+        return Some(Refusal::Invalid(format!(
+            "model `{}` does not take a reasoning effort",
+            model_id.unwrap_or_default()
+        )));
+    }
+    if o.web_search == Some(true) && !info.is_some_and(|m| m.web_search) {
+        return Some(Refusal::Invalid(format!(
+            "model `{}` has no hosted web search",
+            model_id.unwrap_or("(none)")
+        )));
+    }
+    None
+}
+
+fn apply_change(
+    core: &Mutex<SessionCore>,
+    ctx: &mut SessionCtx,
+    change: &SettingChange,
+) -> Result<Settings, Refusal> {
+    let mut core = lock(core);
+    let entries = ctx.plan_change(&core.state, change)?;
+    for e in entries {
+        core.log
+            .append(e.clone())
+            .map_err(|e| Refusal::Invalid(format!("could not record the change: {e}")))?;
+        core.state.apply(e);
+    }
+    if let Err(e) = core.log.sync() {
+        tracing::error!(error = %e, "could not sync session log");
+    }
+    Ok(ctx.settings(&core.state))
+}
+
+async fn finish_turn(
+    core: &Mutex<SessionCore>,
+    events: &mpsc::Sender<SessionEvent>,
+    session: &SessionId,
+    turn: TurnId,
+    outcome: TurnOutcome,
+) {
+    {
+        let mut core = lock(core);
+        let entry = EntryKind::TurnEnd {
+            stop: outcome.stop,
+            failure: outcome.failure.clone(),
+        };
+        if let Err(e) = core.log.append(entry.clone()) {
+            tracing::error!(session = %session, error = %e, "could not record the end of a turn");
+        } else {
+            core.state.apply(entry);
+        }
+        if let Err(e) = core.log.sync() {
+            tracing::error!(session = %session, error = %e, "could not sync session log");
+        }
+    }
+    let send = |event| SessionEvent {
+        session: session.clone(),
+        turn: Some(turn),
+        event,
+    };
+    if let Some(f) = &outcome.failure {
+        let _ = events
+            .send(send(Event::AgentMessageChunk {
+                text: f.message.clone(),
+            }))
+            .await;
+    }
+    let _ = events.send(send(Event::TurnEnded(outcome))).await;
+}
