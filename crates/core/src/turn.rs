@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -112,6 +112,9 @@ impl Recorder {
         let _ = self.events.send(ev).await;
     }
 }
+
+/// The most text merged into one `agent_message_chunk` from deltas that arrived together.
+const MERGE_LIMIT_BYTES: usize = 16 * 1024;
 
 /// What every tool call of a turn shares.
 pub(crate) struct CallEnv {
@@ -412,11 +415,16 @@ async fn run_turn_inner(
         let mut stream = client.stream(request, cancel.child_token());
         let mut partial_text = String::new();
         let mut partial_thought = String::new();
+        // An event taken from the stream while merging deltas, to be handled next.
+        let mut held = None;
         let response = loop {
-            let next = tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                item = stream.next() => Some(item),
+            let next = match held.take() {
+                Some(item) => Some(item),
+                None => tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => None,
+                    item = stream.next() => Some(item),
+                },
             };
             let Some(item) = next else {
                 // Keep what the user already saw, so history matches the screen.
@@ -424,7 +432,19 @@ async fn run_turn_inner(
                 return Ok(ended(StopReason::Cancelled));
             };
             match item {
-                Some(Ok(ModelEvent::TextDelta(t))) => {
+                Some(Ok(ModelEvent::TextDelta(mut t))) => {
+                    // Deltas that are already decoded (one network read carries many) go out as
+                    // one update: a fast stream costs an update per read, not per token.
+                    while t.len() < MERGE_LIMIT_BYTES {
+                        match stream.next().now_or_never() {
+                            Some(Some(Ok(ModelEvent::TextDelta(more)))) => t.push_str(&more),
+                            Some(other) => {
+                                held = Some(other);
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
                     partial_text.push_str(&t);
                     rec.emit(Event::AgentMessageChunk { text: t }).await;
                 }
