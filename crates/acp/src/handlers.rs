@@ -374,6 +374,13 @@ pub(crate) async fn open_session(s: Arc<Server>, id: Value, params: Value, repla
         )
     };
     s.out.reply(&id, body).await;
+    if let Some(title) = opened.title.clone() {
+        // Editors that list sessions show the title of a loaded one too.
+        let info = acp::SessionInfoUpdate::new().title(title);
+        s.out
+            .update(&sid, acp::SessionUpdate::SessionInfoUpdate(info))
+            .await;
+    }
     let cwd = s
         .runtime
         .services()

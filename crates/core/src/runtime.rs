@@ -156,6 +156,8 @@ pub struct Opened {
     pub parent: Option<SessionId>,
     /// The conversation as events; empty unless asked for.
     pub replay: Vec<Event>,
+    /// The session's title, if it has one yet.
+    pub title: Option<String>,
     /// Holds the session's notices (e.g. an MCP server that failed to start) until the client
     /// knows the session: call [`NoticeGate::release`] after answering.
     pub notices: NoticeGate,
@@ -184,6 +186,7 @@ struct Snapshot {
     settings: Settings,
     replay: Vec<Event>,
     parent: Option<SessionId>,
+    title: Option<String>,
     running: bool,
 }
 
@@ -404,6 +407,7 @@ impl Runtime {
                 settings: snap.settings,
                 parent: snap.parent,
                 replay: if replay { snap.replay } else { vec![] },
+                title: snap.title,
                 notices,
             });
         }
@@ -440,6 +444,7 @@ impl Runtime {
             _ => None,
         };
         let parent = state.parent.clone();
+        let title = state.title.clone();
         let ctx = SessionCtx { catalog, ceiling };
         let settings = ctx.settings(&state);
         let events = if replay { state.replay() } else { vec![] };
@@ -471,6 +476,7 @@ impl Runtime {
             settings,
             parent,
             replay: events,
+            title,
             notices,
         }
     }

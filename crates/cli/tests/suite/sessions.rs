@@ -386,6 +386,13 @@ async fn load_replays_history_before_answering_and_restores_settings() {
         "high"
     );
     assert_eq!(r["_meta"]["ferrite"]["sessionId"], s.as_str());
+    let info = c
+        .wait_for(Duration::from_secs(5), |m| {
+            m["params"]["update"]["sessionUpdate"] == "session_info_update"
+        })
+        .await
+        .expect("the title after the answer");
+    assert_eq!(info["params"]["update"]["title"], "first question");
     // The loaded session takes prompts.
     let r = c
         .request("session/prompt", text_prompt(&s, "third"))

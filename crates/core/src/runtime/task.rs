@@ -227,6 +227,7 @@ pub(super) async fn session_task(
                     settings: ctx.settings(&core.state),
                     replay: core.state.replay(),
                     parent: core.state.parent.clone(),
+                    title: core.state.title.clone(),
                     running: running.is_some(),
                 });
             }
