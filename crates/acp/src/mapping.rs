@@ -11,7 +11,6 @@ use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
 use ferrite_core::mcp::{McpServerSpec, McpTransport};
 use ferrite_core::modes::{Effort, Mode};
-use serde_json::Value;
 
 /// A prompt's blocks in ferrite's terms. Audio is refused: ferrite does not advertise it.
 pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>, String> {
@@ -246,14 +245,6 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
     }
 }
 
-pub fn notification(session: &SessionId, update: acp::SessionUpdate) -> Value {
-    serde_json::to_value(acp::SessionNotification::new(
-        acp::SessionId::new(session.as_str()),
-        update,
-    ))
-    .unwrap_or(Value::Null)
-}
-
 /// A whole `session/update` JSON-RPC line, serialized in one pass (no intermediate `Value`: the
 /// streaming path sends one per text delta).
 pub fn update_line(session: &SessionId, update: acp::SessionUpdate) -> String {
@@ -404,7 +395,7 @@ pub fn parse_option(config_id: &str, value: &str) -> Result<OptionChange, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn settings() -> Settings {
         Settings {
@@ -436,24 +427,26 @@ mod tests {
     #[test]
     fn text_chunk_shape() {
         let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, false);
-        let v = notification(
+        let line = update_line(
             &SessionId::parse("s1").unwrap(),
             u.into_iter().next().unwrap(),
         );
+        let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(
             v,
-            json!({"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}})
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
         );
     }
 
     #[test]
     fn mode_update_uses_current_mode_id() {
         let u = updates(&Event::ModeChanged { mode: Mode::Auto }, false);
-        let v = notification(
+        let line = update_line(
             &SessionId::parse("s").unwrap(),
             u.into_iter().next().unwrap(),
         );
-        assert_eq!(v["update"]["currentModeId"], "auto");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["params"]["update"]["currentModeId"], "auto");
     }
 
     #[test]

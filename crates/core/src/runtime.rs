@@ -287,10 +287,6 @@ impl SessionHandle {
         rx.await.map_err(|_| Refusal::Closed)
     }
 
-    pub async fn settings(&self) -> Result<Settings, Refusal> {
-        Ok(self.snapshot().await?.settings)
-    }
-
     /// Resolves when the session task is gone (closed, or died).
     pub async fn closed(&self) {
         self.ops.closed().await

@@ -128,11 +128,6 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// Every built-in tool.
-    pub fn builtin() -> Self {
-        registry_for(crate::modes::Harness::Code)
-    }
-
     pub fn add(&mut self, tool: Arc<dyn Tool>) {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);

@@ -151,12 +151,10 @@ impl CallEnv {
         config: &Config,
         catalog: &Catalog,
         cwd: &Path,
+        roots: Vec<PathBuf>,
         force_ask: bool,
     ) -> Self {
-        let (harness, roots) = {
-            let core = lock(&rec.core);
-            (core.state.harness, core.state.workspace_roots())
-        };
+        let harness = lock(&rec.core).state.harness;
         let spill_dir = services
             .store
             .dir()
@@ -359,6 +357,7 @@ async fn run_turn_inner(
         &config,
         &catalog,
         &cwd,
+        roots,
         req.options.force_ask,
     );
     let provider = lock(&rec.core).extra_tools.clone();

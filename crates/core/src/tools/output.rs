@@ -387,7 +387,6 @@ mod registry_tests {
             "update_plan",
             "write",
         ];
-        assert_eq!(names(&ToolRegistry::builtin()), all);
         assert_eq!(names(&registry_for(Harness::Code)), all);
         assert_eq!(names(&registry_for(Harness::Unattended)), all);
         assert_eq!(

@@ -10,8 +10,8 @@ use crate::events::Event;
 use crate::log::{EntryKind, StoreError};
 use crate::model::ToolSpec;
 use crate::modes::Mode;
-use crate::permissions::{OptionKind, PermissionAnswer, PermissionOption, PermissionRequest};
-use crate::turn::{CallEnd, CallEnv, Recorder, finish_call, lock};
+use crate::permissions::{OptionKind, PermissionOption, PermissionRequest};
+use crate::turn::{CallEnd, CallEnv, Recorder, finish_call, lock, permission};
 
 pub(crate) const NAME: &str = "exit_plan";
 
@@ -103,15 +103,10 @@ pub(crate) async fn run(
     };
     let req = PermissionRequest {
         call: view,
-        options: options.clone(),
+        options,
     };
-    let answer = tokio::select! {
-        biased;
-        () = cancel.cancelled() => None,
-        a = tokio::time::timeout(env.permission_timeout, approver.request(&rec.session, req)) => Some(a),
-    };
-    let kind = match answer {
-        None => {
+    let kind = match permission::ask_user(rec, env, approver.as_ref(), req, cancel).await {
+        permission::Asked::Cancelled => {
             finish_call(
                 rec,
                 id,
@@ -123,10 +118,9 @@ pub(crate) async fn run(
             .await?;
             return Ok(CallEnd::Cancelled);
         }
-        Some(Err(_)) | Some(Ok(PermissionAnswer::Cancelled)) => None,
-        Some(Ok(PermissionAnswer::Selected(sel))) => {
-            options.iter().find(|o| o.id == sel).map(|o| o.kind)
-        }
+        // Nobody answered in time: the plan stays a plan.
+        permission::Asked::TimedOut => None,
+        permission::Asked::Picked(kind) => kind,
     };
     let new_mode = match kind {
         Some(OptionKind::AllowAlways) => Mode::Auto,

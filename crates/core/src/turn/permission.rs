@@ -5,7 +5,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::content::ToolCallView;
 use crate::permissions::{
-    self, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest, Rules, StoredRules,
+    self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest, Rules,
+    StoredRules,
 };
 use crate::tools::Access;
 use crate::turn::{CallEnv, Recorder, lock};
@@ -70,29 +71,18 @@ async fn ask(
     let options = permissions::options_for(tool, access, &env.roots);
     let req = PermissionRequest {
         call: view.clone(),
-        options: options.clone(),
+        options,
     };
-    let answer = tokio::select! {
-        biased;
-        () = cancel.cancelled() => return Gate::Cancelled,
-        a = tokio::time::timeout(env.permission_timeout, approver.request(&rec.session, req)) => a,
-    };
-    let answer = match answer {
-        Ok(a) => a,
-        Err(_) => {
+    let kind = match ask_user(rec, env, approver.as_ref(), req, cancel).await {
+        Asked::Cancelled => return Gate::Cancelled,
+        Asked::TimedOut => {
             return Gate::Refused(format!(
                 "Permission denied: the user did not answer within {} s.",
                 env.permission_timeout.as_secs()
             ));
         }
+        Asked::Picked(kind) => kind,
     };
-    let kind = match answer {
-        PermissionAnswer::Selected(id) => options.iter().find(|o| o.id == id).map(|o| o.kind),
-        PermissionAnswer::Cancelled => None,
-    };
-    if cancel.is_cancelled() {
-        return Gate::Cancelled;
-    }
     match kind {
         Some(OptionKind::AllowOnce) => Gate::Run,
         Some(OptionKind::AllowAlways) => {
@@ -105,6 +95,42 @@ async fn ask(
             Gate::Refused("The user declined this call and calls like it.".into())
         }
         None => Gate::Refused("The permission request was cancelled; the call did not run.".into()),
+    }
+}
+
+/// What came of asking the user.
+pub(super) enum Asked {
+    /// The kind of the option picked; `None` when the client answered "cancelled" or with an
+    /// option that was not offered.
+    Picked(Option<OptionKind>),
+    TimedOut,
+    /// The turn was cancelled while (or just as) the user was being asked.
+    Cancelled,
+}
+
+/// Puts `req` to the user, bounded by `permissions.timeout_secs` and the turn's cancel.
+pub(super) async fn ask_user(
+    rec: &Recorder,
+    env: &CallEnv,
+    approver: &dyn Approver,
+    req: PermissionRequest,
+    cancel: &CancellationToken,
+) -> Asked {
+    let options = req.options.clone();
+    let answer = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Asked::Cancelled,
+        a = tokio::time::timeout(env.permission_timeout, approver.request(&rec.session, req)) => a,
+    };
+    if cancel.is_cancelled() {
+        return Asked::Cancelled;
+    }
+    match answer {
+        Err(_) => Asked::TimedOut,
+        Ok(PermissionAnswer::Selected(id)) => {
+            Asked::Picked(options.iter().find(|o| o.id == id).map(|o| o.kind))
+        }
+        Ok(PermissionAnswer::Cancelled) => Asked::Picked(None),
     }
 }
 
