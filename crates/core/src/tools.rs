@@ -4,6 +4,7 @@
 mod bash;
 mod edit;
 pub mod find;
+pub mod fsops;
 pub mod grep;
 mod ls;
 mod output;

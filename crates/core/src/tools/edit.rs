@@ -110,7 +110,7 @@ fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, Tool
             "old_string and new_string are the same, so there is nothing to change.".into(),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+    let bytes = crate::tools::write::read_existing(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => respond(format!(
             "{shown} does not exist. Use `write` to create it, or `find` to locate the file."
         )),
@@ -129,7 +129,8 @@ fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, Tool
         input.replace_all,
     )
     .map_err(|e| respond(e.message(shown, &old_text, &input.old_string)))?;
-    std::fs::write(path, &applied.new_text)
+    crate::tools::fsops::open_write(path, crate::tools::fsops::Parents::MustExist)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, applied.new_text.as_bytes()))
         .map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
 
     let text = format!(

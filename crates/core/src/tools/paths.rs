@@ -7,33 +7,74 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// `input` (absolute, relative to `cwd`, or `~/...`) as an absolute path whose existing prefix is
-/// canonical (symlinks resolved) and whose non-existing tail is lexically normalized.
+/// How many symlinks one resolution follows before giving up, as the kernel's `ELOOP` limit.
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// `input` (absolute, relative to `cwd`, or `~/...`) as an absolute path with every symlink
+/// resolved, the final component and dangling links included, and `..` applied after the links
+/// before it were followed (what the kernel does). A tail that does not exist yet (a file `write`
+/// will create) is kept as written, normalized.
+///
+/// Resolving *dangling* links matters: `canonicalize` fails on them, and a link in the workspace
+/// pointing at a file outside it that does not exist yet would otherwise look like a workspace
+/// path to the policy while `write` creates the file outside. A symlink loop leaves the rest of the
+/// path unresolved; the operation itself then fails, because tools open what was decided without
+/// following any link ([`super::fsops`]).
 pub fn resolve(cwd: &Path, input: &str) -> PathBuf {
     let joined = match expand_home(input) {
         Some(home) => home,
         None => cwd.join(input),
     };
-    let mut out = PathBuf::new();
-    for comp in joined.components() {
-        match comp {
-            Component::Prefix(_) | Component::RootDir => out.push(comp.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                // `out` is canonical as far as it exists, so popping is what the kernel does too.
+    resolve_components(&joined)
+}
+
+fn resolve_components(path: &Path) -> PathBuf {
+    // Components still to walk, in reverse so the next one is `pop()`ed.
+    let mut pending: Vec<std::ffi::OsString> = Vec::new();
+    push_reversed(&mut pending, path);
+    let mut out = PathBuf::from("/");
+    let mut hops = 0usize;
+    while let Some(name) = pending.pop() {
+        match name.to_str() {
+            Some("/") => out = PathBuf::from("/"),
+            Some(".") => {}
+            Some("..") => {
+                // `out` holds no symlink, so popping is what the kernel does.
                 out.pop();
             }
-            Component::Normal(name) => {
-                out.push(name);
-                // One syscall per component keeps symlinks in the middle of the path (`link/..`)
-                // resolved before any later `..` is applied.
-                if let Ok(canonical) = std::fs::canonicalize(&out) {
-                    out = canonical;
+            _ => {
+                let candidate = out.join(&name);
+                match std::fs::symlink_metadata(&candidate) {
+                    Ok(meta) if meta.file_type().is_symlink() && hops < MAX_SYMLINK_HOPS => {
+                        hops += 1;
+                        match std::fs::read_link(&candidate) {
+                            // The link's target replaces the link: absolute from `/`,
+                            // relative from the link's directory (`out`).
+                            Ok(target) => push_reversed(&mut pending, &target),
+                            Err(_) => out = candidate,
+                        }
+                    }
+                    _ => out = candidate,
                 }
             }
         }
     }
     out
+}
+
+/// Pushes `path`'s components onto `stack` so that they pop in order; an absolute path starts
+/// with a `/` marker that resets the walk to the root.
+fn push_reversed(stack: &mut Vec<std::ffi::OsString>, path: &Path) {
+    let mut comps: Vec<std::ffi::OsString> = Vec::new();
+    for comp in path.components() {
+        match comp {
+            Component::Prefix(_) | Component::RootDir => comps.push("/".into()),
+            Component::CurDir => {}
+            Component::ParentDir => comps.push("..".into()),
+            Component::Normal(n) => comps.push(n.to_owned()),
+        }
+    }
+    stack.extend(comps.into_iter().rev());
 }
 
 /// Whether `path` (already resolved) lies in one of the workspace `roots` (canonical).
@@ -138,6 +179,31 @@ mod tests {
             std::slice::from_ref(&root)
         ));
         assert!(is_inside(&resolve(&root, "f"), &[root]));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dangling_links_are_resolved_to_where_they_point() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = canon(dir.path());
+        let outside = tempfile::tempdir().unwrap();
+        let outside_root = canon(outside.path());
+        // A cloned repository can ship a link to a file that does not exist yet.
+        std::os::unix::fs::symlink(outside_root.join("victim.txt"), root.join("innocent.txt"))
+            .unwrap();
+        assert_eq!(
+            resolve(&root, "innocent.txt"),
+            outside_root.join("victim.txt")
+        );
+        // Relative targets, chains of links and a dangling directory link.
+        std::os::unix::fs::symlink("innocent.txt", root.join("second")).unwrap();
+        assert_eq!(resolve(&root, "second"), outside_root.join("victim.txt"));
+        std::os::unix::fs::symlink(outside_root.join("nodir"), root.join("d")).unwrap();
+        assert_eq!(resolve(&root, "d/f.txt"), outside_root.join("nodir/f.txt"));
+        // A loop stops without hanging.
+        std::os::unix::fs::symlink("loop2", root.join("loop1")).unwrap();
+        std::os::unix::fs::symlink("loop1", root.join("loop2")).unwrap();
+        let _ = resolve(&root, "loop1/x");
     }
 
     #[test]

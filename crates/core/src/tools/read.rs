@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::content::{Location, ToolKind};
 use crate::model::ToolSpec;
-use crate::tools::output::{blocking, parse_input, truncate_line};
+use crate::tools::output::{blocking, floor_char_boundary, parse_input};
 use crate::tools::paths::{display, resolve};
 use crate::tools::{
     Access, CallDescription, OutputLimits, Tool, ToolContext, ToolError, ToolOutput,
@@ -20,6 +20,8 @@ use crate::tools::{
 pub const DEFAULT_LIMIT: usize = 2_000;
 /// Longer lines are cut: a minified bundle would otherwise fill the page with one line.
 const MAX_LINE_BYTES: usize = 2_000;
+/// How far past the page a file is read to count its lines.
+const MAX_SCAN_BYTES: u64 = 256 * 1024 * 1024;
 /// How much of the start of a file is checked for NUL bytes (git and ripgrep do the same).
 const BINARY_PROBE: usize = 8 * 1024;
 
@@ -144,19 +146,16 @@ fn read_page(
     limits: OutputLimits,
 ) -> Result<String, ToolError> {
     let respond = ToolError::RespondToModel;
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+    let file = crate::tools::fsops::open_read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => respond(format!(
             "{shown} does not exist. Check the path, or use `find` to locate the file."
         )),
+        std::io::ErrorKind::IsADirectory => respond(format!(
+            "{shown} is a directory, not a file. Use `ls` to list its entries."
+        )),
         _ => respond(format!("cannot read {shown}: {e}")),
     })?;
-    if meta.is_dir() {
-        return Err(respond(format!(
-            "{shown} is a directory, not a file. Use `ls` to list its entries."
-        )));
-    }
-    let file =
-        std::fs::File::open(path).map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut reader = BufReader::with_capacity(64 * 1024, file);
 
     let mut probe = Vec::with_capacity(BINARY_PROBE);
@@ -166,8 +165,7 @@ fn read_page(
         .map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
     if probe.contains(&0) {
         return Err(respond(format!(
-            "{shown} is a binary file ({} bytes); `read` only shows text.",
-            meta.len()
+            "{shown} is a binary file ({len} bytes); `read` only shows text."
         )));
     }
     let reader = BufReader::new(std::io::Cursor::new(probe).chain(reader));
@@ -207,12 +205,19 @@ fn paginate<R: BufRead>(
     // Set when the byte budget, not `limit`, ended the page: the footer says where to go on.
     let mut budget_hit = false;
     let mut buf = Vec::new();
+    let mut scanned = 0u64;
+    let mut total_known = true;
     loop {
         buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
+        let n = read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES + 4)
             .map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
         if n == 0 {
+            break;
+        }
+        scanned += n as u64;
+        if scanned > MAX_SCAN_BYTES && line_no >= first.saturating_add(limit) {
+            // Counting the lines of a huge file would cost more than the page is worth.
+            total_known = false;
             break;
         }
         line_no += 1;
@@ -221,7 +226,16 @@ fn paginate<R: BufRead>(
         }
         let text = String::from_utf8_lossy(&buf);
         let text = text.trim_end_matches('\n').trim_end_matches('\r');
-        let line = format!("{line_no:>6}\t{}\n", truncate_line(text, MAX_LINE_BYTES));
+        // `buf` holds at most the start of a long line; `n` says how long it really was.
+        let ending = if buf.ends_with(b"\r\n") { 2 } else { usize::from(buf.ends_with(b"\n")) };
+        let line_len = n - ending;
+        let shown_line = if line_len > MAX_LINE_BYTES {
+            let cut = floor_char_boundary(text, MAX_LINE_BYTES);
+            format!("{}… [{} more bytes]", &text[..cut], line_len - cut)
+        } else {
+            text.to_owned()
+        };
+        let line = format!("{line_no:>6}\t{shown_line}\n");
         // Leave room for the footer within the byte budget.
         if out.len() + line.len() + 200 > limits.max_bytes && last_shown >= first {
             budget_hit = true;
@@ -239,22 +253,54 @@ fn paginate<R: BufRead>(
             "offset {first} is past the end of {shown}, which has {total} lines."
         )));
     }
-    if first > 1 || last_shown < total {
+    if first > 1 || last_shown < total || !total_known {
         let why = if budget_hit || (limit < asked && last_shown < total) {
             " (the output size limit was reached)"
         } else {
             ""
         };
-        let more = if last_shown < total {
+        let of_total = if total_known {
+            format!(" of {total}")
+        } else {
+            format!(" of more than {total}")
+        };
+        let more = if last_shown < total || !total_known {
             format!("; use offset={} to read more", last_shown + 1)
         } else {
             String::new()
         };
         out.push_str(&format!(
-            "\n(showing lines {first}-{last_shown} of {total}{why}{more})\n"
+            "\n(showing lines {first}-{last_shown}{of_total}{why}{more})\n"
         ));
     }
     Ok(out)
+}
+
+/// Reads one line (through `\n`) from `reader`, keeping at most `cap` bytes of it in `buf` and
+/// discarding the rest, so a file without newlines cannot fill memory. Returns the bytes consumed.
+fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<usize> {
+    let mut consumed = 0usize;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = cap.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take);
+        consumed += take;
+        if done {
+            return Ok(consumed);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -272,6 +318,19 @@ mod tests {
         env.write("a.txt", "alpha\r\nbeta\ngamma");
         let out = env.ok(&Read, json!({"path": "a.txt"})).await;
         assert_eq!(out, "     1\talpha\n     2\tbeta\n     3\tgamma\n");
+    }
+
+    #[test]
+    fn long_lines_are_read_in_bounded_memory() {
+        let mut data = vec![b'x'; 5_000_000];
+        data.extend_from_slice(b"\nshort\n");
+        let mut reader = BufReader::new(std::io::Cursor::new(data));
+        let mut buf = Vec::new();
+        assert_eq!(read_line_capped(&mut reader, &mut buf, 100).unwrap(), 5_000_001);
+        assert_eq!(buf.len(), 100);
+        buf.clear();
+        assert_eq!(read_line_capped(&mut reader, &mut buf, 100).unwrap(), 6);
+        assert_eq!(buf, b"short\n");
     }
 
     #[tokio::test]

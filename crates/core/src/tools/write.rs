@@ -1,5 +1,6 @@
 //! `write`: create or replace a whole file. The editor is shown a diff against what was there.
 
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 
 use futures::future::BoxFuture;
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use crate::content::{Location, ToolContent, ToolKind};
 use crate::model::ToolSpec;
 use crate::tools::output::{blocking, count_lines, parse_input, plural};
+use crate::tools::fsops::{self, Parents};
 use crate::tools::paths::{display, resolve};
 use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -84,16 +86,14 @@ fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, T
             "{shown} is a directory; give the path of a file inside it."
         )));
     }
-    let old_text = match std::fs::read(path) {
+    let old_text = match read_existing(path) {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(respond(format!("cannot read {shown} before writing: {e}"))),
     };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| respond(format!("cannot create the directory for {shown}: {e}")))?;
-    }
-    std::fs::write(path, &content).map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
+    fsops::open_write(path, Parents::Create)
+        .and_then(|mut f| f.write_all(content.as_bytes()))
+        .map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
     let lines = count_lines(&content);
     let text = match &old_text {
         None => format!(
@@ -115,6 +115,13 @@ fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, T
             new_text: content,
         }],
     })
+}
+
+/// The whole content of an existing file, opened without following links.
+pub(crate) fn read_existing(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    fsops::open_read(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The resolved `path` argument, when there is one.
