@@ -20,6 +20,7 @@ pub mod model;
 pub mod modes;
 pub mod permissions;
 pub mod prompt;
+pub mod protected;
 pub mod runtime;
 pub mod state;
 pub mod time;

@@ -309,7 +309,8 @@ pub fn decide(call: &Call<'_>, rules: &Rules) -> Decision {
         // Commands in plan mode run in a read-only sandbox without network.
         (Mode::Plan, Access::Execute { .. }) => Decision::Allow,
         (Mode::Plan | Mode::Ask | Mode::Auto, Access::Read { paths }) => {
-            if inside(paths, roots) || mode == Mode::Auto || allowed_by_rule() {
+            // Outside the workspace, `auto` asks too: `~/.ssh/id_*` is one read away otherwise.
+            if inside(paths, roots) || allowed_by_rule() {
                 Decision::Allow
             } else {
                 Decision::Ask
@@ -714,9 +715,10 @@ mod tests {
             Decision::Allow
         );
         assert_eq!(d("read", &read("/etc/hosts"), Mode::Ask, &r), Decision::Ask);
+        // Outside the workspace `auto` asks as `ask` does (secrets such as ~/.ssh live there).
         assert_eq!(
             d("read", &read("/etc/hosts"), Mode::Auto, &r),
-            Decision::Allow
+            Decision::Ask
         );
         assert_eq!(
             d("edit", &write("/ws/src/x.rs"), Mode::Auto, &rules(&[], &[])),

@@ -127,6 +127,8 @@ pub(crate) struct CallEnv {
     pub bash_timeout: Duration,
     pub sandbox_network: bool,
     pub home: PathBuf,
+    /// FERRITE_HOME, which tools may not change and read only with the user's consent.
+    pub protected: crate::protected::Protected,
     /// Rules from config; stored "always" rules are read at each call.
     pub allow: Vec<String>,
     pub deny: Vec<String>,
@@ -168,11 +170,12 @@ impl CallEnv {
                 max_bytes: config.tools.output_max_bytes,
                 max_lines: config.tools.output_max_lines,
             },
-            spill_dir,
+            spill_dir: spill_dir.clone(),
             runner: services.runner.clone(),
             bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
             sandbox_network: config.sandbox_network,
             home: services.home.clone(),
+            protected: crate::protected::Protected::new(&services.home, &spill_dir),
             allow: config.permissions.allow.clone(),
             deny: config.permissions.deny.clone(),
             force_ask,

@@ -23,6 +23,17 @@ impl World {
         }
     }
 
+    /// A world whose `FERRITE_HOME` lies inside the workspace, as when an editor is opened on
+    /// the user's home directory.
+    pub fn home_in_workspace() -> Self {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::Builder::new()
+            .prefix(".ferrite-home")
+            .tempdir_in(ws.path())
+            .unwrap();
+        Self { home, ws }
+    }
+
     pub fn home(&self) -> &Path {
         self.home.path()
     }

@@ -3,6 +3,7 @@ mod clientfs;
 mod common;
 mod compaction;
 mod durability;
+mod file_safety;
 mod mcp;
 mod permissions;
 mod protocol;

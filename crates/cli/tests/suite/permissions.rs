@@ -12,14 +12,14 @@ use serde_json::{Value, json};
 use super::common::*;
 use super::turns::{Api, provider_env};
 
-struct Rig {
-    world: World,
-    fake: FakeProvider,
-    client: AcpClient,
-    sid: String,
+pub(super) struct Rig {
+    pub world: World,
+    pub fake: FakeProvider,
+    pub client: AcpClient,
+    pub sid: String,
 }
 
-async fn start(world: World, harness: Option<&str>, extra_env: &[(&str, &str)]) -> Rig {
+pub(super) async fn start(world: World, harness: Option<&str>, extra_env: &[(&str, &str)]) -> Rig {
     let fake = FakeProvider::start().await.unwrap();
     let mut env = provider_env(&fake, Api::Anthropic);
     env.extend(
@@ -47,7 +47,7 @@ async fn rig() -> Rig {
 }
 
 impl Rig {
-    async fn set_mode(&mut self, mode: &str) {
+    pub(super) async fn set_mode(&mut self, mode: &str) {
         self.client
             .request(
                 "session/set_mode",
@@ -57,7 +57,7 @@ impl Rig {
             .ok();
     }
 
-    fn send_prompt_id(&mut self) -> impl std::future::Future<Output = Value> + '_ {
+    pub(super) fn send_prompt_id(&mut self) -> impl std::future::Future<Output = Value> + '_ {
         let sid = self.sid.clone();
         async move {
             self.client
@@ -67,7 +67,7 @@ impl Rig {
     }
 
     /// Waits for the next permission request and returns it whole.
-    async fn permission_request(&mut self) -> Value {
+    pub(super) async fn permission_request(&mut self) -> Value {
         self.client
             .wait_for(Duration::from_secs(10), |m| {
                 m["method"] == "session/request_permission"
@@ -76,7 +76,7 @@ impl Rig {
             .expect("a permission request")
     }
 
-    async fn answer(&mut self, req: &Value, option: &str) {
+    pub(super) async fn answer(&mut self, req: &Value, option: &str) {
         let id = req["id"].clone();
         self.client
             .respond(
@@ -87,7 +87,7 @@ impl Rig {
     }
 
     /// Results the model got back in the last request (Anthropic tool_result blocks).
-    fn last_tool_results(&self) -> Vec<(String, bool)> {
+    pub(super) fn last_tool_results(&self) -> Vec<(String, bool)> {
         let reqs = self.fake.requests();
         let msgs = reqs.last().unwrap().body["messages"]
             .as_array()
@@ -109,7 +109,7 @@ impl Rig {
     }
 }
 
-fn write_call(path: &str, content: &str) -> Script {
+pub(super) fn write_call(path: &str, content: &str) -> Script {
     Script::new().tool_call(
         "w1",
         "write",
@@ -117,7 +117,7 @@ fn write_call(path: &str, content: &str) -> Script {
     )
 }
 
-fn bash_call(id: &str, command: &str) -> Script {
+pub(super) fn bash_call(id: &str, command: &str) -> Script {
     Script::new().tool_call(id, "bash", json!({"command": command}).to_string())
 }
 

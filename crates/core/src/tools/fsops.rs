@@ -100,7 +100,8 @@ fn walk_to_parent(path: &Path, parents: Parents) -> io::Result<(OwnedFd, &std::f
             "the root directory is not a file",
         ));
     };
-    let mut dir = rustix::fs::openat(CWD, "/", dir_flags(), Mode::empty()).map_err(io::Error::from)?;
+    let mut dir =
+        rustix::fs::openat(CWD, "/", dir_flags(), Mode::empty()).map_err(io::Error::from)?;
     for name in names {
         dir = match rustix::fs::openat(&dir, name, dir_flags(), Mode::empty()) {
             Ok(fd) => fd,
@@ -231,7 +232,10 @@ mod tests {
         std::os::unix::fs::symlink(&out, root.join("d")).unwrap();
         assert!(open_write(&root.join("d/victim.txt"), Parents::Create).is_err());
         assert!(open_read(&root.join("d/victim.txt")).is_err());
-        assert_eq!(std::fs::read_to_string(out.join("victim.txt")).unwrap(), "keep");
+        assert_eq!(
+            std::fs::read_to_string(out.join("victim.txt")).unwrap(),
+            "keep"
+        );
     }
 
     #[test]
@@ -239,14 +243,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = canon(dir.path());
         let fifo = root.join("pipe");
-        rustix::fs::mknodat(
-            CWD,
-            &fifo,
-            FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        rustix::fs::mknodat(CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
         let err = open_read(&fifo).unwrap_err();
         assert!(err.to_string().contains("FIFO"), "{err}");
         let err = open_write(&fifo, Parents::MustExist).unwrap_err();

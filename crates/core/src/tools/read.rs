@@ -227,7 +227,11 @@ fn paginate<R: BufRead>(
         let text = String::from_utf8_lossy(&buf);
         let text = text.trim_end_matches('\n').trim_end_matches('\r');
         // `buf` holds at most the start of a long line; `n` says how long it really was.
-        let ending = if buf.ends_with(b"\r\n") { 2 } else { usize::from(buf.ends_with(b"\n")) };
+        let ending = if buf.ends_with(b"\r\n") {
+            2
+        } else {
+            usize::from(buf.ends_with(b"\n"))
+        };
         let line_len = n - ending;
         let shown_line = if line_len > MAX_LINE_BYTES {
             let cut = floor_char_boundary(text, MAX_LINE_BYTES);
@@ -278,7 +282,11 @@ fn paginate<R: BufRead>(
 
 /// Reads one line (through `\n`) from `reader`, keeping at most `cap` bytes of it in `buf` and
 /// discarding the rest, so a file without newlines cannot fill memory. Returns the bytes consumed.
-fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<usize> {
+fn read_line_capped<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
     let mut consumed = 0usize;
     loop {
         let chunk = match reader.fill_buf() {
@@ -326,7 +334,10 @@ mod tests {
         data.extend_from_slice(b"\nshort\n");
         let mut reader = BufReader::new(std::io::Cursor::new(data));
         let mut buf = Vec::new();
-        assert_eq!(read_line_capped(&mut reader, &mut buf, 100).unwrap(), 5_000_001);
+        assert_eq!(
+            read_line_capped(&mut reader, &mut buf, 100).unwrap(),
+            5_000_001
+        );
         assert_eq!(buf.len(), 100);
         buf.clear();
         assert_eq!(read_line_capped(&mut reader, &mut buf, 100).unwrap(), 6);

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::content::{Location, ToolContent, ToolKind};
 use crate::model::ToolSpec;
-use crate::tools::output::{blocking, count_lines, parse_input, plural};
 use crate::tools::fsops::{self, Parents};
+use crate::tools::output::{blocking, count_lines, parse_input, plural};
 use crate::tools::paths::{display, resolve};
 use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 

@@ -8,6 +8,7 @@ use crate::permissions::{
     self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest, Rules,
     StoredRules,
 };
+use crate::protected::Verdict;
 use crate::tools::Access;
 use crate::turn::{CallEnv, Recorder, lock};
 
@@ -47,7 +48,20 @@ pub(crate) async fn check(
         force_ask: env.force_ask,
         roots: &env.roots,
     };
-    match permissions::decide(&call, &rules) {
+    let decision = match (
+        permissions::decide(&call, &rules),
+        env.protected.check(access, mode),
+    ) {
+        (Decision::Deny(why), _) | (_, Verdict::Refuse(why)) => Decision::Deny(why),
+        (Decision::Allow, Verdict::Ask) if !harness.may_ask() => Decision::Deny(
+            "reading Ferrite's own files needs the user's permission, and this session runs \
+             unattended"
+                .into(),
+        ),
+        (Decision::Allow | Decision::Ask, Verdict::Ask) => Decision::Ask,
+        (d, Verdict::Pass) => d,
+    };
+    match decision {
         Decision::Allow => Gate::Run,
         Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
         Decision::Ask => ask(rec, env, view, tool, access, cancel).await,

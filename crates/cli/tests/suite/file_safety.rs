@@ -1,0 +1,144 @@
+//! Attacks on the file tools through the real binary (issue: paths that stay inside). Each test
+//! plants what a hostile repository or a prompt-injected model would, and checks that nothing
+//! outside was touched and nothing secret reached the model.
+
+use std::time::Duration;
+
+use ferrite_test_support::fake_provider::Script;
+use serde_json::json;
+
+use super::common::*;
+use super::permissions::{Rig, start, write_call};
+
+fn read_call(id: &str, path: &str) -> Script {
+    Script::new().tool_call(id, "read", json!({ "path": path }).to_string())
+}
+
+/// Runs one prompt whose model makes `call`, then says "done"; a permission request, if any, is
+/// answered `reject_once`. Returns whether one was asked.
+async fn run_call(r: &mut Rig, call: Script) -> bool {
+    r.fake.push(call);
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    let mut asked = false;
+    loop {
+        let msg = r
+            .client
+            .wait_for(Duration::from_secs(20), |m| {
+                m["method"] == "session/request_permission" || m["id"] == prompt
+            })
+            .await
+            .expect("a permission request or the answer");
+        if msg["method"] == "session/request_permission" {
+            asked = true;
+            r.answer(&msg, "reject_once").await;
+        } else {
+            assert_eq!(msg["result"]["stopReason"], "end_turn", "{msg}");
+            return asked;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_dangling_link_in_the_workspace_does_not_write_outside_it() {
+    let mut r = start(World::new(), None, &[]).await;
+    r.set_mode("auto").await;
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.txt");
+    // A cloned repository can ship a link to a file that does not exist yet.
+    std::os::unix::fs::symlink(&victim, r.world.ws().join("innocent.txt")).unwrap();
+    let asked = run_call(&mut r, write_call("innocent.txt", "pwned")).await;
+    assert!(
+        asked,
+        "a write that lands outside the workspace asks, even in auto"
+    );
+    assert!(
+        !victim.exists(),
+        "nothing was written outside the workspace"
+    );
+}
+
+#[tokio::test]
+async fn tools_cannot_change_ferrite_home_even_inside_the_workspace() {
+    let mut r = start(World::home_in_workspace(), None, &[]).await;
+    r.set_mode("auto").await;
+    let config = r.world.home().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let rel = config
+        .strip_prefix(r.world.ws.path())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let payload = "[mcp_servers.evil]\ncommand = \"sh\"\n";
+    let asked = run_call(&mut r, write_call(&rel, payload)).await;
+    assert!(!asked, "refused outright, not put to the user");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "");
+    let results = r.last_tool_results();
+    assert!(
+        results[0].1 && results[0].0.contains("Ferrite's own directory"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn reading_ferrite_credentials_asks_even_inside_the_workspace() {
+    let mut r = start(World::home_in_workspace(), None, &[]).await;
+    r.set_mode("auto").await;
+    let creds = r.world.home().join("credentials.json");
+    std::fs::write(&creds, r#"{"anthropic":"sk-ant-SECRET"}"#).unwrap();
+    let asked = run_call(&mut r, read_call("r1", &creds.to_string_lossy())).await;
+    assert!(asked);
+    let sent = r.fake.requests().last().unwrap().body.to_string();
+    assert!(
+        !sent.contains("sk-ant-SECRET"),
+        "the key never reached the model"
+    );
+}
+
+#[tokio::test]
+async fn secrets_outside_the_workspace_ask_in_auto_mode() {
+    let mut r = start(World::new(), None, &[]).await;
+    r.set_mode("auto").await;
+    let outside = tempfile::tempdir().unwrap();
+    let key = outside.path().join("id_ed25519");
+    std::fs::write(&key, "-----BEGIN OPENSSH PRIVATE KEY-----").unwrap();
+    let asked = run_call(&mut r, read_call("r1", &key.to_string_lossy())).await;
+    assert!(asked);
+    let sent = r.fake.requests().last().unwrap().body.to_string();
+    assert!(!sent.contains("OPENSSH PRIVATE KEY"));
+}
+
+#[tokio::test]
+async fn special_files_are_refused_and_the_agent_keeps_serving() {
+    let mut r = start(World::new(), None, &[]).await;
+    r.set_mode("full").await;
+    let fifo = r.world.ws().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // A writer that never stops and never sends a newline.
+    let mut feeder = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("yes x | tr -d '\\n' > {}", fifo.display()))
+        .spawn()
+        .unwrap();
+    run_call(&mut r, read_call("r1", "pipe")).await;
+    let results = r.last_tool_results();
+    assert!(results[0].1 && results[0].0.contains("FIFO"), "{results:?}");
+    let _ = feeder.kill();
+    let _ = feeder.wait();
+
+    // `/dev/stdin` is the editor's message stream: never consumed by a tool.
+    run_call(&mut r, read_call("r2", "/dev/stdin")).await;
+    let results = r.last_tool_results();
+    assert!(results[0].1, "{results:?}");
+    let listed = r.client.request("session/list", json!({})).await;
+    assert!(
+        listed.result.is_some(),
+        "the agent still reads its messages"
+    );
+}
