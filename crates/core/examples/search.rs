@@ -32,8 +32,8 @@ fn main() -> ExitCode {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let cancel = CancellationToken::new();
     let result = match tool.as_str() {
-        "grep" => grep::run(input, &cwd, &cancel),
-        "find" => find::run(input, &cwd, &cancel),
+        "grep" => grep::run(input, &cwd, &Default::default(), &cancel),
+        "find" => find::run(input, &cwd, &Default::default(), &cancel),
         other => {
             let _ = writeln!(std::io::stderr(), "unknown tool {other}");
             return ExitCode::from(2);

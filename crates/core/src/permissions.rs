@@ -252,6 +252,17 @@ impl Rules {
     }
 }
 
+impl Rules {
+    /// Whether a deny rule forbids `tool` to read `path`: applied to every file a search walks
+    /// into, not only to the path the model named (a denied `.env` must not come back through
+    /// `grep` over its directory).
+    pub fn denies_read(&self, tool: &str, path: &Path, roots: &[PathBuf]) -> bool {
+        self.deny
+            .iter()
+            .any(|r| r.covers_tool(tool) && r.matches_path(path, roots))
+    }
+}
+
 /// What the policy says about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {

@@ -79,6 +79,24 @@ pub enum Access {
     Mcp,
 }
 
+/// The deny rules, for the files a tool reads on its own (the ones a search walks into).
+#[derive(Clone, Default)]
+pub struct ReadDeny {
+    rules: Arc<crate::permissions::Rules>,
+    roots: Vec<PathBuf>,
+}
+
+impl ReadDeny {
+    pub fn new(rules: Arc<crate::permissions::Rules>, roots: Vec<PathBuf>) -> Self {
+        Self { rules, roots }
+    }
+
+    /// Whether `tool` may not read (or list) `path`.
+    pub fn denies(&self, tool: &str, path: &std::path::Path) -> bool {
+        !self.rules.deny.is_empty() && self.rules.denies_read(tool, path, &self.roots)
+    }
+}
+
 /// Caps on what a tool result sends back to the model (`[tools]` in config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputLimits {
@@ -106,6 +124,8 @@ pub struct ToolContext<'a> {
     /// The editor's file system, for reading unsaved buffers (contract §7).
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: crate::config::FsDelegation,
+    /// Deny rules applied to each file `grep`, `find` and `ls` come across.
+    pub read_deny: ReadDeny,
 }
 
 pub trait Tool: Send + Sync {

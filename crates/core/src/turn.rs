@@ -769,6 +769,10 @@ async fn run_call(
         bash_timeout: env.bash_timeout,
         client_fs: env.client_fs.clone(),
         fs_delegation: env.fs_delegation,
+        read_deny: crate::tools::ReadDeny::new(
+            Arc::new(permission::rules_in_force(env)),
+            env.roots.clone(),
+        ),
     };
     let result = tokio::select! {
         biased;

@@ -142,3 +142,24 @@ async fn special_files_are_refused_and_the_agent_keeps_serving() {
         "the agent still reads its messages"
     );
 }
+
+#[tokio::test]
+async fn denied_files_do_not_come_back_through_a_search() {
+    let world = World::new();
+    world.write_config("[permissions]\ndeny = [\"read(**/.env)\", \"read(secrets/**)\"]\n");
+    std::fs::write(world.ws().join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::create_dir_all(world.ws().join("secrets")).unwrap();
+    std::fs::write(world.ws().join("secrets/prod"), "TOKEN=hunter3\n").unwrap();
+    std::fs::write(world.ws().join("app.rs"), "TOKEN=visible\n").unwrap();
+    let mut r = start(world, None, &[]).await;
+    r.set_mode("auto").await;
+    let grep = Script::new().tool_call(
+        "g1",
+        "grep",
+        json!({"pattern": "TOKEN", "glob": "{.env,**}"}).to_string(),
+    );
+    run_call(&mut r, grep).await;
+    let sent = r.fake.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("visible"), "the search ran: {sent}");
+    assert!(!sent.contains("hunter"), "{sent}");
+}

@@ -15,7 +15,7 @@ use crate::model::ToolSpec;
 use crate::tools::grep::{relative, search_description, search_root, walker};
 use crate::tools::output::{lock, parse_input, place, search_output};
 use crate::tools::paths::{display, resolve};
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Files listed when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 1_000;
@@ -84,7 +84,12 @@ impl Tool for Find {
 }
 
 /// The whole tool without the async shell and the output cap. Public for the benchmark.
-pub fn run(input: Value, cwd: &Path, cancel: &CancellationToken) -> Result<String, ToolError> {
+pub fn run(
+    input: Value,
+    cwd: &Path,
+    deny: &ReadDeny,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
     let input: Input = parse_input("find", input)?;
     let respond = ToolError::RespondToModel;
     let root = resolve(cwd, input.path.as_deref().unwrap_or("."));
@@ -100,7 +105,7 @@ pub fn run(input: Value, cwd: &Path, cancel: &CancellationToken) -> Result<Strin
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
 
     let found: Arc<Mutex<Vec<PathBuf>>> = Arc::default();
-    walker(&root, None)?.run(|| {
+    walker(&root, None, "find", deny)?.run(|| {
         let found = found.clone();
         let glob = &glob;
         let root = &root;

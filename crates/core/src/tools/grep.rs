@@ -17,7 +17,7 @@ use crate::content::{Location, ToolKind};
 use crate::model::ToolSpec;
 use crate::tools::output::{lock, parse_input, place, plural, search_output, truncate_line};
 use crate::tools::paths::{display, resolve};
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Matches shown when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 200;
@@ -95,7 +95,12 @@ impl Tool for Grep {
 
 /// The whole tool without the async shell and the output cap: what the model would read. Public
 /// so the benchmark can time it without an agent around it.
-pub fn run(input: Value, cwd: &Path, cancel: &CancellationToken) -> Result<String, ToolError> {
+pub fn run(
+    input: Value,
+    cwd: &Path,
+    deny: &ReadDeny,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
     let input: Input = parse_input("grep", input)?;
     let respond = ToolError::RespondToModel;
     let root = resolve(cwd, input.path.as_deref().unwrap_or("."));
@@ -110,7 +115,7 @@ pub fn run(input: Value, cwd: &Path, cancel: &CancellationToken) -> Result<Strin
         .build(&input.pattern)
         .map_err(|e| respond(format!("invalid regex `{}`: {e}", input.pattern)))?;
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-    let walker = walker(&root, input.glob.as_deref())?;
+    let walker = walker(&root, input.glob.as_deref(), "grep", deny)?;
 
     let found = count_matches(walker, &matcher, cancel);
     if cancel.is_cancelled() {
@@ -274,8 +279,16 @@ impl Sink for Collect {
 }
 
 /// A parallel walk of `root` that honours ignore files like rg, filtered by `glob`.
-pub(crate) fn walker(root: &Path, glob: Option<&str>) -> Result<ignore::WalkParallel, ToolError> {
+/// Entries a deny rule covers are skipped (a denied directory is not even entered).
+pub(crate) fn walker(
+    root: &Path,
+    glob: Option<&str>,
+    tool: &'static str,
+    deny: &ReadDeny,
+) -> Result<ignore::WalkParallel, ToolError> {
     let mut builder = WalkBuilder::new(root);
+    let deny = deny.clone();
+    builder.filter_entry(move |e| !deny.denies(tool, e.path()));
     // Ignore files apply even outside a git repository: the model expects .gitignore to count.
     builder.require_git(false);
     if let Some(glob) = glob.filter(|g| !g.trim().is_empty()) {
@@ -376,6 +389,31 @@ mod tests {
             .ok(&Grep, json!({"pattern": "hello", "path": "docs"}))
             .await;
         assert_eq!(out, "docs/readme.md:1:say hello\n");
+    }
+
+    #[tokio::test]
+    async fn deny_rules_cover_every_file_the_search_opens() {
+        let mut env = TestEnv::new();
+        env.write(".env", "TOKEN=hunter2\n");
+        env.write("secrets/prod.txt", "TOKEN=hunter3\n");
+        env.write("src/a.rs", "TOKEN=fine\n");
+        env.deny(&["read(**/.env)", "read(secrets/**)"]);
+        // The glob opens hidden files, the root is the whole workspace: neither reaches them.
+        for input in [
+            json!({"pattern": "TOKEN"}),
+            json!({"pattern": "TOKEN", "glob": "*env*"}),
+            json!({"pattern": "TOKEN", "glob": "**"}),
+            json!({"pattern": "TOKEN", "path": "secrets/.."}),
+        ] {
+            let out = env.ok(&Grep, input.clone()).await;
+            assert!(!out.contains("hunter"), "{input}: {out}");
+        }
+        let out = env
+            .ok(&crate::tools::Find, json!({"pattern": "**/*"}))
+            .await;
+        assert!(!out.contains("prod.txt") && out.contains("a.rs"), "{out}");
+        let out = env.ok(&crate::tools::Ls, json!({})).await;
+        assert!(!out.contains(".env"), "{out}");
     }
 
     #[tokio::test]

@@ -13,7 +13,7 @@ use crate::tools::grep::search_root;
 use crate::tools::output::{blocking, cap, parse_input, place};
 use crate::tools::paths::{display, resolve};
 use crate::tools::write::path_description;
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput};
 
 /// Entries listed when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 500;
@@ -83,7 +83,8 @@ impl Tool for Ls {
             let dir = resolve(&ctx.cwd, input.path.as_deref().unwrap_or("."));
             let shown = display(&dir, &ctx.cwd);
             let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-            let text = blocking(move || list(&dir, &shown, limit)).await?;
+            let deny = ctx.read_deny.clone();
+            let text = blocking(move || list(&dir, &shown, limit, &deny)).await?;
             Ok(ToolOutput {
                 text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
                 content: vec![],
@@ -92,7 +93,7 @@ impl Tool for Ls {
     }
 }
 
-fn list(dir: &Path, shown: &str, limit: usize) -> Result<String, ToolError> {
+fn list(dir: &Path, shown: &str, limit: usize, deny: &ReadDeny) -> Result<String, ToolError> {
     let respond = ToolError::RespondToModel;
     if !dir.is_dir() {
         return Err(respond(if dir.exists() {
@@ -108,7 +109,10 @@ fn list(dir: &Path, shown: &str, limit: usize) -> Result<String, ToolError> {
         // Dotfiles (.github, .env.example) matter when exploring a project; ignore files still
         // apply, and `.git` itself is never interesting.
         .hidden(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry({
+            let deny = deny.clone();
+            move |e| e.file_name() != ".git" && !deny.denies("ls", e.path())
+        })
         .sort_by_file_name(std::cmp::Ord::cmp)
         .build();
     for entry in walk {

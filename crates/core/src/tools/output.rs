@@ -139,11 +139,12 @@ where
 pub async fn search_output(
     ctx: &ToolContext<'_>,
     input: Value,
-    run: fn(Value, &Path, &CancellationToken) -> Result<String, ToolError>,
+    run: fn(Value, &Path, &crate::tools::ReadDeny, &CancellationToken) -> Result<String, ToolError>,
 ) -> Result<ToolOutput, ToolError> {
     let cwd = ctx.cwd.clone();
     let cancel = ctx.cancel.clone();
-    let text = blocking(move || run(input, &cwd, &cancel)).await?;
+    let deny = ctx.read_deny.clone();
+    let text = blocking(move || run(input, &cwd, &deny, &cancel)).await?;
     Ok(ToolOutput {
         text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
         content: vec![],
@@ -261,6 +262,7 @@ pub(crate) mod testing {
         pub runner: Option<Arc<dyn CommandRunner>>,
         pub recorder: Recorder,
         pub events: mpsc::Receiver<SessionEvent>,
+        pub read_deny: crate::tools::ReadDeny,
         _dirs: (tempfile::TempDir, tempfile::TempDir),
     }
 
@@ -302,6 +304,7 @@ pub(crate) mod testing {
                 runner: None,
                 recorder,
                 events: rx,
+                read_deny: crate::tools::ReadDeny::default(),
                 _dirs: (work, home),
             }
         }
@@ -330,7 +333,16 @@ pub(crate) mod testing {
                 bash_timeout: Duration::from_secs(120),
                 client_fs: None,
                 fs_delegation: crate::config::FsDelegation::Never,
+                read_deny: self.read_deny.clone(),
             }
+        }
+
+        /// Puts deny rules in force for the calls that follow.
+        pub fn deny(&mut self, rules: &[&str]) {
+            let deny: Vec<String> = rules.iter().map(|r| (*r).to_owned()).collect();
+            let (rules, errors) = crate::permissions::Rules::from_strings(&[], &deny);
+            assert!(errors.is_empty(), "{errors:?}");
+            self.read_deny = crate::tools::ReadDeny::new(Arc::new(rules), vec![self.root.clone()]);
         }
 
         pub async fn call(&self, tool: &dyn Tool, input: Value) -> Result<ToolOutput, ToolError> {

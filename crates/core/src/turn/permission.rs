@@ -33,13 +33,7 @@ pub(crate) async fn check(
         let core = lock(&rec.core);
         (core.state.mode, core.state.harness)
     };
-    let stored = StoredRules::load(&env.home, &env.cwd);
-    let allow: Vec<String> = env.allow.iter().chain(&stored.allow).cloned().collect();
-    let deny: Vec<String> = env.deny.iter().chain(&stored.deny).cloned().collect();
-    let (rules, errors) = Rules::from_strings(&allow, &deny);
-    for e in errors {
-        tracing::warn!("{e}");
-    }
+    let rules = rules_in_force(env);
     let call = Call {
         tool,
         access,
@@ -66,6 +60,18 @@ pub(crate) async fn check(
         Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
         Decision::Ask => ask(rec, env, view, tool, access, cancel).await,
     }
+}
+
+/// The rules for this workspace: config plus stored "always" answers.
+pub(crate) fn rules_in_force(env: &CallEnv) -> Rules {
+    let stored = StoredRules::load(&env.home, &env.cwd);
+    let allow: Vec<String> = env.allow.iter().chain(&stored.allow).cloned().collect();
+    let deny: Vec<String> = env.deny.iter().chain(&stored.deny).cloned().collect();
+    let (rules, errors) = Rules::from_strings(&allow, &deny);
+    for e in errors {
+        tracing::warn!("{e}");
+    }
+    rules
 }
 
 async fn ask(
