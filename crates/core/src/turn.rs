@@ -735,6 +735,15 @@ async fn run_call(
             return Ok(CallEnd::Cancelled);
         }
     }
+    // The user may have taken minutes to answer: if a path now resolves elsewhere (a symlink
+    // planted meanwhile), what was approved is not what would run. The tools then open the
+    // decided path without following links, which closes the remaining gap.
+    if tool.access(&input, cwd) != access {
+        let why = "Refused: a path of this call now resolves somewhere else than when it was \
+                   checked (a symlink appeared); the call did not run.";
+        finish_call(rec, id, why, true, ToolStatus::Failed, None).await?;
+        return Ok(CallEnd::Done);
+    }
     rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
         id: id.to_owned(),
         status: Some(ToolStatus::InProgress),

@@ -163,3 +163,21 @@ async fn denied_files_do_not_come_back_through_a_search() {
     assert!(sent.contains("visible"), "the search ran: {sent}");
     assert!(!sent.contains("hunter"), "{sent}");
 }
+
+#[tokio::test]
+async fn a_file_swapped_for_a_link_after_approval_is_not_followed() {
+    let mut r = start(World::new(), None, &[]).await;
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.txt");
+    r.fake.push(write_call("victim.txt", "pwned"));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    // While the user looks at "Write victim.txt", something plants a link in its place.
+    std::os::unix::fs::symlink(&victim, r.world.ws().join("victim.txt")).unwrap();
+    r.answer(&req, "allow_once").await;
+    r.client.wait_answer(&prompt).await.ok();
+    assert!(!victim.exists(), "the approved write did not land outside");
+    let results = r.last_tool_results();
+    assert!(results[0].1 && results[0].0.contains("symlink"), "{results:?}");
+}
