@@ -65,7 +65,7 @@ impl Credentials {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(home).map_err(err)?;
+        crate::private_fs::create_dir_all(home).map_err(err)?;
         let tmp = home.join(format!(".credentials.json.{}.tmp", std::process::id()));
         let mut opts = std::fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);

@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod model;
 pub mod modes;
 pub mod permissions;
+pub mod private_fs;
 pub mod prompt;
 pub mod protected;
 pub mod runtime;

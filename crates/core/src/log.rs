@@ -215,8 +215,8 @@ impl SessionStore {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let file = OpenOptions::new()
+        crate::private_fs::create_dir_all(&self.dir).map_err(io)?;
+        let file = crate::private_fs::file_options()
             .append(true)
             .create_new(true)
             .open(&path)

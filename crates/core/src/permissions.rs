@@ -595,12 +595,16 @@ impl StoredRules {
         }
         let path = store_path(home, workspace);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            crate::private_fs::create_dir_all(dir)?;
         }
         let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?,
+        std::io::Write::write_all(
+            &mut crate::private_fs::file_options()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&tmp)?,
+            &serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?,
         )?;
         std::fs::rename(&tmp, &path)
     }

@@ -181,3 +181,13 @@ async fn a_file_swapped_for_a_link_after_approval_is_not_followed() {
     let results = r.last_tool_results();
     assert!(results[0].1 && results[0].0.contains("symlink"), "{results:?}");
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ferrite_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = start(World::new(), None, &[]).await;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&r.world.home().join("sessions")), 0o700);
+    assert_eq!(mode(&r.world.session_file(&r.sid)), 0o600);
+}
