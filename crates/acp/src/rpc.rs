@@ -113,7 +113,51 @@ pub fn result_line(id: &Value, result: Value) -> String {
 }
 
 pub fn error_line(id: &Value, code: i64, message: &str) -> String {
+    let message = bounded_message(message);
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// The longest client string an error message quotes (between backticks) before it is cut.
+const MAX_QUOTED: usize = 64;
+/// The longest error message sent at all.
+const MAX_MESSAGE: usize = 1024;
+
+/// Error messages name what was wrong (`unknown mode \`x\``) but never echo a client's string
+/// unbounded: a 4 MiB mode id must not come back as a 4 MiB error. Every backtick-quoted span is
+/// cut to [`MAX_QUOTED`] bytes and the whole message to [`MAX_MESSAGE`].
+fn bounded_message(message: &str) -> std::borrow::Cow<'_, str> {
+    let long_quote = message
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .any(|q| q.len() > MAX_QUOTED);
+    if !long_quote && message.len() <= MAX_MESSAGE {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::new();
+    for (i, part) in message.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 && part.len() > MAX_QUOTED {
+            out.push_str(&part[..floor_boundary(part, MAX_QUOTED)]);
+            out.push('…');
+        } else {
+            out.push_str(part);
+        }
+    }
+    if out.len() > MAX_MESSAGE {
+        out.truncate(floor_boundary(&out, MAX_MESSAGE));
+        out.push('…');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 pub fn notification_line(method: &str, params: Value) -> String {
@@ -127,6 +171,22 @@ pub fn request_line(id: &Value, method: &str, params: Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_messages_never_echo_long_client_strings() {
+        let big = "m".repeat(4 << 20);
+        let line = error_line(&json!(1), -32602, &format!("unknown mode `{big}`"));
+        assert!(line.len() < 300, "{}", line.len());
+        assert!(line.contains("unknown mode `mmmm"), "{line}");
+        let short = error_line(&json!(1), -32602, "unknown mode `turbo`");
+        assert!(short.contains("unknown mode `turbo`"));
+        let unquoted = error_line(&json!(1), -32602, &format!("bad: {big}"));
+        assert!(unquoted.len() < 1200);
+        // Multi-byte text is cut on a character boundary.
+        let wide = "é".repeat(100);
+        let line = error_line(&json!(1), -32602, &format!("unknown `{wide}`"));
+        assert!(line.contains('…'));
+    }
 
     #[test]
     fn classifies() {

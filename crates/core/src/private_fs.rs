@@ -43,7 +43,11 @@ mod tests {
             assert_eq!(mode, 0o700, "{}", d.display());
         }
         let f = nested.join("x.jsonl");
-        file_options().write(true).create_new(true).open(&f).unwrap();
+        file_options()
+            .write(true)
+            .create_new(true)
+            .open(&f)
+            .unwrap();
         let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
     }

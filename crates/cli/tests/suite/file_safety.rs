@@ -179,7 +179,10 @@ async fn a_file_swapped_for_a_link_after_approval_is_not_followed() {
     r.client.wait_answer(&prompt).await.ok();
     assert!(!victim.exists(), "the approved write did not land outside");
     let results = r.last_tool_results();
-    assert!(results[0].1 && results[0].0.contains("symlink"), "{results:?}");
+    assert!(
+        results[0].1 && results[0].0.contains("symlink"),
+        "{results:?}"
+    );
 }
 
 #[cfg(unix)]
