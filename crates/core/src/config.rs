@@ -106,6 +106,8 @@ pub struct Config {
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Things the workspace file tried that only the user file may do; shown in logs and `doctor`.
     pub warnings: Vec<String>,
+    /// The workspace file that chose `model`, when the workspace (not the user) chose it.
+    pub model_set_by: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -128,6 +130,7 @@ impl Default for Config {
             },
             compaction_threshold: 0.85,
             providers: BTreeMap::new(),
+            model_set_by: None,
             mcp_servers: BTreeMap::new(),
             warnings: vec![],
         }
@@ -284,6 +287,13 @@ impl Config {
         };
         let shown = path.display();
         if let Some(m) = raw.model {
+            // Allowed (a project may need a model that can handle it), but never silently: a
+            // cloned repository picking the model (and so the provider the code is sent to) is
+            // something the user must be able to see.
+            self.warnings.push(format!(
+                "{shown}: the model `{m}` is chosen by this workspace, not by the user config"
+            ));
+            self.model_set_by = Some(path.to_owned());
             self.model = Some(m);
         }
         if let Some(m) = raw.max_mode {
@@ -328,10 +338,14 @@ impl Config {
         }
         let user_tools = self.tools.clone();
         self.apply_tools(raw.tools, path)?;
+        // Narrowing only: a repository cannot make tool results flood the context or commands
+        // run longer than the user allows.
         self.tools.bash_timeout_secs = self
             .tools
             .bash_timeout_secs
             .min(user_tools.bash_timeout_secs);
+        self.tools.output_max_bytes = self.tools.output_max_bytes.min(user_tools.output_max_bytes);
+        self.tools.output_max_lines = self.tools.output_max_lines.min(user_tools.output_max_lines);
         if let Some(t) = raw.compaction.threshold {
             if !(t > 0.0 && t <= 1.0) {
                 return Err(invalid(
@@ -542,5 +556,32 @@ models = [{ id = "qwen3-coder", context_window = 131072 }]
         write(ws.path(), ".ferrite/config.toml", "max_mode = \"plan\"\n");
         let c = Config::load(home.path(), Some(ws.path())).unwrap();
         assert_eq!(c.max_mode, Mode::Plan);
+        assert_eq!(c.model_set_by, None);
+    }
+
+    #[test]
+    fn workspace_cannot_raise_output_caps_and_its_model_choice_is_visible() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        write(
+            home.path(),
+            "config.toml",
+            "[tools]\noutput_max_bytes = 1000\noutput_max_lines = 10\n",
+        );
+        write(
+            ws.path(),
+            ".ferrite/config.toml",
+            "model = \"openai/gpt-5\"\n[tools]\noutput_max_bytes = 99999999\noutput_max_lines = 5\n",
+        );
+        let c = Config::load(home.path(), Some(ws.path())).unwrap();
+        assert_eq!(c.tools.output_max_bytes, 1000);
+        assert_eq!(c.tools.output_max_lines, 5);
+        assert_eq!(c.model.as_deref(), Some("openai/gpt-5"));
+        assert_eq!(c.model_set_by, Some(ws.path().join(".ferrite/config.toml")));
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("chosen by this workspace"))
+        );
     }
 }
