@@ -168,12 +168,13 @@ fn is_context_length(code: &str, message: &str) -> bool {
 
 /// `what: detail`, the detail truncated and scrubbed of the API key (some providers echo a
 /// partly masked key; a proxy might echo all of it).
+/// Redaction comes first: a key that straddles the cut would otherwise survive in part.
 fn compose(what: &str, detail: &str, api_key: Option<&str>) -> String {
-    let detail = truncate(detail.trim(), MAX_DETAIL_CHARS);
     let detail = match api_key {
-        Some(key) if key.len() >= 8 => detail.replace(key, "[redacted]"),
-        _ => detail,
+        Some(key) if key.len() >= 8 => detail.trim().replace(key, "[redacted]"),
+        _ => detail.trim().to_owned(),
     };
+    let detail = truncate(&detail, MAX_DETAIL_CHARS);
     if detail.is_empty() {
         what.to_owned()
     } else {
@@ -223,6 +224,16 @@ pub(crate) fn cut(provider: &str, what: &str) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_across_the_cut_is_redacted_whole() {
+        let key = "sk-ant-0123456789abcdefghijklmnopqrstuvwxyz";
+        // The key starts 20 characters before the truncation point.
+        let detail = format!("{}{key} trailing", "x".repeat(MAX_DETAIL_CHARS - 20));
+        let msg = compose("failed", &detail, Some(key));
+        assert!(!msg.contains("sk-ant-0123"), "{msg}");
+        assert!(msg.contains("[redacted]"), "{msg}");
+    }
 
     #[test]
     fn statuses_and_codes_map_to_kinds() {
