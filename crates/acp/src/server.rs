@@ -313,10 +313,13 @@ async fn dispatch(
             let reply = crate::handlers::logout(&s, params);
             s.out.reply(&id, reply).await;
         }
-        "session/list" => {
-            let reply = crate::handlers::list(&s, params);
-            s.out.reply(&id, reply).await;
-        }
+        // Listing reads the header of every log (thousands of files): off the dispatch loop, so
+        // a `session/cancel` behind it is not kept waiting.
+        "session/list" => spawn_reply(server, tasks, id, async move {
+            tokio::task::spawn_blocking(move || crate::handlers::list(&s, params))
+                .await
+                .unwrap_or_else(|e| Err(Fail::internal(format!("listing sessions failed: {e}"))))
+        }),
         "session/new" => {
             tasks.spawn(crate::handlers::new_session(s, id, params));
         }

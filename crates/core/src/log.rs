@@ -223,7 +223,7 @@ impl SessionStore {
             .map_err(|e| io_error(&path, e))?;
         lock(&file, &path)?;
         let mut writer = LogWriter {
-            file,
+            file: Some(file),
             path: path.clone(),
             next_seq: 1,
             len: 0,
@@ -262,7 +262,7 @@ impl SessionStore {
         }
         let next_seq = loaded.entries.last().map_or(1, |e| e.seq + 1);
         let writer = LogWriter {
-            file,
+            file: Some(file),
             path,
             next_seq,
             len: loaded.valid_len,
@@ -475,10 +475,13 @@ pub fn title_from(content: &[UserContent]) -> Option<String> {
     Some(title)
 }
 
-/// Appends entries to one session's log. Holds the OS lock for as long as it lives.
+/// Appends entries to one session's log. Holds the OS lock for as long as it lives, except while
+/// [released](LogWriter::release): an idle session in a process with many open sessions gives its
+/// descriptor back, and takes file and lock again on its next write.
 #[derive(Debug)]
 pub struct LogWriter {
-    file: File,
+    /// `None` while released.
+    file: Option<File>,
     path: PathBuf,
     next_seq: u64,
     /// Length of the complete lines written, so a failed write can be undone.
@@ -507,14 +510,16 @@ impl LogWriter {
 
     fn write_line(&mut self, mut line: Vec<u8>) -> Result<(), StoreError> {
         line.push(b'\n');
-        match self.file.write_all(&line) {
+        let len = self.len;
+        let file = self.file()?;
+        match file.write_all(&line) {
             Ok(()) => {
                 self.len += line.len() as u64;
                 self.unsynced = true;
                 Ok(())
             }
             Err(source) => {
-                let _ = self.file.set_len(self.len);
+                let _ = file.set_len(len);
                 Err(StoreError::Io {
                     path: self.path.clone(),
                     source,
@@ -526,13 +531,57 @@ impl LogWriter {
     /// `fsync`s what was appended since the last sync (turn boundaries).
     pub fn sync(&mut self) -> Result<(), StoreError> {
         if self.unsynced {
-            self.file.sync_data().map_err(|source| StoreError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
+            let path = self.path.clone();
+            self.file()?
+                .sync_data()
+                .map_err(|source| StoreError::Io { path, source })?;
             self.unsynced = false;
         }
         Ok(())
+    }
+
+    /// Syncs, then closes the file and drops its lock until the next write.
+    pub fn release(&mut self) -> Result<(), StoreError> {
+        self.sync()?;
+        self.file = None;
+        Ok(())
+    }
+
+    pub fn is_released(&self) -> bool {
+        self.file.is_none()
+    }
+
+    /// The open file, reopened and relocked after a release. If another process wrote the log
+    /// meanwhile, this session's state no longer matches it: refused rather than interleaved.
+    fn file(&mut self) -> Result<&mut File, StoreError> {
+        if self.file.is_none() {
+            let path = self.path.clone();
+            let file = crate::private_fs::file_options()
+                .append(true)
+                .open(&path)
+                .map_err(|e| io_error(&path, e))?;
+            lock(&file, &path)?;
+            let on_disk = file
+                .metadata()
+                .map_err(|source| StoreError::Io {
+                    path: path.clone(),
+                    source,
+                })?
+                .len();
+            if on_disk != self.len {
+                return Err(StoreError::Corrupt {
+                    path,
+                    reason: "another process wrote this session while it was idle here; load it \
+                             again"
+                        .into(),
+                });
+            }
+            self.file = Some(file);
+        }
+        match self.file.as_mut() {
+            Some(f) => Ok(f),
+            None => Err(StoreError::Locked),
+        }
     }
 
     pub fn next_seq(&self) -> u64 {
@@ -553,6 +602,35 @@ mod tests {
         EntryKind::UserMessage {
             content: vec![UserContent::Text { text: text.into() }],
         }
+    }
+
+    #[test]
+    fn a_released_writer_reopens_and_refuses_a_log_changed_meanwhile() {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        let id = SessionId::generate();
+        let mut w = store.create(&header(&id)).unwrap();
+        w.append(user("one")).unwrap();
+        w.release().unwrap();
+        assert!(w.is_released());
+        // Released means unlocked: another writer could take it now.
+        let (other, _) = store.open(&id).unwrap();
+        drop(other);
+        w.append(user("two")).unwrap();
+        w.sync().unwrap();
+        assert!(!w.is_released());
+        let loaded = store.read(&id).unwrap();
+        assert_eq!(loaded.entries.len(), 2);
+        // Someone appends while this writer is released: its next write is refused.
+        w.release().unwrap();
+        let (mut other, _) = store.open(&id).unwrap();
+        other.append(user("theirs")).unwrap();
+        drop(other);
+        assert!(matches!(
+            w.append(user("mine")),
+            Err(StoreError::Corrupt { .. })
+        ));
+        assert_eq!(store.read(&id).unwrap().entries.len(), 3);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use task::{SessionCtx, session_task};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -180,6 +180,9 @@ enum Op {
     Close {
         reply: oneshot::Sender<()>,
     },
+    /// Idle and least recently used among many: give the log's descriptor back until the next
+    /// write (ignored while a turn runs).
+    Release,
 }
 
 struct Snapshot {
@@ -196,11 +199,18 @@ pub struct SessionHandle {
     id: SessionId,
     ops: mpsc::Sender<Op>,
     abort: AbortHandle,
+    /// When the client last used the session (ms since the process started), for parking the
+    /// least recently used ones.
+    last_used: Arc<AtomicU64>,
 }
 
 impl SessionHandle {
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    fn touch(&self) {
+        self.last_used.store(uptime_ms(), Ordering::Relaxed);
     }
 
     /// Starts a turn. Answers once the session task has accepted it; the turn's events and its
@@ -210,6 +220,7 @@ impl SessionHandle {
         content: Vec<UserContent>,
         options: TurnOptions,
     ) -> Result<TurnId, Refusal> {
+        self.touch();
         let (reply, rx) = oneshot::channel();
         self.ops
             .send(Op::Prompt {
@@ -249,6 +260,7 @@ impl SessionHandle {
     }
 
     fn try_submit(&self, op: Op) -> Result<(), Refusal> {
+        self.touch();
         self.ops.try_send(op).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {
                 Refusal::Invalid("the session is not responding; try again or close it".into())
@@ -270,6 +282,7 @@ impl SessionHandle {
     }
 
     pub async fn change(&self, change: SettingChange) -> Result<Settings, Refusal> {
+        self.touch();
         let (reply, rx) = oneshot::channel();
         self.ops
             .send(Op::Change { change, reply })
@@ -313,6 +326,25 @@ pub struct Runtime {
     events: mpsc::Sender<SessionEvent>,
     sessions: Mutex<HashMap<SessionId, SessionHandle>>,
     next_turn: Arc<AtomicU64>,
+    /// How many sessions keep their log open (see [`Runtime::park_least_recently_used`]).
+    max_resident: usize,
+}
+
+/// Sessions that keep their log open: half of the descriptors left after a reserve for the
+/// process itself (HTTP connections, commands' pipes, MCP servers), within [4, 1024].
+fn max_resident_sessions() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    let usable = soft.saturating_sub(64) / 2;
+    usize::try_from(usable.clamp(4, 1024)).unwrap_or(1024)
+}
+
+/// Milliseconds since the process started; a monotonic clock for "least recently used".
+fn uptime_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Capacity of the event channel: enough to absorb bursts, small enough that a client that
@@ -327,12 +359,29 @@ impl Runtime {
             events,
             sessions: Mutex::new(HashMap::new()),
             next_turn: Arc::new(AtomicU64::new(1)),
+            max_resident: max_resident_sessions(),
         };
         (rt, rx)
     }
 
     pub fn services(&self) -> &Services {
         &self.services
+    }
+
+    /// Past [`Self::max_resident`] sessions, the least recently used give their log descriptor
+    /// back: an editor that opened hundreds of sessions must not push the process to its file
+    /// limit, where every turn would fail. They reopen on their next write.
+    fn park_least_recently_used(&self) {
+        let sessions = self.sessions();
+        let Some(excess) = sessions.len().checked_sub(self.max_resident) else {
+            return;
+        };
+        let mut by_age: Vec<&SessionHandle> = sessions.values().collect();
+        by_age.sort_by_key(|h| h.last_used.load(Ordering::Relaxed));
+        for h in by_age.into_iter().take(excess) {
+            // A full queue means the session is busy: it is not idle, so skipping it is right.
+            let _ = h.ops.try_send(Op::Release);
+        }
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, SessionHandle>> {
@@ -465,8 +514,10 @@ impl Runtime {
             id: id.clone(),
             ops: ops_tx,
             abort: task.abort_handle(),
+            last_used: Arc::new(AtomicU64::new(uptime_ms())),
         };
         self.sessions().insert(id, handle.clone());
+        self.park_least_recently_used();
         Opened {
             handle,
             settings,

@@ -4,6 +4,7 @@ mod common;
 mod compaction;
 mod durability;
 mod file_safety;
+mod many_sessions;
 mod mcp;
 mod permissions;
 mod protocol;

@@ -221,6 +221,13 @@ pub(super) async fn session_task(
                 let result = apply_change(&core, &mut ctx, &change);
                 let _ = reply.send(result);
             }
+            Ok(Some(Op::Release)) => {
+                if running.is_none()
+                    && let Err(e) = lock(&core).log.release()
+                {
+                    tracing::warn!(session = %session, error = %e, "could not release an idle session's log");
+                }
+            }
             Ok(Some(Op::Snapshot { reply })) => {
                 let core = lock(&core);
                 let _ = reply.send(Snapshot {
