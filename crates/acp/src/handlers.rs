@@ -221,45 +221,16 @@ fn ferrite_meta(id: &SessionId, parent: Option<&SessionId>) -> Option<Map<String
     meta(json!({ "ferrite": f }))
 }
 
-/// `/compact` plus the workspace's prompt files `.ferrite/commands/*.md`.
-fn available_commands(cwd: &Path) -> Vec<acp::AvailableCommand> {
-    let mut cmds = vec![acp::AvailableCommand::new(
-        "compact",
-        "Summarize the conversation to free up context",
-    )];
-    if let Ok(rd) = std::fs::read_dir(cwd.join(".ferrite").join("commands")) {
-        let mut files: Vec<_> = rd
-            .flatten()
-            .map(|d| d.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md"))
-            .collect();
-        files.sort();
-        for p in files {
-            let Some(name) = p.file_stem().and_then(|n| n.to_str()) else {
-                continue;
-            };
-            let first = std::fs::read_to_string(&p).ok().and_then(|t| {
-                t.lines()
-                    .map(str::trim)
-                    .find(|l| !l.is_empty())
-                    .map(|l| l.trim_start_matches('#').trim().to_owned())
-            });
-            cmds.push(acp::AvailableCommand::new(
-                name.to_owned(),
-                first.unwrap_or_else(|| format!("Prompt from {}", p.display())),
-            ));
-        }
-    }
-    cmds
-}
-
 async fn after_open(s: &Server, id: &SessionId, cwd: &Path, unsupported_mcp: &[String]) {
     // After the answer: clients drop updates for a session id they have not learned yet.
     s.out
         .update(
             id,
             acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(
-                available_commands(cwd),
+                mapping::available_commands(&ferrite_core::commands::available(
+                    &s.runtime.services().home,
+                    cwd,
+                )),
             )),
         )
         .await;

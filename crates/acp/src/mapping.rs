@@ -241,8 +241,29 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
         Event::Notice { text } => vec![U::AgentMessageChunk(acp::ContentChunk::new(text_block(
             &format!("\n{text}\n"),
         )))],
+        Event::Commands { commands } => vec![U::AvailableCommandsUpdate(
+            acp::AvailableCommandsUpdate::new(available_commands(commands)),
+        )],
         Event::TurnEnded(_) => vec![],
     }
+}
+
+/// The commands as ACP lists them; a hint becomes the unstructured input's hint.
+pub fn available_commands(
+    commands: &[ferrite_core::commands::CommandInfo],
+) -> Vec<acp::AvailableCommand> {
+    commands
+        .iter()
+        .map(|c| {
+            let cmd = acp::AvailableCommand::new(c.name.clone(), c.description.clone());
+            match &c.hint {
+                Some(h) => cmd.input(acp::AvailableCommandInput::Unstructured(
+                    acp::UnstructuredCommandInput::new(h.clone()),
+                )),
+                None => cmd,
+            }
+        })
+        .collect()
 }
 
 /// A whole `session/update` JSON-RPC line, serialized in one pass (no intermediate `Value`: the

@@ -1,53 +1,346 @@
-//! Slash commands from the workspace's prompt files (`.ferrite/commands/<name>.md`, listed to the
-//! editor in `available_commands_update`): a prompt that starts with `/<name>` gets the file's
-//! text attached, with `$ARGUMENTS` replaced by the rest of the line.
+//! Slash commands: the built-ins and the user's and workspace's prompt files.
+//!
+//! Prompt files are `FERRITE_HOME/commands/<name>.md` (personal) and `<cwd>/.ferrite/commands/
+//! <name>.md` (the project's; it wins on a name clash). A file may start with front matter:
+//!
+//! ```text
+//! ---
+//! description: Review a file for bugs
+//! argument-hint: <path>
+//! ---
+//! Review $1 for bugs. Focus: $ARGUMENTS
+//! ```
+//!
+//! A prompt that starts with `/<name>` gets the file's body attached, with `$ARGUMENTS` replaced by
+//! the rest of the line and `$1`..`$9` by its words (quotes group words). The editor learns the
+//! list from `available_commands_update`, sent again when the files change.
+//!
+//! Built-ins: `/compact` (summarize the conversation), `/undo [N]` and `/checkpoints` (workspace
+//! checkpoints), and two prompt templates, `/init` (write an `AGENTS.md` for the repository) and
+//! `/review` (review uncommitted changes with read-only tools).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::content::UserContent;
 
-/// The prompt with the command's file attached, or unchanged when it names no prompt file.
-pub fn expand(content: Vec<UserContent>, cwd: &Path) -> Vec<UserContent> {
-    let Some(UserContent::Text { text }) = content.first() else {
-        return content;
-    };
-    let Some(rest) = text.trim_start().strip_prefix('/') else {
-        return content;
-    };
-    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !valid {
-        return content;
+/// A command as the editor lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommandInfo {
+    pub name: String,
+    pub description: String,
+    /// What to type after the name, e.g. `[N]`; `None` when it takes nothing.
+    pub hint: Option<String>,
+}
+
+/// A built-in command.
+struct Builtin {
+    name: &'static str,
+    description: &'static str,
+    hint: Option<&'static str>,
+}
+
+const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "compact",
+        description: "Summarize the conversation to free up context",
+        hint: Some("[what to keep]"),
+    },
+    Builtin {
+        name: "undo",
+        description: "Revert the workspace to before the last turn that changed it",
+        hint: Some("[N]"),
+    },
+    Builtin {
+        name: "checkpoints",
+        description: "List the workspace checkpoints of this session",
+        hint: None,
+    },
+    Builtin {
+        name: "init",
+        description: "Explore the repository and write an AGENTS.md for it",
+        hint: None,
+    },
+    Builtin {
+        name: "review",
+        description: "Review uncommitted changes (or a ref range) with read-only tools",
+        hint: Some("[ref range]"),
+    },
+];
+
+/// Prompt files larger than this are not offered (they are sent with the prompt).
+const MAX_COMMAND_BYTES: u64 = 64 * 1024;
+
+/// The built-ins, then the prompt files (sorted by name; the project's win on a clash). A prompt
+/// file named like a built-in is not listed: the built-in runs.
+pub fn available(home: &Path, cwd: &Path) -> Vec<CommandInfo> {
+    let mut out: Vec<CommandInfo> = BUILTINS
+        .iter()
+        .map(|b| CommandInfo {
+            name: b.name.to_owned(),
+            description: b.description.to_owned(),
+            hint: b.hint.map(str::to_owned),
+        })
+        .collect();
+    let mut files: std::collections::BTreeMap<String, PathBuf> = Default::default();
+    for dir in command_dirs(home, cwd) {
+        for (name, path) in prompt_files(&dir) {
+            files.insert(name, path);
+        }
     }
-    let path = cwd
-        .join(".ferrite")
-        .join("commands")
-        .join(format!("{name}.md"));
-    let Ok(template) = std::fs::read_to_string(&path) else {
+    for (name, path) in files {
+        if is_builtin(&name) {
+            continue;
+        }
+        let Some(file) = read_prompt_file(&path) else {
+            continue;
+        };
+        out.push(CommandInfo {
+            description: file
+                .description
+                .unwrap_or_else(|| first_line(&file.body).unwrap_or_else(|| format!("/{name}"))),
+            hint: file.hint,
+            name,
+        });
+    }
+    out
+}
+
+/// A cheap fingerprint of the prompt files (names, sizes, modification times): when it changes,
+/// the list is sent again.
+pub fn fingerprint(home: &Path, cwd: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut out = Vec::new();
+    for dir in command_dirs(home, cwd) {
+        for (_, path) in prompt_files(&dir) {
+            let meta = std::fs::metadata(&path).ok();
+            out.push((
+                path,
+                meta.as_ref().map_or(0, std::fs::Metadata::len),
+                meta.and_then(|m| m.modified().ok()),
+            ));
+        }
+    }
+    out
+}
+
+/// The prompt with the command attached, or unchanged when it names no prompt command.
+pub fn expand(content: Vec<UserContent>, home: &Path, cwd: &Path) -> Vec<UserContent> {
+    let Some((name, args)) = invocation(&content) else {
         return content;
     };
-    let args = args.trim();
-    let body = if template.contains("$ARGUMENTS") {
-        template.replace("$ARGUMENTS", args)
-    } else if args.is_empty() {
-        template
-    } else {
-        format!("{template}\n\n{args}")
+    let (body, uri) = match builtin_template(&name) {
+        Some(template) => (template.to_owned(), format!("ferrite:command/{name}")),
+        None => {
+            let Some(path) = command_dirs(home, cwd)
+                .iter()
+                .rev()
+                .map(|d| d.join(format!("{name}.md")))
+                .find(|p| p.is_file())
+            else {
+                return content;
+            };
+            let Some(file) = read_prompt_file(&path) else {
+                return content;
+            };
+            (file.body, format!("file://{}", path.display()))
+        }
     };
+    let body = substitute(&body, &args);
     let mut out = content;
     out.insert(
         1,
         UserContent::Resource {
-            uri: format!("file://{}", path.display()),
+            uri,
             text: Some(body),
             blob: None,
             mime_type: Some("text/markdown".into()),
         },
     );
     out
+}
+
+/// Whether the prompt runs a command whose turn may only look, never change (`/review`).
+pub fn is_read_only(content: &[UserContent]) -> bool {
+    invocation(content).is_some_and(|(name, _)| name == "review")
+}
+
+/// `/<name> args` at the start of the prompt's first text block.
+fn invocation(content: &[UserContent]) -> Option<(String, String)> {
+    let Some(UserContent::Text { text }) = content.first() else {
+        return None;
+    };
+    let rest = text.trim_start().strip_prefix('/')?;
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    valid.then(|| (name.to_owned(), args.trim().to_owned()))
+}
+
+fn is_builtin(name: &str) -> bool {
+    BUILTINS.iter().any(|b| b.name == name)
+}
+
+/// The prompt text of the built-ins that are prompts for the model.
+fn builtin_template(name: &str) -> Option<&'static str> {
+    match name {
+        "init" => Some(INIT_PROMPT),
+        "review" => Some(REVIEW_PROMPT),
+        _ => None,
+    }
+}
+
+const INIT_PROMPT: &str = "Write an `AGENTS.md` at the root of this repository for coding agents \
+that will work in it. First explore: the build system and manifests, how to build, test and lint \
+(the exact commands), the directory layout and what lives where, the conventions the code follows \
+(naming, error handling, tests), and anything surprising a newcomer must know. Use the read-only \
+tools to look; do not guess. Then write the file with `write` (if an `AGENTS.md` already exists, \
+improve it with `edit` instead of replacing what is still true). Keep it short and concrete: \
+commands in code blocks, one line per fact. $ARGUMENTS";
+
+const REVIEW_PROMPT: &str = "Review the code changes in this repository: the working tree's \
+uncommitted changes (`git status`, `git diff HEAD`), or the ref range `$ARGUMENTS` when one is \
+given (`git diff $ARGUMENTS`). This turn is read-only: read the changed files and their context, \
+do not change anything. Report findings ordered by severity (critical, high, medium, low), each \
+with `file:line`, what is wrong, why it matters, and a concrete fix. Look for bugs, security \
+problems, missing error handling, missing tests and unclear code. If there is nothing to review, \
+say so.";
+
+/// `$ARGUMENTS` becomes the whole argument text; `$1`..`$9` its words. A template that uses
+/// neither gets the arguments appended.
+fn substitute(template: &str, args: &str) -> String {
+    let words = split_words(args);
+    let uses_args =
+        template.contains("$ARGUMENTS") || (1..=9).any(|i| template.contains(&format!("${i}")));
+    let mut out = template.replace("$ARGUMENTS", args);
+    // From 9 down, so `$1` does not eat the start of a (hypothetical) `$10`.
+    for i in (1..=9).rev() {
+        let value = words.get(i - 1).map_or("", String::as_str);
+        out = out.replace(&format!("${i}"), value);
+    }
+    if !uses_args && !args.is_empty() {
+        out = format!("{out}\n\n{args}");
+    }
+    out.trim_end().to_owned()
+}
+
+/// Words separated by whitespace; `"…"` and `'…'` group words.
+fn split_words(args: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in args.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                in_word = true;
+            }
+            None if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            None => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+/// Personal first, then the project's: later entries win.
+fn command_dirs(home: &Path, cwd: &Path) -> [PathBuf; 2] {
+    [home.join("commands"), cwd.join(".ferrite").join("commands")]
+}
+
+fn prompt_files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
+    let mut out: Vec<(String, PathBuf)> = rd
+        .flatten()
+        .map(|d| d.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .filter_map(|p| {
+            let name = p.file_stem()?.to_str()?.to_owned();
+            let valid = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            valid.then_some((name, p))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+struct PromptFile {
+    description: Option<String>,
+    hint: Option<String>,
+    body: String,
+}
+
+fn read_prompt_file(path: &Path) -> Option<PromptFile> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_COMMAND_BYTES {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(parse_front_matter(&text))
+}
+
+/// `---`-delimited `key: value` lines at the top (the subset of YAML prompt files use).
+fn parse_front_matter(text: &str) -> PromptFile {
+    let mut file = PromptFile {
+        description: None,
+        hint: None,
+        body: text.to_owned(),
+    };
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return file;
+    };
+    let Some(end) = rest.find("\n---") else {
+        return file;
+    };
+    for line in rest[..end].lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim().trim_matches('"').trim_matches('\'').to_owned();
+        if value.is_empty() {
+            continue;
+        }
+        match key.trim() {
+            "description" => file.description = Some(value),
+            "argument-hint" | "argument_hint" => file.hint = Some(value),
+            _ => {}
+        }
+    }
+    let after = &rest[end + 4..];
+    file.body = after
+        .strip_prefix("\r\n")
+        .or_else(|| after.strip_prefix('\n'))
+        .unwrap_or(after)
+        .to_owned();
+    file
+}
+
+fn first_line(body: &str) -> Option<String> {
+    body.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches('#').trim().to_owned())
 }
 
 #[cfg(test)]
@@ -58,25 +351,114 @@ mod tests {
         vec![UserContent::Text { text: t.into() }]
     }
 
-    #[test]
-    fn expands_prompt_files() {
-        let ws = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(ws.path().join(".ferrite/commands")).unwrap();
-        std::fs::write(
-            ws.path().join(".ferrite/commands/review.md"),
-            "Review $ARGUMENTS carefully.",
-        )
-        .unwrap();
-        let out = expand(text("/review src/lib.rs"), ws.path());
-        assert_eq!(out.len(), 2);
+    fn attached(out: &[UserContent]) -> String {
         match &out[1] {
-            UserContent::Resource { text: Some(t), .. } => {
-                assert_eq!(t, "Review src/lib.rs carefully.")
-            }
+            UserContent::Resource { text: Some(t), .. } => t.clone(),
             other => panic!("{other:?}"),
         }
-        assert_eq!(expand(text("/nope x"), ws.path()).len(), 1);
-        assert_eq!(expand(text("/../etc/passwd"), ws.path()).len(), 1);
-        assert_eq!(expand(text("plain"), ws.path()).len(), 1);
+    }
+
+    struct Dirs {
+        home: tempfile::TempDir,
+        ws: tempfile::TempDir,
+    }
+
+    impl Dirs {
+        fn new() -> Self {
+            Self {
+                home: tempfile::tempdir().unwrap(),
+                ws: tempfile::tempdir().unwrap(),
+            }
+        }
+        fn personal(&self, name: &str, body: &str) {
+            std::fs::create_dir_all(self.home.path().join("commands")).unwrap();
+            std::fs::write(self.home.path().join("commands").join(name), body).unwrap();
+        }
+        fn project(&self, name: &str, body: &str) {
+            let d = self.ws.path().join(".ferrite/commands");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(name), body).unwrap();
+        }
+        fn expand(&self, t: &str) -> Vec<UserContent> {
+            expand(text(t), self.home.path(), self.ws.path())
+        }
+    }
+
+    #[test]
+    fn expands_prompt_files_with_arguments() {
+        let d = Dirs::new();
+        d.project("review-file.md", "Review $ARGUMENTS carefully.");
+        let out = d.expand("/review-file src/lib.rs");
+        assert_eq!(attached(&out), "Review src/lib.rs carefully.");
+        d.project(
+            "pos.md",
+            "---\ndescription: x\n---\nCompare $1 with $2 ($ARGUMENTS).",
+        );
+        let out = d.expand("/pos a.rs \"b c.rs\"");
+        assert_eq!(
+            attached(&out),
+            "Compare a.rs with b c.rs (a.rs \"b c.rs\")."
+        );
+        d.project("plain.md", "Do the thing.");
+        assert_eq!(attached(&d.expand("/plain now")), "Do the thing.\n\nnow");
+        assert_eq!(d.expand("/nope x").len(), 1);
+        assert_eq!(d.expand("/../etc/passwd").len(), 1);
+        assert_eq!(d.expand("plain").len(), 1);
+    }
+
+    #[test]
+    fn project_commands_win_over_personal_ones() {
+        let d = Dirs::new();
+        d.personal("fix.md", "personal fix");
+        d.personal(
+            "mine.md",
+            "---\ndescription: Mine only\nargument-hint: <x>\n---\nbody",
+        );
+        d.project("fix.md", "project fix");
+        assert_eq!(attached(&d.expand("/fix")), "project fix");
+        assert_eq!(attached(&d.expand("/mine")), "body");
+        let list = available(d.home.path(), d.ws.path());
+        let names: Vec<&str> = list.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "compact",
+                "undo",
+                "checkpoints",
+                "init",
+                "review",
+                "fix",
+                "mine"
+            ]
+        );
+        let mine = list.iter().find(|c| c.name == "mine").unwrap();
+        assert_eq!(mine.description, "Mine only");
+        assert_eq!(mine.hint.as_deref(), Some("<x>"));
+        let fix = list.iter().find(|c| c.name == "fix").unwrap();
+        assert_eq!(fix.description, "project fix");
+    }
+
+    #[test]
+    fn builtin_prompts_and_read_only_review() {
+        let d = Dirs::new();
+        // A prompt file cannot shadow a built-in.
+        d.project("review.md", "shadow");
+        let out = d.expand("/review main..HEAD");
+        let body = attached(&out);
+        assert!(body.contains("git diff main..HEAD"), "{body}");
+        assert!(is_read_only(&text("/review")));
+        assert!(!is_read_only(&text("/init")));
+        assert!(attached(&d.expand("/init")).contains("AGENTS.md"));
+        // `/compact` and `/undo` are handled by the turn, not expanded.
+        assert_eq!(d.expand("/compact").len(), 1);
+        assert_eq!(d.expand("/undo 2").len(), 1);
+    }
+
+    #[test]
+    fn fingerprint_changes_when_a_file_is_added() {
+        let d = Dirs::new();
+        let before = fingerprint(d.home.path(), d.ws.path());
+        d.project("new.md", "x");
+        assert_ne!(before, fingerprint(d.home.path(), d.ws.path()));
     }
 }

@@ -45,6 +45,10 @@ pub enum Event {
     Notice {
         text: String,
     },
+    /// The slash commands the session offers (sent again when prompt files change).
+    Commands {
+        commands: Vec<crate::commands::CommandInfo>,
+    },
     /// The turn is over; the last event of every turn.
     TurnEnded(TurnOutcome),
 }

@@ -500,6 +500,7 @@ impl Runtime {
             extra_tools,
             disk_changes: Default::default(),
             context_tokens: 0,
+            nested_instructions: Default::default(),
         }));
         let (ops_tx, ops_rx) = mpsc::channel(64);
         let task = tokio::spawn(session_task(

@@ -46,6 +46,8 @@ pub(crate) struct SessionCore {
     pub disk_changes: crate::clientfs::DiskChanges,
     /// Tokens in context after the last model call (0 until one happened in this process).
     pub context_tokens: u64,
+    /// Instruction files of nested packages already given to the model.
+    pub nested_instructions: crate::prompt::Nested,
 }
 
 pub(crate) fn lock(core: &Mutex<SessionCore>) -> MutexGuard<'_, SessionCore> {
@@ -134,6 +136,8 @@ pub(crate) struct CallEnv {
     pub deny: Vec<String>,
     /// `_meta.permission_mode = "ask"` for this turn.
     pub force_ask: bool,
+    /// A command that may only look (`/review`): the turn runs as in `plan` mode.
+    pub read_only: bool,
     pub permission_timeout: Duration,
     pub approver: Option<Arc<dyn Approver>>,
     /// The session's mode ceiling (harness and `max_mode`).
@@ -179,6 +183,7 @@ impl CallEnv {
             allow: config.permissions.allow.clone(),
             deny: config.permissions.deny.clone(),
             force_ask,
+            read_only: false,
             permission_timeout: Duration::from_secs(config.permissions.timeout_secs),
             approver: services.approver.get().cloned(),
             ceiling: crate::runtime::ceiling(config, harness),
@@ -191,14 +196,21 @@ impl CallEnv {
     }
 
     /// The session's mode now (an approved `exit_plan` changes it mid-turn).
+    /// The mode this turn's calls run in: the session's, capped at `plan` for a read-only
+    /// command (`/review`).
     fn mode(&self, rec: &Recorder) -> Mode {
-        lock(&rec.core).state.mode
+        let mode = lock(&rec.core).state.mode;
+        if self.read_only {
+            mode.min(Mode::Plan)
+        } else {
+            mode
+        }
     }
 
     /// The tools offered to the model for the next request.
     fn specs(&self, rec: &Recorder) -> Vec<crate::model::ToolSpec> {
         let mut specs = self.tools.specs();
-        if self.mode(rec) == Mode::Plan && self.ceiling > Mode::Plan {
+        if self.mode(rec) == Mode::Plan && self.ceiling > Mode::Plan && !self.read_only {
             specs.push(exit_plan::spec());
         }
         specs
@@ -258,7 +270,7 @@ async fn run_turn_inner(
     };
     let content = crate::attachments::expand_links(req.content.clone(), &roots);
     let content = match roots.first() {
-        Some(cwd) => crate::commands::expand(content, cwd),
+        Some(cwd) => crate::commands::expand(content, &services.home, cwd),
         None => content,
     };
     let compact_request = compact::requested(&req.content);
@@ -363,6 +375,7 @@ async fn run_turn_inner(
         roots,
         req.options.force_ask,
     );
+    env.read_only = crate::commands::is_read_only(&req.content);
     let provider = lock(&rec.core).extra_tools.clone();
     if let Some(provider) = provider {
         // Waits for MCP servers still starting (bounded by their startup timeout).
@@ -375,7 +388,7 @@ async fn run_turn_inner(
             env.tools.add(t);
         }
     }
-    let system = crate::prompt::system_prompt(&cwd);
+    let system = crate::prompt::system_prompt(&services.home, &cwd);
 
     if let Some(extra) = compact_request {
         return Ok(
@@ -801,7 +814,16 @@ async fn run_call(
             .await?;
             Ok(CallEnd::Cancelled)
         }
-        Some(Ok(out)) => {
+        Some(Ok(mut out)) => {
+            // A file in a package with its own AGENTS.md: the model gets those instructions too.
+            if let crate::tools::Access::Read { paths } | crate::tools::Access::Write { paths } =
+                &access
+                && let Some(extra) = lock(&rec.core)
+                    .nested_instructions
+                    .for_paths(paths, &env.cwd, &env.roots)
+            {
+                out.text.push_str(&extra);
+            }
             let content = if out.content.is_empty() {
                 None
             } else {

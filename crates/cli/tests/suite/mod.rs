@@ -7,6 +7,7 @@ mod file_safety;
 mod many_sessions;
 mod mcp;
 mod permissions;
+mod project;
 mod protocol;
 mod sessions;
 mod settings;

@@ -14,7 +14,7 @@ async fn new_session_answers_modes_and_options_then_commands() {
     let w = World::new();
     std::fs::create_dir_all(w.ws().join(".ferrite/commands")).unwrap();
     std::fs::write(
-        w.ws().join(".ferrite/commands/review.md"),
+        w.ws().join(".ferrite/commands/review-diff.md"),
         "# Review the diff\nLook at it.",
     )
     .unwrap();
@@ -60,7 +60,17 @@ async fn new_session_answers_modes_and_options_then_commands() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["compact", "review"]);
+    assert_eq!(
+        names,
+        [
+            "compact",
+            "undo",
+            "checkpoints",
+            "init",
+            "review",
+            "review-diff"
+        ]
+    );
     assert!(w.session_file(&sid).exists());
 }
 

@@ -31,6 +31,9 @@ async fn injected_fault(faults: Faults, turn_running: bool) {
     std::future::pending::<()>().await
 }
 
+/// How often a session looks for added, changed or removed prompt files (a few `stat`s).
+const COMMANDS_POLL: Duration = Duration::from_secs(2);
+
 pub(super) struct SessionCtx {
     pub catalog: Catalog,
     pub ceiling: Mode,
@@ -139,12 +142,31 @@ pub(super) async fn session_task(
 ) {
     let session = lock(&core).state.id.clone();
     let mut running: Option<Running> = None;
+    let cwd = lock(&core).state.cwd.clone();
+    let mut commands_seen = crate::commands::fingerprint(&services.home, &cwd);
+    let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
+    commands_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let closed_reply = loop {
         let turn_running = running.is_some();
         let step = tokio::select! {
             op = ops.recv() => Ok(op),
             end = wait_running(&mut running) => Err(end),
             () = injected_fault(services.faults, turn_running) => continue,
+            _ = commands_tick.tick() => {
+                let now = crate::commands::fingerprint(&services.home, &cwd);
+                if now != commands_seen {
+                    commands_seen = now;
+                    let commands = crate::commands::available(&services.home, &cwd);
+                    let _ = events
+                        .send(SessionEvent {
+                            session: session.clone(),
+                            turn: None,
+                            event: Event::Commands { commands },
+                        })
+                        .await;
+                }
+                continue;
+            }
         };
         match step {
             Err(end) => {

@@ -286,6 +286,7 @@ pub(crate) mod testing {
                 extra_tools: None,
                 disk_changes: Default::default(),
                 context_tokens: 0,
+                nested_instructions: Default::default(),
             };
             let (tx, rx) = mpsc::channel(4096);
             let recorder = Recorder {

@@ -29,10 +29,8 @@ pub(crate) async fn check(
     access: &Access,
     cancel: &CancellationToken,
 ) -> Gate {
-    let (mode, harness) = {
-        let core = lock(&rec.core);
-        (core.state.mode, core.state.harness)
-    };
+    let mode = env.mode(rec);
+    let harness = lock(&rec.core).state.harness;
     let rules = rules_in_force(env);
     let call = Call {
         tool,
