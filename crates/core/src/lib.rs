@@ -27,3 +27,4 @@ pub mod state;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod web;
