@@ -193,7 +193,7 @@ fn check_url(url: &Url, reach: Reach, is_public: PublicCheck) -> Result<(), Stri
         && let Some(ip) = ip
         && !is_public(ip)
     {
-        return Err(private_refusal(&url.to_string()));
+        return Err(private_refusal(url.as_ref()));
     }
     Ok(())
 }
