@@ -1,5 +1,8 @@
 //! `web_fetch` against a real HTTP server on loopback.
 
+// clippy.toml allows these in #[test] functions only; the server helper here is test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use axum::Router;
