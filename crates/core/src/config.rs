@@ -100,6 +100,8 @@ pub struct Config {
     pub fs_delegation: FsDelegation,
     pub permissions: PermissionsConfig,
     pub sandbox_network: bool,
+    /// `web_fetch.allow_private`: let `web_fetch` reach loopback and private addresses.
+    pub web_fetch_allow_private: bool,
     pub tools: ToolsConfig,
     pub compaction_threshold: f64,
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -123,6 +125,7 @@ impl Default for Config {
                 deny: vec![],
             },
             sandbox_network: false,
+            web_fetch_allow_private: false,
             tools: ToolsConfig {
                 output_max_bytes: 51_200,
                 output_max_lines: 2_000,
@@ -164,6 +167,8 @@ struct RawConfig {
     #[serde(default)]
     compaction: RawCompaction,
     #[serde(default)]
+    web_fetch: RawWebFetch,
+    #[serde(default)]
     providers: BTreeMap<String, ProviderConfig>,
     #[serde(default)]
     mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -191,6 +196,12 @@ struct RawTools {
     output_max_bytes: Option<usize>,
     output_max_lines: Option<usize>,
     bash_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWebFetch {
+    allow_private: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -253,6 +264,9 @@ impl Config {
         }
         self.permissions.allow.extend(raw.permissions.allow);
         self.permissions.deny.extend(raw.permissions.deny);
+        if let Some(p) = raw.web_fetch.allow_private {
+            self.web_fetch_allow_private = p;
+        }
         if let Some(n) = raw.sandbox.network {
             self.sandbox_network = n;
         }
@@ -329,6 +343,13 @@ impl Config {
             ));
         }
         self.permissions.deny.extend(raw.permissions.deny);
+        match raw.web_fetch.allow_private {
+            Some(true) if !self.web_fetch_allow_private => self.warnings.push(format!(
+                "{shown}: `web_fetch.allow_private = true` ignored: only the user config may enable it"
+            )),
+            Some(p) => self.web_fetch_allow_private = p,
+            None => {}
+        }
         match raw.sandbox.network {
             Some(true) if !self.sandbox_network => self.warnings.push(format!(
                 "{shown}: `sandbox.network = true` ignored: only the user config may enable it"

@@ -38,6 +38,8 @@ enum Spec {
     CommandPrefix(Vec<String>),
     CommandExact(String),
     Glob(GlobMatcher),
+    /// `web_fetch(domain:docs.rs)`, `web_fetch(domain:*.python.org)` (subdomains only).
+    Domain(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -74,6 +76,15 @@ impl Rule {
         }
         let spec = match spec {
             None | Some("") | Some("*") | Some("**") => Spec::Any,
+            Some(s) if tool == "web_fetch" => match s.strip_prefix("domain:") {
+                Some(d) if is_domain_pattern(d) => Spec::Domain(d.to_ascii_lowercase()),
+                _ => {
+                    return Err(err(
+                        "web_fetch rules name a domain: `web_fetch(domain:docs.rs)` or \
+                         `web_fetch(domain:*.python.org)`",
+                    ));
+                }
+            },
             Some(s) if tool == "bash" => match s.strip_suffix(":*") {
                 Some(prefix) => Spec::CommandPrefix(words(prefix)),
                 None => Spec::CommandExact(normalize_command(s)),
@@ -115,7 +126,7 @@ impl Rule {
                 w.len() >= prefix.len() && w[..prefix.len()] == prefix[..]
             }
             Spec::CommandExact(c) => normalize_command(command) == *c,
-            Spec::Glob(_) => false,
+            Spec::Glob(_) | Spec::Domain(_) => false,
         }
     }
 
@@ -128,7 +139,7 @@ impl Rule {
                         .iter()
                         .any(|r| path.strip_prefix(r).is_ok_and(|rel| g.is_match(rel)))
             }
-            Spec::CommandPrefix(_) | Spec::CommandExact(_) => false,
+            Spec::CommandPrefix(_) | Spec::CommandExact(_) | Spec::Domain(_) => false,
         }
     }
 
@@ -160,8 +171,31 @@ impl Rule {
                     paths.iter().any(|p| self.matches_path(p, roots))
                 }
             }
+            Access::Fetch { host, .. } => match &self.spec {
+                Spec::Any => true,
+                Spec::Domain(d) => domain_matches(d, host),
+                Spec::CommandPrefix(_) | Spec::CommandExact(_) | Spec::Glob(_) => false,
+            },
             Access::Mcp | Access::None => matches!(self.spec, Spec::Any),
         }
+    }
+}
+
+fn is_domain_pattern(d: &str) -> bool {
+    let name = d.strip_prefix("*.").unwrap_or(d);
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == ':')
+}
+
+/// `docs.rs` matches exactly that host; `*.python.org` matches its subdomains.
+fn domain_matches(pattern: &str, host: &str) -> bool {
+    match pattern.strip_prefix("*.") {
+        Some(parent) => host
+            .strip_suffix(parent)
+            .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+        None => host == pattern,
     }
 }
 
@@ -319,6 +353,15 @@ pub fn decide(call: &Call<'_>, rules: &Rules) -> Decision {
         }
         // Commands in plan mode run in a read-only sandbox without network.
         (Mode::Plan, Access::Execute { .. }) => Decision::Allow,
+        // A URL can carry what the model read: below `full`, only a domain rule lets a fetch
+        // through without asking, whatever the mode.
+        (Mode::Plan | Mode::Ask | Mode::Auto, Access::Fetch { .. }) => {
+            if allowed_by_rule() {
+                Decision::Allow
+            } else {
+                Decision::Ask
+            }
+        }
         (Mode::Plan | Mode::Ask | Mode::Auto, Access::Read { paths }) => {
             // Outside the workspace, `auto` asks too: `~/.ssh/id_*` is one read away otherwise.
             if inside(paths, roots) || allowed_by_rule() {
@@ -485,6 +528,7 @@ pub fn always_rule(tool: &str, access: &Access, roots: &[PathBuf]) -> (String, S
                 ),
             }
         }
+        Access::Fetch { host, .. } => (format!("web_fetch(domain:{host})"), format!("`{host}`")),
         Access::Mcp | Access::None => (tool.to_owned(), format!("`{tool}`")),
     }
 }
@@ -504,6 +548,10 @@ pub fn options_for(tool: &str, access: &Access, roots: &[PathBuf]) -> Vec<Permis
         Access::Read { .. } => (
             format!("Always allow reading {covers} in this project"),
             format!("Never allow reading {covers} in this project"),
+        ),
+        Access::Fetch { .. } => (
+            format!("Always allow fetching pages from {covers} in this workspace"),
+            format!("Never allow fetching pages from {covers} in this workspace"),
         ),
         Access::Mcp | Access::None => (
             format!("Always allow {covers} in this project"),
@@ -607,6 +655,107 @@ impl StoredRules {
             &serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?,
         )?;
         std::fs::rename(&tmp, &path)
+    }
+}
+
+#[cfg(test)]
+mod web_rules {
+    use super::*;
+
+    fn fetch(host: &str) -> Access {
+        Access::Fetch {
+            url: format!("https://{host}/"),
+            host: host.to_owned(),
+        }
+    }
+
+    fn decide_in(
+        mode: Mode,
+        harness: Harness,
+        access: &Access,
+        allow: &[&str],
+        deny: &[&str],
+    ) -> Decision {
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        let (rules, errors) = Rules::from_strings(&s(allow), &s(deny));
+        assert!(errors.is_empty(), "{errors:?}");
+        decide(
+            &Call {
+                tool: "web_fetch",
+                access,
+                mode,
+                harness,
+                force_ask: false,
+                roots: &[],
+            },
+            &rules,
+        )
+    }
+
+    #[test]
+    fn domain_rules() {
+        let allow = [
+            "web_fetch(domain:docs.rs)",
+            "web_fetch(domain:*.python.org)",
+        ];
+        for mode in [Mode::Plan, Mode::Ask, Mode::Auto] {
+            assert_eq!(
+                decide_in(mode, Harness::Code, &fetch("docs.rs"), &allow, &[]),
+                Decision::Allow
+            );
+            assert_eq!(
+                decide_in(mode, Harness::Code, &fetch("docs.python.org"), &allow, &[]),
+                Decision::Allow
+            );
+            assert_eq!(
+                decide_in(mode, Harness::Code, &fetch("python.org"), &allow, &[]),
+                Decision::Ask
+            );
+            assert_eq!(
+                decide_in(mode, Harness::Code, &fetch("evilpython.org"), &allow, &[]),
+                Decision::Ask
+            );
+            assert_eq!(
+                decide_in(
+                    mode,
+                    Harness::Code,
+                    &fetch("docs.rs.evil.example"),
+                    &allow,
+                    &[]
+                ),
+                Decision::Ask
+            );
+        }
+        assert_eq!(
+            decide_in(Mode::Full, Harness::Code, &fetch("x.example"), &[], &[]),
+            Decision::Allow
+        );
+        assert!(matches!(
+            decide_in(
+                Mode::Full,
+                Harness::Code,
+                &fetch("docs.rs"),
+                &[],
+                &["web_fetch(domain:docs.rs)"]
+            ),
+            Decision::Deny(_)
+        ));
+        assert!(matches!(
+            decide_in(
+                Mode::Auto,
+                Harness::Unattended,
+                &fetch("x.example"),
+                &[],
+                &[]
+            ),
+            Decision::Deny(_)
+        ));
+        assert!(Rule::parse("web_fetch(docs.rs)").is_err());
+        assert!(Rule::parse("web_fetch(domain:)").is_err());
+        assert_eq!(
+            always_rule("web_fetch", &fetch("docs.rs"), &[]).0,
+            "web_fetch(domain:docs.rs)"
+        );
     }
 }
 

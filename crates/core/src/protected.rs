@@ -66,6 +66,7 @@ impl Protected {
             | Access::Read { .. }
             | Access::Write { .. }
             | Access::Execute { .. }
+            | Access::Fetch { .. }
             | Access::Mcp => Verdict::Pass,
         }
     }

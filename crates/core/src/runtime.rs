@@ -76,6 +76,8 @@ pub struct Services {
     pub faults: Faults,
     /// Starts MCP servers for sessions.
     pub mcp: Option<Arc<dyn McpLauncher>>,
+    /// Fetches web pages for `web_fetch`.
+    pub web: Option<Arc<dyn crate::web::WebFetch>>,
     /// Asks the user for permission; set by the ACP server once it runs.
     pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
     /// The editor's file system; set by the ACP server once it runs.
@@ -94,6 +96,7 @@ impl Services {
             runner: None,
             faults,
             mcp: None,
+            web: None,
             approver: std::sync::OnceLock::new(),
             client_fs: std::sync::OnceLock::new(),
         }

@@ -11,6 +11,7 @@ mod output;
 pub mod paths;
 mod read;
 mod update_plan;
+pub mod web_fetch;
 mod write;
 
 use std::path::PathBuf;
@@ -32,6 +33,7 @@ pub use grep::Grep;
 pub use ls::Ls;
 pub use read::Read;
 pub use update_plan::UpdatePlan;
+pub use web_fetch::WebFetch;
 pub use write::Write;
 
 /// How a call is shown before it runs.
@@ -77,6 +79,11 @@ pub enum Access {
     },
     /// An MCP tool: the policy rules are `mcp__server__tool`.
     Mcp,
+    /// A web request (`web_fetch`): rules are `web_fetch(domain:…)` on `host`.
+    Fetch {
+        url: String,
+        host: String,
+    },
 }
 
 /// The deny rules, for the files a tool reads on its own (the ones a search walks into).
@@ -126,6 +133,10 @@ pub struct ToolContext<'a> {
     pub fs_delegation: crate::config::FsDelegation,
     /// Deny rules applied to each file `grep`, `find` and `ls` come across.
     pub read_deny: ReadDeny,
+    /// Fetches web pages (`web_fetch`); `None` where the binary has no HTTP client (core tests).
+    pub web: Option<Arc<dyn crate::web::WebFetch>>,
+    /// Which addresses a fetch may reach (`web_fetch.allow_private`).
+    pub web_reach: crate::web::Reach,
 }
 
 pub trait Tool: Send + Sync {
@@ -177,6 +188,7 @@ pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
             Arc::new(Find),
             Arc::new(Ls),
             Arc::new(UpdatePlan),
+            Arc::new(WebFetch),
         ],
         Harness::Planner => vec![
             Arc::new(Read),
@@ -184,8 +196,9 @@ pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
             Arc::new(Find),
             Arc::new(Ls),
             Arc::new(UpdatePlan),
+            Arc::new(WebFetch),
         ],
-        Harness::Assistant => vec![Arc::new(UpdatePlan)],
+        Harness::Assistant => vec![Arc::new(UpdatePlan), Arc::new(WebFetch)],
     };
     let mut r = ToolRegistry::default();
     for t in tools {

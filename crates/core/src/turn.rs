@@ -128,6 +128,8 @@ pub(crate) struct CallEnv {
     pub runner: Option<Arc<dyn CommandRunner>>,
     pub bash_timeout: Duration,
     pub sandbox_network: bool,
+    pub web: Option<Arc<dyn crate::web::WebFetch>>,
+    pub web_reach: crate::web::Reach,
     pub home: PathBuf,
     /// FERRITE_HOME, which tools may not change and read only with the user's consent.
     pub protected: crate::protected::Protected,
@@ -178,6 +180,12 @@ impl CallEnv {
             runner: services.runner.clone(),
             bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
             sandbox_network: config.sandbox_network,
+            web: services.web.clone(),
+            web_reach: if config.web_fetch_allow_private {
+                crate::web::Reach::Anywhere
+            } else {
+                crate::web::Reach::PublicOnly
+            },
             home: services.home.clone(),
             protected: crate::protected::Protected::new(&services.home, &spill_dir),
             allow: config.permissions.allow.clone(),
@@ -791,6 +799,8 @@ async fn run_call(
         bash_timeout: env.bash_timeout,
         client_fs: env.client_fs.clone(),
         fs_delegation: env.fs_delegation,
+        web: env.web.clone(),
+        web_reach: env.web_reach,
         read_deny: crate::tools::ReadDeny::new(
             Arc::new(permission::rules_in_force(env)),
             env.roots.clone(),

@@ -12,3 +12,4 @@ mod protocol;
 mod sessions;
 mod settings;
 mod turns;
+mod web_fetch;

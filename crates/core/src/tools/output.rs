@@ -335,6 +335,8 @@ pub(crate) mod testing {
                 client_fs: None,
                 fs_delegation: crate::config::FsDelegation::Never,
                 read_deny: self.read_deny.clone(),
+                web: None,
+                web_reach: crate::web::Reach::PublicOnly,
             }
         }
 
