@@ -32,13 +32,20 @@ pub(crate) async fn check(
         let core = lock(&rec.core);
         (core.state.mode, core.state.harness)
     };
-    let stored = StoredRules::load(&env.home, &env.cwd);
-    let allow: Vec<String> = env.allow.iter().chain(&stored.allow).cloned().collect();
-    let deny: Vec<String> = env.deny.iter().chain(&stored.deny).cloned().collect();
-    let (rules, errors) = Rules::from_strings(&allow, &deny);
-    for e in errors {
-        tracing::warn!("{e}");
-    }
+    // A rules file or rule that cannot be read refuses the call: a dropped deny rule is a hole.
+    // (Config rules were checked when the turn began; this catches a file changed since.)
+    let rules = match StoredRules::load(&env.home, &env.cwd) {
+        Ok(stored) => {
+            let allow: Vec<String> = env.allow.iter().chain(&stored.allow).cloned().collect();
+            let deny: Vec<String> = env.deny.iter().chain(&stored.deny).cloned().collect();
+            Rules::from_strings(&allow, &deny).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    let rules = match rules {
+        Ok(r) => r,
+        Err(e) => return Gate::Refused(format!("Permission denied: {e}.")),
+    };
     let call = Call {
         tool,
         access,
@@ -135,7 +142,14 @@ pub(super) async fn ask_user(
 }
 
 fn store(env: &CallEnv, tool: &str, access: &Access, allow: bool) {
-    let (rule, _) = permissions::always_rule(tool, access, &env.roots);
+    let kind = if allow {
+        OptionKind::AllowAlways
+    } else {
+        OptionKind::RejectAlways
+    };
+    let Some(rule) = permissions::always_rule(tool, access, &env.roots, kind) else {
+        return;
+    };
     if let Err(e) = StoredRules::add(&env.home, &env.cwd, rule.clone(), allow) {
         tracing::error!(%rule, error = %e, "could not store a permission rule");
     }
