@@ -17,6 +17,8 @@
 //! Deny always wins, in every mode. A rule that does not parse is an error, never skipped.
 
 mod command_rules;
+#[cfg(test)]
+mod corpus_tests;
 mod options;
 pub(crate) mod shell;
 mod store;

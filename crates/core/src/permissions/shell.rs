@@ -232,6 +232,7 @@ impl Walker<'_, '_> {
                 .child_by_field_name("destination")
                 .map(|d| self.word(d));
             match (op.as_str(), dest) {
+                (">&-" | "<&-", None) => true,
                 (">&" | "<&", Some(Word::Literal(d)))
                     if d == "-" || (!d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) =>
                 {
@@ -246,7 +247,30 @@ impl Walker<'_, '_> {
         if !plain {
             self.not_plain();
         }
+        if node.kind() == "heredoc_redirect" {
+            self.heredoc_backquotes(node);
+        }
         self.walk_any(node, level + 1);
+    }
+
+    /// The grammar parses `$(...)` in the body of a here-document with an unquoted delimiter
+    /// but not `` `...` ``, which the shell runs all the same: those are analysed here.
+    fn heredoc_backquotes(&mut self, node: Node<'_>) {
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        let quoted = children
+            .iter()
+            .find(|c| c.kind() == "heredoc_start")
+            .is_none_or(|start| self.text(*start).contains(['\'', '"', '\\']));
+        if quoted {
+            return;
+        }
+        for body in children.iter().filter(|c| c.kind() == "heredoc_body") {
+            let text = self.text(*body).to_owned();
+            for segment in backquoted(&text) {
+                analyze(&segment, self.depth + 1, self.out);
+            }
+        }
     }
 
     /// A simple command: records it (and what its wrappers run) and, when the line is still
@@ -428,6 +452,32 @@ fn only_line_continuations(gap: &str) -> bool {
             }
         }
     }
+}
+
+/// The `` `...` `` segments of a text (a backslash escapes the next character).
+fn backquoted(text: &str) -> Vec<String> {
+    let mut segments = Vec::new();
+    let mut current: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, current.as_mut()) {
+            ('\\', Some(seg)) => {
+                if let Some(n) = chars.next() {
+                    seg.push(n);
+                }
+            }
+            ('\\', None) => {
+                chars.next();
+            }
+            ('`', Some(_)) => segments.extend(current.take()),
+            ('`', None) => current = Some(String::new()),
+            (c, Some(seg)) => seg.push(c),
+            (_, None) => {}
+        }
+    }
+    // An unterminated `...` still runs up to the end.
+    segments.extend(current);
+    segments
 }
 
 fn join(a: &Word, b: &Word) -> Word {
