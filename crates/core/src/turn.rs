@@ -296,6 +296,15 @@ async fn run_turn_inner(
             ));
         }
     };
+    // Stored "always" rules are part of the configuration: one that cannot be read fails the
+    // turn rather than being skipped (a dropped deny rule is a hole).
+    if let Err(e) = crate::permissions::StoredRules::load(&services.home, &cwd) {
+        return Ok(failure(
+            TerminalStatus::ConfigurationError,
+            "permission_rules",
+            e.to_string(),
+        ));
+    }
     let creds = Credentials::load(&services.home).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "ignoring unreadable credentials");
         Credentials::default()

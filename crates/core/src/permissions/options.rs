@@ -283,3 +283,232 @@ fn escape_glob(path: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(c: &str) -> Access {
+        Access::Execute { command: c.into() }
+    }
+
+    fn write(p: &[&str]) -> Access {
+        Access::Write {
+            paths: p.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    fn read(p: &[&str]) -> Access {
+        Access::Read {
+            paths: p.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    /// Every option, as `id: name`.
+    fn labels(tool: &str, access: &Access) -> Vec<String> {
+        options_for(tool, access, &[PathBuf::from("/ws")])
+            .into_iter()
+            .map(|o| {
+                assert_eq!(o.id, o.kind.id());
+                format!("{}: {}", o.id, o.name)
+            })
+            .collect()
+    }
+
+    fn rule(tool: &str, access: &Access, kind: OptionKind) -> Option<String> {
+        always_rule(tool, access, &[PathBuf::from("/ws")], kind)
+    }
+
+    #[test]
+    fn command_labels_name_the_prefix_they_store() {
+        assert_eq!(
+            labels("bash", &exec("cargo test --all && echo done")),
+            [
+                "allow_once: Allow once",
+                "allow_always: Always allow `cargo test …` commands in this workspace",
+                "reject_once: Reject",
+                "reject_always: Never allow `cargo test …` commands in this workspace",
+            ]
+        );
+        assert_eq!(
+            rule("bash", &exec("cargo test --all"), OptionKind::AllowAlways).as_deref(),
+            Some("bash(cargo test:*)")
+        );
+        assert_eq!(
+            labels("bash", &exec("ls -la"))[1],
+            "allow_always: Always allow `ls …` commands in this workspace"
+        );
+        assert_eq!(
+            rule("bash", &exec("ls -la"), OptionKind::RejectAlways).as_deref(),
+            Some("bash(ls:*)")
+        );
+        assert_eq!(
+            rule("bash", &exec("git --no-pager log"), OptionKind::AllowAlways).as_deref(),
+            Some("bash(git:*)")
+        );
+        // `sh -c 'cargo test'`: the rule is for what the shell runs.
+        assert_eq!(
+            rule("bash", &exec("sh -c 'cargo test'"), OptionKind::AllowAlways).as_deref(),
+            Some("bash(cargo test:*)")
+        );
+    }
+
+    #[test]
+    fn commands_not_fully_understood_get_no_always_options() {
+        for c in [
+            "git status $(touch M)",
+            "git status > M",
+            "FOO=1 make",
+            "(make)",
+            "echo 'unterminated",
+            "$X status",
+        ] {
+            assert_eq!(
+                labels("bash", &exec(c)),
+                ["allow_once: Allow once", "reject_once: Reject"],
+                "{c}"
+            );
+            assert_eq!(rule("bash", &exec(c), OptionKind::AllowAlways), None, "{c}");
+            assert_eq!(
+                rule("bash", &exec(c), OptionKind::RejectAlways),
+                None,
+                "{c}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrappers_get_no_always_allow() {
+        assert_eq!(
+            labels("bash", &exec("sudo make install")),
+            [
+                "allow_once: Allow once",
+                "reject_once: Reject",
+                "reject_always: Never allow `sudo …` commands in this workspace",
+            ]
+        );
+        assert_eq!(
+            rule("bash", &exec("xargs rm"), OptionKind::AllowAlways),
+            None
+        );
+        assert_eq!(
+            rule("bash", &exec("xargs rm"), OptionKind::RejectAlways).as_deref(),
+            Some("bash(xargs:*)")
+        );
+    }
+
+    #[test]
+    fn edit_labels_say_which_files() {
+        assert_eq!(
+            labels("edit", &write(&["/ws/src/a/b.rs"])),
+            [
+                "allow_once: Allow once",
+                "allow_always: Always allow edits to files under src/a/ in this workspace",
+                "reject_once: Reject",
+                "reject_always: Never allow edits to files under src/a/ in this workspace",
+            ]
+        );
+        assert_eq!(
+            rule("edit", &write(&["/ws/src/a/b.rs"]), OptionKind::AllowAlways).as_deref(),
+            Some("edit(src/a/**)")
+        );
+        assert_eq!(
+            labels("write", &write(&["/ws/main.rs"]))[1],
+            "allow_always: Always allow edits to this workspace's files"
+        );
+        assert_eq!(
+            labels("write", &write(&["/ws/main.rs"]))[3],
+            "reject_always: Never allow edits to this workspace's files"
+        );
+        assert_eq!(
+            rule("write", &write(&["/ws/main.rs"]), OptionKind::AllowAlways).as_deref(),
+            Some("edit(**)")
+        );
+        assert_eq!(
+            rule(
+                "edit",
+                &write(&["/ws/src/x.rs", "/ws/tests/y.rs"]),
+                OptionKind::AllowAlways
+            )
+            .as_deref(),
+            Some("edit(**)"),
+            "the directory holding every path"
+        );
+        assert_eq!(
+            rule("edit", &write(&["/ws/a[1]/x.rs"]), OptionKind::AllowAlways).as_deref(),
+            Some("edit(a\\[1\\]/**)"),
+            "glob characters in names are escaped"
+        );
+    }
+
+    #[test]
+    fn writes_outside_the_workspace_offer_only_never() {
+        assert_eq!(
+            labels("write", &write(&["/etc/hosts"])),
+            [
+                "allow_once: Allow once",
+                "reject_once: Reject",
+                "reject_always: Never allow edits to files under /etc/ from this workspace",
+            ]
+        );
+        assert_eq!(
+            rule("write", &write(&["/etc/hosts"]), OptionKind::RejectAlways).as_deref(),
+            Some("edit(/etc/**)")
+        );
+    }
+
+    #[test]
+    fn read_labels_say_which_files() {
+        assert_eq!(
+            labels("read", &read(&["/etc/hosts"])),
+            [
+                "allow_once: Allow once",
+                "allow_always: Always allow reading files under /etc/ from this workspace",
+                "reject_once: Reject",
+                "reject_always: Never allow reading files under /etc/ from this workspace",
+            ]
+        );
+        assert_eq!(
+            rule("grep", &read(&["/etc/hosts"]), OptionKind::AllowAlways).as_deref(),
+            Some("read(/etc/**)")
+        );
+        assert_eq!(
+            labels("read", &read(&["/ws/docs/a.md"]))[1],
+            "allow_always: Always allow reading files under docs/ in this workspace"
+        );
+        assert_eq!(
+            labels("ls", &read(&["/ws/a.md"]))[1],
+            "allow_always: Always allow reading this workspace's files"
+        );
+    }
+
+    #[test]
+    fn tool_labels_name_the_tool() {
+        assert_eq!(
+            labels("mcp__github__create_issue", &Access::Mcp),
+            [
+                "allow_once: Allow once",
+                "allow_always: Always allow the MCP tool `create_issue` of server `github` in this workspace",
+                "reject_once: Reject",
+                "reject_always: Never allow the MCP tool `create_issue` of server `github` in this workspace",
+            ]
+        );
+        assert_eq!(
+            rule(
+                "mcp__github__create_issue",
+                &Access::Mcp,
+                OptionKind::AllowAlways
+            )
+            .as_deref(),
+            Some("mcp__github__create_issue")
+        );
+        assert_eq!(
+            labels("web_fetch", &Access::None)[1],
+            "allow_always: Always allow the tool `web_fetch` in this workspace"
+        );
+        assert_eq!(
+            rule("web_fetch", &Access::None, OptionKind::AllowOnce),
+            None
+        );
+    }
+}
