@@ -30,11 +30,18 @@
 //! and bash features the grammar does not model (arithmetic subscripts evaluated at run time).
 //! Deny rules are a guard on command lines, not a sandbox.
 
+mod wrappers;
+
 use tree_sitter::{Node, Parser};
 
-/// How deep `sh -c '…'` strings and the syntax tree are followed before giving up (a command
-/// nested deeper is "hidden" and never understood).
-const MAX_DEPTH: usize = 64;
+use wrappers::{SHELLS, Unwrapped, unwrap};
+
+/// How deep the syntax tree, `sh -c '…'` strings and wrappers are followed, all counted
+/// together, before giving up: a command nested deeper is "hidden" and never understood. (Chains
+/// of `&&`, `|`, `;` do not count: they are flat.) Bounds the recursion, and so the stack.
+const MAX_LEVEL: usize = 200;
+
+const TOO_DEEP: &str = "commands nested too deeply to follow";
 
 /// One word of a simple command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,12 +111,16 @@ fn new_parser() -> Option<Parser> {
     Some(parser)
 }
 
-/// Parses `src` (at `depth` levels of `sh -c` nesting), adds what it finds to `out`, and returns
-/// the plain commands when the whole of `src` is understood.
-fn analyze(src: &str, depth: usize, out: &mut Script) -> Option<Vec<PlainCommand>> {
-    if depth > MAX_DEPTH {
-        out.hidden
-            .push("commands nested too deeply to follow".to_owned());
+/// Parses `src` (found at `level`), adds what it finds to `out`, and returns the plain commands
+/// when the whole of `src` is understood.
+fn analyze(src: &str, level: usize, out: &mut Script) -> Option<Vec<PlainCommand>> {
+    if level > MAX_LEVEL {
+        out.hidden.push(TOO_DEEP.to_owned());
+        return None;
+    }
+    // A NUL cannot reach the shell (an argument cannot hold one) and the grammar stops at it.
+    if src.contains('\0') {
+        out.unparseable = true;
         return None;
     }
     let Some(tree) = new_parser().and_then(|mut p| p.parse(src, None)) else {
@@ -119,7 +130,6 @@ fn analyze(src: &str, depth: usize, out: &mut Script) -> Option<Vec<PlainCommand
     let root = tree.root_node();
     let mut walker = Walker {
         src,
-        depth,
         out,
         plain: Some(Vec::new()),
     };
@@ -127,14 +137,12 @@ fn analyze(src: &str, depth: usize, out: &mut Script) -> Option<Vec<PlainCommand
         walker.out.unparseable = true;
         walker.plain = None;
     }
-    walker.program(root);
+    walker.program(root, level + 1);
     walker.plain
 }
 
 struct Walker<'s, 'o> {
     src: &'s str,
-    /// `sh -c` nesting.
-    depth: usize,
     out: &'o mut Script,
     /// `None` once something not understood was seen.
     plain: Option<Vec<PlainCommand>>,
@@ -150,28 +158,32 @@ impl Walker<'_, '_> {
     }
 
     /// The top level: statements separated by `;`, `&`, newlines, and comments.
-    fn program(&mut self, root: Node<'_>) {
+    fn program(&mut self, root: Node<'_>, level: usize) {
         let mut cursor = root.walk();
         for child in root.children(&mut cursor) {
-            self.statement(child, 1);
+            self.statement(child, level);
         }
+    }
+
+    fn too_deep(&mut self, level: usize) -> bool {
+        if level <= MAX_LEVEL {
+            return false;
+        }
+        self.out.hidden.push(TOO_DEEP.to_owned());
+        self.not_plain();
+        true
     }
 
     /// A statement of a plain line: a command, a list, a pipeline or a redirected command;
     /// anything else is walked for what it runs but is not understood.
     fn statement(&mut self, node: Node<'_>, level: usize) {
-        if level > MAX_DEPTH {
-            self.out
-                .hidden
-                .push("commands nested too deeply to follow".to_owned());
-            self.not_plain();
+        if self.too_deep(level) {
             return;
         }
         match node.kind() {
             "command" => self.command(node, level),
             "list" | "pipeline" => {
-                let mut cursor = node.walk();
-                for child in node.children(&mut cursor) {
+                for child in chain(node) {
                     if child.is_named() {
                         self.statement(child, level + 1);
                     } else if !matches!(child.kind(), "&&" | "||" | "|" | "|&") {
@@ -202,11 +214,7 @@ impl Walker<'_, '_> {
 
     /// Walks any node for the commands inside it (deny rules), understanding nothing.
     fn walk_any(&mut self, node: Node<'_>, level: usize) {
-        if level > MAX_DEPTH {
-            self.out
-                .hidden
-                .push("commands nested too deeply to follow".to_owned());
-            self.not_plain();
+        if self.too_deep(level) {
             return;
         }
         if node.kind() == "command" {
@@ -248,14 +256,14 @@ impl Walker<'_, '_> {
             self.not_plain();
         }
         if node.kind() == "heredoc_redirect" {
-            self.heredoc_backquotes(node);
+            self.heredoc_backquotes(node, level);
         }
         self.walk_any(node, level + 1);
     }
 
     /// The grammar parses `$(...)` in the body of a here-document with an unquoted delimiter
     /// but not `` `...` ``, which the shell runs all the same: those are analysed here.
-    fn heredoc_backquotes(&mut self, node: Node<'_>) {
+    fn heredoc_backquotes(&mut self, node: Node<'_>, level: usize) {
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
         let quoted = children
@@ -268,7 +276,7 @@ impl Walker<'_, '_> {
         for body in children.iter().filter(|c| c.kind() == "heredoc_body") {
             let text = self.text(*body).to_owned();
             for segment in backquoted(&text) {
-                analyze(&segment, self.depth + 1, self.out);
+                analyze(&segment, level + 1, self.out);
             }
         }
     }
@@ -304,7 +312,7 @@ impl Walker<'_, '_> {
             self.not_plain();
             return;
         }
-        let inner = self.follow(&words);
+        let inner = self.follow(&words, level + 1);
         if let Some(plain) = self.plain.as_mut() {
             let literal: Option<Vec<String>> = words
                 .iter()
@@ -389,7 +397,10 @@ impl Walker<'_, '_> {
 
     /// Records `words` (and what its wrappers run) for deny rules, and returns, for a shell
     /// running a literal string, the plain commands of that string when it is understood.
-    fn follow(&mut self, words: &[Word]) -> Option<Vec<PlainCommand>> {
+    fn follow(&mut self, words: &[Word], level: usize) -> Option<Vec<PlainCommand>> {
+        if self.too_deep(level) {
+            return None;
+        }
         self.out.commands.push(words.to_vec());
         let program = match &words[0] {
             Word::Literal(p) => program_name(p).to_owned(),
@@ -407,11 +418,11 @@ impl Walker<'_, '_> {
                     let c = c.to_vec();
                     // What a wrapper runs is never part of a plain line (unless an allow rule
                     // names the wrapper itself), so only its deny side matters here.
-                    self.follow(&c);
+                    self.follow(&c, level + 1);
                 }
                 None
             }
-            Unwrapped::Script(Word::Literal(s)) => analyze(&s, self.depth + 1, self.out),
+            Unwrapped::Script(Word::Literal(s)) => analyze(&s, level + 1, self.out),
             Unwrapped::Script(Word::Dynamic(text)) => {
                 self.out.hidden.push(format!(
                     "`{program}` runs the string `{}`, computed at run time",
@@ -426,6 +437,23 @@ impl Walker<'_, '_> {
             Unwrapped::Nothing => None,
         }
     }
+}
+
+/// The operands and operators of a chain of lists and pipelines (`a && b | c; …`), in order.
+/// The grammar nests a chain one level per operator; read flat, a long chain is not "deep".
+fn chain(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind(), "list" | "pipeline") {
+            let mut cursor = n.walk();
+            let children: Vec<Node<'_>> = n.children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
+        } else {
+            out.push(n);
+        }
+    }
+    out
 }
 
 /// Builtins whose words may look literal but which run or define code: never plain.
@@ -536,326 +564,6 @@ fn shorten(text: &str) -> String {
     match text.char_indices().nth(MAX) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_owned(),
-    }
-}
-
-/// What a wrapper program runs.
-enum Unwrapped<'a> {
-    /// Not a wrapper, or a wrapper with nothing to run.
-    Nothing,
-    /// The words of the commands it runs.
-    Commands(Vec<&'a [Word]>),
-    /// A string it runs as shell code.
-    Script(Word),
-    /// It runs something that cannot be seen on the line.
-    Hidden(String),
-}
-
-/// Options of a wrapper: which take a value as the next word.
-struct Options {
-    /// Short options (letters) that take a value.
-    short_with_value: &'static str,
-    /// Long options (without `--`) that take a value as the next word when written without `=`.
-    long_with_value: &'static [&'static str],
-    /// Whether `-N` (a number) is an option (nice).
-    numeric: bool,
-}
-
-/// Skips a wrapper's options; returns the index of the first word after them.
-fn skip_options(args: &[Word], opts: &Options) -> usize {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        let Some(s) = w.literal() else { return i };
-        if s == "--" {
-            return i + 1;
-        }
-        if let Some(long) = s.strip_prefix("--") {
-            i += 1;
-            if !long.contains('=') && opts.long_with_value.contains(&long) {
-                i += 1;
-            }
-            continue;
-        }
-        let Some(short) = s.strip_prefix('-').filter(|r| !r.is_empty()) else {
-            return i;
-        };
-        i += 1;
-        if opts.numeric && short.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        // `-n5` carries its value; `-n 5` takes the next word.
-        for (pos, c) in short.char_indices() {
-            if opts.short_with_value.contains(c) {
-                if pos + c.len_utf8() == short.len() {
-                    i += 1;
-                }
-                break;
-            }
-        }
-    }
-    i
-}
-
-const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "rbash"];
-
-fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
-    let after = |opts: Options| {
-        Unwrapped::Commands(vec![&args[skip_options(args, &opts).min(args.len())..]])
-    };
-    let none = Options {
-        short_with_value: "",
-        long_with_value: &[],
-        numeric: false,
-    };
-    match program {
-        "env" => env(args),
-        "command" | "builtin" | "nohup" | "busybox" => after(none),
-        "exec" => after(Options {
-            short_with_value: "a",
-            ..none
-        }),
-        "nice" => after(Options {
-            short_with_value: "n",
-            long_with_value: &["adjustment"],
-            numeric: true,
-        }),
-        "setsid" => after(none),
-        "time" => after(Options {
-            short_with_value: "fo",
-            long_with_value: &["format", "output"],
-            ..none
-        }),
-        "stdbuf" => after(Options {
-            short_with_value: "ioe",
-            long_with_value: &["input", "output", "error"],
-            ..none
-        }),
-        "ionice" => after(Options {
-            short_with_value: "cnp",
-            long_with_value: &["class", "classdata", "pid", "pgid", "uid"],
-            ..none
-        }),
-        "timeout" => {
-            let i = skip_options(
-                args,
-                &Options {
-                    short_with_value: "sk",
-                    long_with_value: &["signal", "kill-after"],
-                    ..none
-                },
-            );
-            // The duration, then the command.
-            Unwrapped::Commands(vec![&args[(i + 1).min(args.len())..]])
-        }
-        "xargs" => after(Options {
-            short_with_value: "IaEdLnPs",
-            long_with_value: &[
-                "arg-file",
-                "delimiter",
-                "eof",
-                "max-lines",
-                "max-args",
-                "max-procs",
-                "max-chars",
-                "process-slot-var",
-            ],
-            ..none
-        }),
-        "sudo" | "doas" => sudo(args),
-        "find" => find(args),
-        "eval" => Unwrapped::Hidden("`eval` runs a string built at run time".to_owned()),
-        "su" => su(args),
-        "trap" => match args
-            .iter()
-            .position(|w| w.literal().is_none_or(|s| !s.starts_with('-')))
-        {
-            Some(i) => Unwrapped::Script(args[i].clone()),
-            None => Unwrapped::Nothing,
-        },
-        "watch" => {
-            let i = skip_options(
-                args,
-                &Options {
-                    short_with_value: "nq",
-                    long_with_value: &["interval", "equexit"],
-                    ..none
-                },
-            );
-            joined_script(&args[i.min(args.len())..])
-        }
-        p if SHELLS.contains(&p) => shell(p, args),
-        _ => Unwrapped::Nothing,
-    }
-}
-
-/// The words as one script (`watch a b` runs `sh -c "a b"`).
-fn joined_script(words: &[Word]) -> Unwrapped<'_> {
-    if words.is_empty() {
-        return Unwrapped::Nothing;
-    }
-    let mut all = Word::Literal(String::new());
-    for (i, w) in words.iter().enumerate() {
-        if i > 0 {
-            all = join(&all, &Word::Literal(" ".to_owned()));
-        }
-        all = join(&all, w);
-    }
-    Unwrapped::Script(all)
-}
-
-fn env(args: &[Word]) -> Unwrapped<'_> {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        let Some(s) = w.literal() else { break };
-        if s == "--" {
-            i += 1;
-            break;
-        }
-        // `-S STRING` / `--split-string=STRING`: the string is split into a command line.
-        if let Some(v) = s.strip_prefix("--split-string=") {
-            return Unwrapped::Script(Word::Literal(v.to_owned()));
-        }
-        if s == "-S" || s == "--split-string" {
-            return match args.get(i + 1) {
-                Some(script) => Unwrapped::Script(script.clone()),
-                None => Unwrapped::Nothing,
-            };
-        }
-        if let Some(v) = s.strip_prefix("-S") {
-            return Unwrapped::Script(Word::Literal(v.to_owned()));
-        }
-        if s.starts_with('-') && s.len() > 1 {
-            i += 1;
-            if matches!(s, "-u" | "-C" | "--unset" | "--chdir") {
-                i += 1;
-            }
-            continue;
-        }
-        if s.contains('=') {
-            i += 1;
-            continue;
-        }
-        break;
-    }
-    // A dynamic word here could be an assignment or the program: treat it as the program.
-    Unwrapped::Commands(vec![&args[i.min(args.len())..]])
-}
-
-fn sudo(args: &[Word]) -> Unwrapped<'_> {
-    let opts = Options {
-        short_with_value: "ugpCDrtUTR",
-        long_with_value: &[
-            "user",
-            "group",
-            "prompt",
-            "close-from",
-            "chdir",
-            "role",
-            "type",
-            "other-user",
-            "command-timeout",
-            "chroot",
-            "host",
-        ],
-        numeric: false,
-    };
-    let i = skip_options(args, &opts).min(args.len());
-    let shell_flag = args[..i].iter().any(|w| {
-        w.literal().is_some_and(|s| {
-            matches!(s, "--shell" | "--login")
-                || (s.starts_with('-')
-                    && !s.starts_with("--")
-                    && (s.contains('s') || s.contains('i')))
-        })
-    });
-    if shell_flag && i < args.len() {
-        // `sudo -s a b` runs `$SHELL -c "a b"`.
-        return joined_script(&args[i..]);
-    }
-    Unwrapped::Commands(vec![&args[i..]])
-}
-
-fn su(args: &[Word]) -> Unwrapped<'_> {
-    let mut iter = args.iter();
-    while let Some(w) = iter.next() {
-        let Some(s) = w.literal() else { continue };
-        if let Some(v) = s.strip_prefix("--command=") {
-            return Unwrapped::Script(Word::Literal(v.to_owned()));
-        }
-        if s == "-c" || s == "--command" {
-            return match iter.next() {
-                Some(script) => Unwrapped::Script(script.clone()),
-                None => Unwrapped::Nothing,
-            };
-        }
-    }
-    Unwrapped::Nothing
-}
-
-/// `find ... -exec CMD {} ;` (also `-execdir`, `-ok`, `-okdir`): every such command.
-fn find(args: &[Word]) -> Unwrapped<'_> {
-    let mut commands = Vec::new();
-    let mut rest = args;
-    while let Some(start) = rest.iter().position(|w| {
-        w.literal()
-            .is_some_and(|s| matches!(s, "-exec" | "-execdir" | "-ok" | "-okdir"))
-    }) {
-        rest = &rest[start + 1..];
-        let end = rest
-            .iter()
-            .position(|w| w.literal().is_some_and(|s| s == ";" || s == "+"))
-            .unwrap_or(rest.len());
-        commands.push(&rest[..end]);
-        rest = &rest[end..];
-    }
-    Unwrapped::Commands(commands)
-}
-
-fn shell<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
-    let mut i = 0;
-    let mut command_string = false;
-    while let Some(w) = args.get(i) {
-        let Some(s) = w.literal() else { break };
-        if s == "--" || s == "-" {
-            i += 1;
-            break;
-        }
-        if s.starts_with("--") {
-            if matches!(s, "--version" | "--help") {
-                return Unwrapped::Nothing;
-            }
-            i += 1;
-            if matches!(s, "--rcfile" | "--init-file") {
-                i += 1;
-            }
-            continue;
-        }
-        let Some(flags) = s.strip_prefix('-').or_else(|| s.strip_prefix('+')) else {
-            break;
-        };
-        if flags.is_empty() {
-            break;
-        }
-        i += 1;
-        if flags.contains('c') {
-            command_string = true;
-        }
-        if flags.contains('s') && !command_string {
-            return Unwrapped::Hidden(format!(
-                "`{program}` reads the commands it runs from its input"
-            ));
-        }
-        if flags.contains('o') || flags.contains('O') {
-            i += 1;
-        }
-    }
-    match (command_string, args.get(i)) {
-        (true, Some(script)) => Unwrapped::Script(script.clone()),
-        (true, None) => Unwrapped::Nothing,
-        (false, Some(_)) => Unwrapped::Nothing,
-        (false, None) => Unwrapped::Hidden(format!(
-            "`{program}` reads the commands it runs from its input"
-        )),
     }
 }
 
@@ -974,5 +682,36 @@ mod tests {
             assert!(!Script::parse(c).hidden.is_empty(), "{c}");
         }
         assert!(Script::parse("bash build.sh").hidden.is_empty());
+    }
+
+    #[test]
+    fn deep_and_long_inputs_neither_overflow_nor_pass() {
+        let n = 5_000;
+        for c in [
+            format!("{}rm -rf x{}", "$(".repeat(n), ")".repeat(n)),
+            format!("{}rm -rf x{}", "(".repeat(n), ")".repeat(n)),
+            format!("{}rm -rf x{}", "{ ".repeat(n), "; }".repeat(n)),
+        ] {
+            let s = Script::parse(&c);
+            assert!(s.plain.is_none());
+            assert!(!s.hidden.is_empty() || s.unparseable || !s.commands.is_empty());
+        }
+        let mut nested = "rm -rf x".to_owned();
+        for _ in 0..8 {
+            nested = format!("sh -c '{}'", nested.replace('\'', "'\\''"));
+        }
+        assert!(
+            commands(&nested).contains(&"rm -rf x".to_owned()),
+            "{nested}"
+        );
+        // Plain words, but too many wrappers to follow: hidden (refused under deny rules).
+        let wrapped = Script::parse(&format!("{}rm -rf x", "nice ".repeat(n)));
+        assert_eq!(wrapped.hidden, [TOO_DEEP]);
+        // Long flat chains are not deep.
+        let chain = vec!["git status"; 5_000].join(" && ");
+        assert_eq!(plain(&chain).map(|c| c.len()), Some(5_000));
+        let pipes = vec!["ls"; 5_000].join(" | ");
+        assert_eq!(plain(&pipes).map(|c| c.len()), Some(5_000));
+        assert!(Script::parse("git status\0; touch M").unparseable);
     }
 }
