@@ -804,11 +804,10 @@ async fn a_deny_rule_holds_against_rewritten_commands_in_full_mode() {
     let prompt = r.send_prompt_id().await;
     let (_, asked) = r.refuse_all_until_answer(&prompt).await;
     assert_eq!(asked, 0, "full mode never asks");
-    for i in 0..attacks.len() {
+    for (i, attack) in attacks.iter().enumerate() {
         assert!(
             r.world.ws().join(format!("d{i}/sub/f")).exists(),
-            "d{i} was removed by {:?}",
-            attacks[i]
+            "d{i} was removed by {attack:?}"
         );
     }
     let results = r.last_tool_results();
