@@ -210,6 +210,20 @@ struct RawCompaction {
     threshold: Option<f64>,
 }
 
+/// A rule that does not parse is a bad value naming the rule and the file (contract §10): a
+/// deny rule silently dropped would be a hole.
+fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
+    for (key, list) in [("allow", &raw.allow), ("deny", &raw.deny)] {
+        for rule in list {
+            crate::permissions::Rule::parse(rule).map_err(|e| ConfigError::Invalid {
+                path: path.to_owned(),
+                message: format!("`permissions.{key}`: {e}"),
+            })?;
+        }
+    }
+    Ok(())
+}
+
 impl Config {
     /// The user file at `home/config.toml` (absent = defaults), narrowed by
     /// `workspace/.ferrite/config.toml` when a workspace is given.
@@ -262,6 +276,7 @@ impl Config {
             }
             self.permissions.timeout_secs = t;
         }
+        check_rules(&raw.permissions, path)?;
         self.permissions.allow.extend(raw.permissions.allow);
         self.permissions.deny.extend(raw.permissions.deny);
         if let Some(p) = raw.web_fetch.allow_private {
@@ -337,6 +352,7 @@ impl Config {
             }
             self.permissions.timeout_secs = self.permissions.timeout_secs.min(t);
         }
+        check_rules(&raw.permissions, path)?;
         if !raw.permissions.allow.is_empty() {
             self.warnings.push(format!(
                 "{shown}: `permissions.allow` ignored: only the user config may allow"
@@ -604,5 +620,32 @@ models = [{ id = "qwen3-coder", context_window = 131072 }]
                 .iter()
                 .any(|w| w.contains("chosen by this workspace"))
         );
+    }
+
+    #[test]
+    fn a_malformed_rule_is_an_error_naming_rule_and_file() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        write(
+            home.path(),
+            "config.toml",
+            "[permissions]\ndeny = [\"bash(rm -rf:*\"]\n",
+        );
+        let e = Config::load(home.path(), None).unwrap_err().to_string();
+        assert!(
+            e.contains("bash(rm -rf:*")
+                && e.contains(&home.path().join("config.toml").display().to_string()),
+            "{e}"
+        );
+        write(home.path(), "config.toml", "");
+        write(
+            ws.path(),
+            ".ferrite/config.toml",
+            "[permissions]\ndeny = [\"raed(**/.env)\"]\n",
+        );
+        let e = Config::load(home.path(), Some(ws.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("raed(**/.env)") && e.contains(".ferrite"), "{e}");
     }
 }

@@ -319,6 +319,15 @@ async fn run_turn_inner(
             ));
         }
     };
+    // Stored "always" rules are part of the configuration: one that cannot be read fails the
+    // turn rather than being skipped (a dropped deny rule is a hole).
+    if let Err(e) = crate::permissions::StoredRules::load(&services.home, &cwd) {
+        return Ok(failure(
+            TerminalStatus::ConfigurationError,
+            "permission_rules",
+            e.to_string(),
+        ));
+    }
     let creds = Credentials::load(&services.home).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "ignoring unreadable credentials");
         Credentials::default()
@@ -802,7 +811,8 @@ async fn run_call(
         web: env.web.clone(),
         web_reach: env.web_reach,
         read_deny: crate::tools::ReadDeny::new(
-            Arc::new(permission::rules_in_force(env)),
+            // A call whose rules cannot be read was refused before it got here.
+            Arc::new(permission::rules_in_force(env).unwrap_or_default()),
             env.roots.clone(),
         ),
     };

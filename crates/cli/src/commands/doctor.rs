@@ -8,6 +8,7 @@ use ferrite_core::catalog::{Catalog, DefaultModel, KeySource};
 use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
 use ferrite_core::env::Env;
+use ferrite_core::permissions::StoredRules;
 
 pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
@@ -28,6 +29,15 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             Config::default()
         }
     };
+    if let Some(cwd) = cwd.as_deref() {
+        match StoredRules::load(home, cwd) {
+            Ok(_) => writeln!(out, "permission rules stored for this directory: ok")?,
+            Err(e) => {
+                problems += 1;
+                writeln!(out, "permission rules stored for this directory: ERROR {e}")?;
+            }
+        }
+    }
     let creds = match Credentials::load(home) {
         Ok(c) => c,
         Err(e) => {

@@ -309,7 +309,10 @@ async fn mcp_calls_follow_the_permission_policy() {
     let always = req["params"]["options"][1].clone();
     assert_eq!(always["kind"], "allow_always");
     assert!(
-        always["name"].as_str().unwrap().contains("mcp__s__echo"),
+        always["name"]
+            .as_str()
+            .unwrap()
+            .contains("`echo` of server `s`"),
         "{always}"
     );
     r.client

@@ -343,8 +343,7 @@ pub(crate) mod testing {
         /// Puts deny rules in force for the calls that follow.
         pub fn deny(&mut self, rules: &[&str]) {
             let deny: Vec<String> = rules.iter().map(|r| (*r).to_owned()).collect();
-            let (rules, errors) = crate::permissions::Rules::from_strings(&[], &deny);
-            assert!(errors.is_empty(), "{errors:?}");
+            let rules = crate::permissions::Rules::from_strings(&[], &deny).unwrap();
             self.read_deny = crate::tools::ReadDeny::new(Arc::new(rules), vec![self.root.clone()]);
         }
 
@@ -400,14 +399,18 @@ mod registry_tests {
             "ls",
             "read",
             "update_plan",
+            "web_fetch",
             "write",
         ];
         assert_eq!(names(&registry_for(Harness::Code)), all);
         assert_eq!(names(&registry_for(Harness::Unattended)), all);
         assert_eq!(
             names(&registry_for(Harness::Planner)),
-            ["find", "grep", "ls", "read", "update_plan"]
+            ["find", "grep", "ls", "read", "update_plan", "web_fetch"]
         );
-        assert_eq!(names(&registry_for(Harness::Assistant)), ["update_plan"]);
+        assert_eq!(
+            names(&registry_for(Harness::Assistant)),
+            ["update_plan", "web_fetch"]
+        );
     }
 }

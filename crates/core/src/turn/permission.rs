@@ -31,7 +31,12 @@ pub(crate) async fn check(
 ) -> Gate {
     let mode = env.mode(rec);
     let harness = lock(&rec.core).state.harness;
-    let rules = rules_in_force(env);
+    // A rules file or rule that cannot be read refuses the call: a dropped deny rule is a hole.
+    // (Config rules were checked when the turn began; this catches a file changed since.)
+    let rules = match rules_in_force(env) {
+        Ok(r) => r,
+        Err(e) => return Gate::Refused(format!("Permission denied: {e}.")),
+    };
     let call = Call {
         tool,
         access,
@@ -61,15 +66,11 @@ pub(crate) async fn check(
 }
 
 /// The rules for this workspace: config plus stored "always" answers.
-pub(crate) fn rules_in_force(env: &CallEnv) -> Rules {
-    let stored = StoredRules::load(&env.home, &env.cwd);
+pub(crate) fn rules_in_force(env: &CallEnv) -> Result<Rules, String> {
+    let stored = StoredRules::load(&env.home, &env.cwd).map_err(|e| e.to_string())?;
     let allow: Vec<String> = env.allow.iter().chain(&stored.allow).cloned().collect();
     let deny: Vec<String> = env.deny.iter().chain(&stored.deny).cloned().collect();
-    let (rules, errors) = Rules::from_strings(&allow, &deny);
-    for e in errors {
-        tracing::warn!("{e}");
-    }
-    rules
+    Rules::from_strings(&allow, &deny).map_err(|e| e.to_string())
 }
 
 async fn ask(
@@ -153,7 +154,14 @@ pub(super) async fn ask_user(
 }
 
 fn store(env: &CallEnv, tool: &str, access: &Access, allow: bool) {
-    let (rule, _) = permissions::always_rule(tool, access, &env.roots);
+    let kind = if allow {
+        OptionKind::AllowAlways
+    } else {
+        OptionKind::RejectAlways
+    };
+    let Some(rule) = permissions::always_rule(tool, access, &env.roots, kind) else {
+        return;
+    };
     if let Err(e) = StoredRules::add(&env.home, &env.cwd, rule.clone(), allow) {
         tracing::error!(%rule, error = %e, "could not store a permission rule");
     }
