@@ -1,7 +1,8 @@
 //! Requests ferrite sends to the client (`session/request_permission`, `fs/read_text_file`) and
 //! the answers coming back. Each pending request belongs to a session, so `session/cancel` can
 //! answer all of that session's requests as refused at once; a request whose waiter gives up
-//! (timeout, cancelled turn) is withdrawn with `$/cancel_request`.
+//! (timeout, cancelled turn) is withdrawn with `$/cancel_request`. Requests are written by the
+//! pump (`crate::pump`), behind every event their session produced before asking.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -14,6 +15,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::pump::Outbound;
 use crate::rpc;
 use crate::server::Server;
 
@@ -42,6 +44,11 @@ pub(crate) struct ClientCalls {
 impl ClientCalls {
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether request `id` still waits for an answer.
+    pub fn is_pending(&self, id: &Value) -> bool {
+        self.pending().contains_key(&id.to_string())
     }
 
     /// Routes a client's answer to its waiter. Unknown ids (already withdrawn) are ignored.
@@ -84,9 +91,7 @@ impl Drop for Withdraw<'_> {
             .remove(&id.to_string())
             .is_some()
         {
-            let out = self.server.out.clone();
-            let line = rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
-            tokio::spawn(async move { out.line(line).await });
+            self.server.to_pump(Outbound::Withdraw { id });
         }
     }
 }
@@ -114,7 +119,10 @@ impl Server {
             server: self,
             id: Some(id.clone()),
         };
-        self.out.line(rpc::request_line(&id, method, params)).await;
+        self.to_pump(Outbound::Request {
+            id: id.clone(),
+            line: rpc::request_line(&id, method, params),
+        });
         let result = rx.await.unwrap_or(Err(CallError::Gone));
         guard.id = None;
         result

@@ -1,7 +1,15 @@
-//! Turns core events into `session/update`s and answers prompts when their turn ends. Every
-//! event of a turn passes through here in order, so a prompt's answer always follows its
-//! updates, and an event of a turn that was already answered is dropped.
+//! The one path from a session to the client. Core events become `session/update`s, prompts are
+//! answered when their turn ends, and requests to the client (`session/request_permission`,
+//! `fs/read_text_file`) are written here too, after every event the session produced before
+//! asking. So the client always sees a `tool_call` before any question about it, and a prompt's
+//! answer after all of its updates; an event of a turn that was already answered is dropped.
+//!
+//! Why a barrier and not one queue: the core sends events on its own channel and asks through the
+//! `Approver`/`ClientFs` traits, which know nothing of that channel. A core event is in the channel
+//! once its `send` returned, and the core asks only after that, so "forward everything already
+//! queued, then write the request" keeps the order the turn produced.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema as acp;
@@ -13,37 +21,122 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::mapping;
+use crate::rpc;
 use crate::server::Server;
+
+/// What the server (not the core) has to say about a session, queued behind the core's events.
+pub(crate) enum Outbound {
+    /// A request to the client, written only if its waiter still waits.
+    Request { id: Value, line: String },
+    /// The waiter of `id` gave up: withdraw the request if it was written.
+    Withdraw { id: Value },
+    /// The session task cannot answer this prompt (it died or is stuck): answer it as failed.
+    FailPrompt {
+        session: SessionId,
+        request_id: Value,
+        kind: &'static str,
+        message: &'static str,
+    },
+}
 
 pub(crate) async fn run(
     server: Arc<Server>,
-    mut events: mpsc::Receiver<SessionEvent>,
+    events: mpsc::Receiver<SessionEvent>,
+    mut outbound: mpsc::UnboundedReceiver<Outbound>,
     stop: CancellationToken,
 ) {
-    let mut carry: Option<SessionEvent> = None;
+    let mut pump = Pump {
+        server,
+        events,
+        carry: None,
+        skipped: HashSet::new(),
+    };
     loop {
-        let ev = match carry.take() {
-            Some(ev) => ev,
-            None => {
-                let next = tokio::select! {
-                    ev = events.recv() => ev,
-                    () = stop.cancelled() => {
-                        // Shutting down: pass on what is already queued, then stop.
-                        while let Ok(ev) = events.try_recv() {
-                            forward(&server, ev).await;
-                        }
-                        return;
-                    }
-                };
-                match next {
-                    Some(ev) => ev,
-                    None => return,
+        if let Some(ev) = pump.carry.take() {
+            pump.forward_merged(ev).await;
+            continue;
+        }
+        tokio::select! {
+            biased;
+            item = outbound.recv() => match item {
+                Some(item) => {
+                    pump.flush_queued().await;
+                    pump.outbound(item).await;
+                }
+                None => return,
+            },
+            ev = pump.events.recv() => match ev {
+                Some(ev) => pump.forward_merged(ev).await,
+                None => return,
+            },
+            () = stop.cancelled() => {
+                // Shutting down: pass on what is already queued, then stop.
+                pump.flush_queued().await;
+                return;
+            }
+        }
+    }
+}
+
+struct Pump {
+    server: Arc<Server>,
+    events: mpsc::Receiver<SessionEvent>,
+    /// An event read while merging deltas that did not merge.
+    carry: Option<SessionEvent>,
+    /// Requests withdrawn before they were written (their `Withdraw` is dropped too).
+    skipped: HashSet<String>,
+}
+
+impl Pump {
+    async fn forward_merged(&mut self, ev: SessionEvent) {
+        let (ev, next) = coalesce(ev, &mut self.events);
+        self.carry = next;
+        forward(&self.server, ev).await;
+    }
+
+    /// Forwards every event queued right now. Bounded by the queue's length at the start, so a
+    /// busy session elsewhere cannot hold a request back for long.
+    async fn flush_queued(&mut self) {
+        if let Some(ev) = self.carry.take() {
+            self.forward_merged(ev).await;
+        }
+        let mut left = self.events.len();
+        while left > 0 {
+            let Ok(ev) = self.events.try_recv() else {
+                break;
+            };
+            left -= 1;
+            self.forward_merged(ev).await;
+        }
+        if let Some(ev) = self.carry.take() {
+            self.forward_merged(ev).await;
+        }
+    }
+
+    async fn outbound(&mut self, item: Outbound) {
+        let server = &self.server;
+        match item {
+            Outbound::Request { id, line } => {
+                if server.calls.is_pending(&id) {
+                    server.out.line(line).await;
+                } else {
+                    self.skipped.insert(id.to_string());
                 }
             }
-        };
-        let (ev, next) = coalesce(ev, &mut events);
-        carry = next;
-        forward(&server, ev).await;
+            Outbound::Withdraw { id } => {
+                if !self.skipped.remove(&id.to_string()) {
+                    let line =
+                        rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
+                    server.out.line(line).await;
+                }
+            }
+            Outbound::FailPrompt {
+                session,
+                request_id,
+                kind,
+                message,
+            } => fail_prompt(server, &session, &request_id, kind, message).await,
+        }
     }
 }
 
@@ -123,7 +216,7 @@ pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
 }
 
 /// Answers a prompt whose session cannot (a dead or stuck session task), if it is still waiting.
-pub(crate) async fn fail_prompt(
+async fn fail_prompt(
     server: &Server,
     session: &SessionId,
     request_id: &Value,

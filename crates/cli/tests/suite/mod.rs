@@ -4,6 +4,7 @@ mod common;
 mod compaction;
 mod durability;
 mod mcp;
+mod ordering;
 mod permissions;
 mod protocol;
 mod sessions;
