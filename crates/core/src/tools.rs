@@ -114,6 +114,11 @@ pub trait Tool: Send + Sync {
     fn describe(&self, input: &Value, cwd: &std::path::Path) -> CallDescription;
     /// What the call would do, checked against the permission policy before it runs.
     fn access(&self, input: &Value, cwd: &std::path::Path) -> Access;
+    /// What the user is shown when asked to approve the call: what it will change (a diff
+    /// against the file as it is now, the command and where it runs). Empty: the title says it.
+    fn preview(&self, _input: &Value, _cwd: &std::path::Path) -> Vec<ToolContent> {
+        vec![]
+    }
     fn call<'a>(
         &'a self,
         input: Value,

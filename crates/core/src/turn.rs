@@ -713,7 +713,8 @@ async fn run_call(
         return Ok(CallEnd::Done);
     }
     let access = tool.access(&input, cwd);
-    match permission::check(rec, env, &view, name, &access, cancel).await {
+    let preview = || tool.preview(&input, cwd);
+    match permission::check(rec, env, &view, name, &access, &preview, cancel).await {
         permission::Gate::Run => {}
         permission::Gate::Refused(why) => {
             finish_call(rec, id, &why, true, ToolStatus::Failed, None).await?;

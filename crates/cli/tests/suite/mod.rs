@@ -1,3 +1,4 @@
+mod approvals;
 mod cli;
 mod clientfs;
 mod common;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::config::BASH_TIMEOUT_CAP_SECS;
-use crate::content::{ToolCallUpdateView, ToolContent, ToolKind};
+use crate::content::{ToolCallUpdateView, ToolContent, ToolKind, fenced, inline_code};
 use crate::events::Event;
 use crate::exec::{CommandOutput, CommandSpec, ExecError, Exit};
 use crate::model::ToolSpec;
@@ -81,6 +81,17 @@ impl Tool for Bash {
                 .unwrap_or("")
                 .to_owned(),
         }
+    }
+
+    fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
+        let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+        vec![ToolContent::Text {
+            text: format!(
+                "{}\n\nin {}",
+                fenced(command, "sh"),
+                inline_code(&cwd.display().to_string())
+            ),
+        }]
     }
 
     fn call<'a>(

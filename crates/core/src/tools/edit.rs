@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::content::{ToolContent, ToolKind};
+use crate::content::{ToolContent, ToolKind, file_diff};
 use crate::model::ToolSpec;
 use crate::tools::output::{blocking, parse_input, plural, truncate_line};
 use crate::tools::paths::{display, resolve};
@@ -78,6 +78,33 @@ impl Tool for Edit {
         }
     }
 
+    fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
+        let Ok(parsed) = serde_json::from_value::<Input>(input.clone()) else {
+            return vec![];
+        };
+        let path = resolve(cwd, &parsed.path);
+        let Some(old) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        else {
+            return vec![];
+        };
+        match apply(
+            &old,
+            &parsed.old_string,
+            &parsed.new_string,
+            parsed.replace_all,
+        ) {
+            Ok(applied) => vec![file_diff(path, Some(old), applied.new_text)],
+            Err(e) => vec![ToolContent::Text {
+                text: format!(
+                    "This edit will fail: {}",
+                    e.message(&display(&path, cwd), &old, &parsed.old_string)
+                ),
+            }],
+        }
+    }
+
     fn call<'a>(
         &'a self,
         input: Value,
@@ -140,11 +167,7 @@ fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, Tool
     );
     Ok(ToolOutput {
         text,
-        content: vec![ToolContent::Diff {
-            path: path.to_owned(),
-            old_text: Some(old_text),
-            new_text: applied.new_text,
-        }],
+        content: vec![file_diff(path.to_owned(), Some(old_text), applied.new_text)],
     })
 }
 

@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::content::{Location, ToolContent, ToolKind};
+use crate::content::{Location, ToolContent, ToolKind, file_diff};
 use crate::model::ToolSpec;
 use crate::tools::output::{blocking, count_lines, parse_input, plural};
 use crate::tools::paths::{display, resolve};
@@ -56,6 +56,19 @@ impl Tool for Write {
         Access::Write {
             paths: input_path(input, cwd).into_iter().collect(),
         }
+    }
+
+    fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
+        let (Some(path), Some(content)) = (
+            input_path(input, cwd),
+            input.get("content").and_then(Value::as_str),
+        ) else {
+            return vec![];
+        };
+        let old = std::fs::read(&path)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        vec![file_diff(path, old, content.to_owned())]
     }
 
     fn call<'a>(
@@ -109,11 +122,7 @@ fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, T
     };
     Ok(ToolOutput {
         text,
-        content: vec![ToolContent::Diff {
-            path: path.to_owned(),
-            old_text,
-            new_text: content,
-        }],
+        content: vec![file_diff(path.to_owned(), old_text, content)],
     })
 }
 

@@ -3,7 +3,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::content::ToolCallView;
+use crate::content::{ToolCallView, ToolContent, fenced};
 use crate::permissions::{
     self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest, Rules,
     StoredRules,
@@ -20,12 +20,17 @@ pub(crate) enum Gate {
     Cancelled,
 }
 
+/// What the user sees of a call when asked: computed only when asking, from the files as they
+/// are at that moment.
+pub(crate) type Preview<'a> = &'a (dyn Fn() -> Vec<ToolContent> + Sync);
+
 pub(crate) async fn check(
     rec: &Recorder,
     env: &CallEnv,
     view: &ToolCallView,
     tool: &str,
     access: &Access,
+    preview: Preview<'_>,
     cancel: &CancellationToken,
 ) -> Gate {
     let (mode, harness) = {
@@ -50,7 +55,24 @@ pub(crate) async fn check(
     match permissions::decide(&call, &rules) {
         Decision::Allow => Gate::Run,
         Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
-        Decision::Ask => ask(rec, env, view, tool, access, cancel).await,
+        Decision::Ask => ask(rec, env, view, tool, access, preview, cancel).await,
+    }
+}
+
+/// The content of a permission request: the tool's preview, or for an MCP tool its arguments.
+fn request_content(view: &ToolCallView, access: &Access, preview: Preview<'_>) -> Vec<ToolContent> {
+    let content = preview();
+    if !content.is_empty() {
+        return content;
+    }
+    match (access, &view.raw_input) {
+        (Access::Mcp, Some(args)) => {
+            let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+            vec![ToolContent::Text {
+                text: format!("Arguments:\n\n{}", fenced(&pretty, "json")),
+            }]
+        }
+        _ => vec![],
     }
 }
 
@@ -60,6 +82,7 @@ async fn ask(
     view: &ToolCallView,
     tool: &str,
     access: &Access,
+    preview: Preview<'_>,
     cancel: &CancellationToken,
 ) -> Gate {
     let Some(approver) = env.approver.as_ref() else {
@@ -69,10 +92,9 @@ async fn ask(
         );
     };
     let options = permissions::options_for(tool, access, &env.roots);
-    let req = PermissionRequest {
-        call: view.clone(),
-        options,
-    };
+    let mut call = view.clone();
+    call.content = request_content(view, access, preview);
+    let req = PermissionRequest { call, options };
     let kind = match ask_user(rec, env, approver.as_ref(), req, cancel).await {
         Asked::Cancelled => return Gate::Cancelled,
         Asked::TimedOut => {
