@@ -93,6 +93,8 @@ impl SessionState {
     /// What `session/load` replays: the conversation as the editor saw it.
     pub fn replay(&self) -> Vec<Event> {
         let mut out = Vec::with_capacity(self.history.len());
+        // `update_plan` calls replay as their `plan` update only, as they were shown live.
+        let mut hidden: HashSet<&str> = HashSet::new();
         for kind in &self.history {
             match kind {
                 EntryKind::UserMessage { content } => out.push(Event::UserMessage {
@@ -114,9 +116,13 @@ impl SessionState {
                         }
                     }
                 }
+                EntryKind::ToolCall { name, call } if name == crate::tools::UPDATE_PLAN => {
+                    hidden.insert(&call.id);
+                }
                 EntryKind::ToolCall { call, .. } | EntryKind::DisplayToolCall { call } => {
                     out.push(Event::ToolCall(call.clone()))
                 }
+                EntryKind::ToolResult { call_id, .. } if hidden.contains(call_id.as_str()) => {}
                 EntryKind::ToolResult { update, .. } => {
                     out.push(Event::ToolCallUpdate(update.clone()))
                 }

@@ -6,6 +6,7 @@ mod edit;
 pub mod find;
 pub mod grep;
 mod ls;
+pub(crate) mod markdown;
 mod output;
 pub mod paths;
 mod read;
@@ -30,7 +31,7 @@ pub use find::Find;
 pub use grep::Grep;
 pub use ls::Ls;
 pub use read::Read;
-pub use update_plan::UpdatePlan;
+pub use update_plan::{UPDATE_PLAN, UpdatePlan};
 pub use write::Write;
 
 /// How a call is shown before it runs.

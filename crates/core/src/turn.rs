@@ -60,9 +60,22 @@ pub struct Recorder {
     pub(crate) events: mpsc::Sender<SessionEvent>,
     pub(crate) session: SessionId,
     pub(crate) turn: Option<TurnId>,
+    /// A tool call the editor is not shown as a card (`update_plan`: its `plan` update is it).
+    pub(crate) hidden_call: Option<String>,
 }
 
 impl Recorder {
+    /// The same recorder, minus the card of tool call `id`.
+    fn hiding_call(&self, id: &str) -> Recorder {
+        Recorder {
+            core: self.core.clone(),
+            events: self.events.clone(),
+            session: self.session.clone(),
+            turn: self.turn,
+            hidden_call: Some(id.to_owned()),
+        }
+    }
+
     pub fn record(&self, kind: EntryKind) -> Result<u64, StoreError> {
         let mut core = lock(&self.core);
         let seq = core.log.append(kind.clone())?;
@@ -103,6 +116,13 @@ impl Recorder {
     }
 
     pub async fn emit(&self, event: Event) {
+        if let (Some(hidden), Event::ToolCall(ToolCallView { id, .. }))
+        | (Some(hidden), Event::ToolCallUpdate(ToolCallUpdateView { id, .. })) =
+            (&self.hidden_call, &event)
+            && hidden == id
+        {
+            return;
+        }
         let ev = SessionEvent {
             session: self.session.clone(),
             turn: self.turn,
@@ -692,6 +712,13 @@ async fn run_call(
         .await?;
         return Ok(CallEnd::Done);
     };
+    let quiet;
+    let rec = if name == crate::tools::UPDATE_PLAN {
+        quiet = rec.hiding_call(id);
+        &quiet
+    } else {
+        rec
+    };
     let desc = tool.describe(&input, cwd);
     let view = ToolCallView {
         id: id.to_owned(),
@@ -768,6 +795,7 @@ async fn run_call(
         client_fs: env.client_fs.clone(),
         fs_delegation: env.fs_delegation,
     };
+    let shown_input = crate::tools::markdown::renders(name).then(|| input.clone());
     let result = tokio::select! {
         biased;
         () = cancel.cancelled() => None,
@@ -787,10 +815,12 @@ async fn run_call(
             Ok(CallEnd::Cancelled)
         }
         Some(Ok(out)) => {
-            let content = if out.content.is_empty() {
-                None
-            } else {
+            let content = if !out.content.is_empty() {
                 Some(out.content)
+            } else if let Some(input) = &shown_input {
+                crate::tools::markdown::file_tool_result(name, input, cwd, &out.text)
+            } else {
+                None
             };
             finish_call(rec, id, &out.text, false, ToolStatus::Completed, content).await?;
             Ok(CallEnd::Done)

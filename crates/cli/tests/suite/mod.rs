@@ -8,6 +8,7 @@ mod mcp;
 mod ordering;
 mod permissions;
 mod protocol;
+mod rendering;
 mod sessions;
 mod settings;
 mod turns;
