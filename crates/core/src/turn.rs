@@ -133,6 +133,17 @@ impl Recorder {
     }
 }
 
+/// "anthropic returned HTTP 529 (overloaded_error): Overloaded — retrying in 4 s (attempt 2 of 5)."
+fn retry_notice(reason: &str, delay_ms: u64, next_attempt: u32, max_attempts: u32) -> String {
+    let wait = if delay_ms < 1000 {
+        format!("{delay_ms} ms")
+    } else {
+        format!("{} s", delay_ms.div_ceil(1000))
+    };
+    let reason = reason.trim_end_matches('.');
+    format!("{reason} — retrying in {wait} (attempt {next_attempt} of {max_attempts}).")
+}
+
 /// The most text merged into one `agent_message_chunk` from deltas that arrived together.
 const MERGE_LIMIT_BYTES: usize = 16 * 1024;
 
@@ -497,8 +508,12 @@ async fn run_turn_inner(
                     attempt,
                     delay_ms,
                     reason,
+                    max_attempts,
                 })) => {
                     tracing::info!(attempt, delay_ms, %reason, "retrying model request");
+                    // For the user only: not logged, not replayed, never sent to the model.
+                    let text = retry_notice(&reason, delay_ms, attempt + 1, max_attempts);
+                    rec.emit(Event::Notice { text }).await;
                 }
                 Some(Ok(ModelEvent::Completed(resp))) => break resp,
                 Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => {

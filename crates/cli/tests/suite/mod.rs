@@ -9,6 +9,7 @@ mod ordering;
 mod permissions;
 mod protocol;
 mod rendering;
+mod retries;
 mod sessions;
 mod settings;
 mod turns;
