@@ -290,9 +290,11 @@ async fn run_turn_inner(
         None => content,
     };
     let compact_request = compact::requested(&req.content);
-    if compact_request.is_none() {
-        rec.record(EntryKind::UserMessage { content })?;
-    }
+    rec.record(match compact_request {
+        None => EntryKind::UserMessage { content },
+        // Part of the replay, but not of what the model is sent.
+        Some(_) => EntryKind::Command { content },
+    })?;
     if services.faults.panic_turn {
         panic!("fault injection: the turn task panics");
     }

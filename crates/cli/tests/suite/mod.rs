@@ -3,6 +3,7 @@ mod cli;
 mod clientfs;
 mod common;
 mod compaction;
+mod compaction_replay;
 mod durability;
 mod mcp;
 mod ordering;
