@@ -91,7 +91,7 @@ impl Drop for Withdraw<'_> {
             .remove(&id.to_string())
             .is_some()
         {
-            self.server.to_pump(Outbound::Withdraw { id });
+            let _ = self.server.to_pump(Outbound::Withdraw { id });
         }
     }
 }
@@ -119,10 +119,13 @@ impl Server {
             server: self,
             id: Some(id.clone()),
         };
-        self.to_pump(Outbound::Request {
+        let queued = self.to_pump(Outbound::Request {
             id: id.clone(),
             line: rpc::request_line(&id, method, params),
         });
+        if !queued {
+            return Err(CallError::Gone);
+        }
         let result = rx.await.unwrap_or(Err(CallError::Gone));
         guard.id = None;
         result

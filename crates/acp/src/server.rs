@@ -143,10 +143,10 @@ impl Server {
         self.client.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `item` behind the events already on their way to the client.
-    pub fn to_pump(&self, item: crate::pump::Outbound) {
-        // Fails only once the pump has stopped (shutdown); then nothing more is written anyway.
-        let _ = self.pump.send(item);
+    /// Queues `item` behind the events already on their way to the client. False once the
+    /// pump has stopped (shutdown): nothing more is written then.
+    pub fn to_pump(&self, item: crate::pump::Outbound) -> bool {
+        self.pump.send(item).is_ok()
     }
 
     /// Answers a prompt whose session cannot (a dead or stuck session task), if it still waits.
@@ -157,7 +157,7 @@ impl Server {
         kind: &'static str,
         message: &'static str,
     ) {
-        self.to_pump(crate::pump::Outbound::FailPrompt {
+        let _ = self.to_pump(crate::pump::Outbound::FailPrompt {
             session: session.clone(),
             request_id: request_id.clone(),
             kind,
