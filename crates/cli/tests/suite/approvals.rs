@@ -111,6 +111,7 @@ async fn a_new_file_asks_with_a_diff_from_nothing() {
     let content = &asked["content"][0];
     assert_eq!(content["type"], "diff");
     assert_eq!(content["path"], json!(r.world.ws().join("notes/todo.md")));
+    // The schema's "omitted or null for new files": ferrite omits it.
     assert!(content["oldText"].is_null(), "{content}");
     assert_eq!(content["newText"], "# Todo\n- ship\n");
     assert_eq!(final_content(&turn, "w1"), asked["content"]);
@@ -154,4 +155,26 @@ async fn an_mcp_call_asks_with_its_arguments() {
         text,
         "Arguments:\n\n```json\n{\n  \"text\": \"hello there\"\n}\n```"
     );
+}
+
+#[tokio::test]
+async fn a_big_file_asks_with_the_changed_lines_only() {
+    let mut r = rig(json!([])).await;
+    let text: String = (0..40_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(r.world.ws().join("big.txt"), &text).unwrap();
+    let args = json!({"path": "big.txt", "old_string": "line 20000\n", "new_string": "changed\n"});
+    let (asked, turn) = r
+        .approve(Script::new().tool_call("e1", "edit", args.to_string()))
+        .await;
+    let diff = &asked["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert_eq!(
+        diff["oldText"],
+        "line 19997\nline 19998\nline 19999\nline 20000\nline 20001\nline 20002\nline 20003\n"
+    );
+    assert_eq!(
+        diff["newText"],
+        "line 19997\nline 19998\nline 19999\nchanged\nline 20001\nline 20002\nline 20003\n"
+    );
+    assert_eq!(final_content(&turn, "e1"), asked["content"]);
 }
