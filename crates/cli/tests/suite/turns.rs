@@ -324,7 +324,10 @@ async fn retryable_errors_are_retried_and_fatal_ones_fail_the_turn() {
     r.fake.push(Script::new().text("ok"));
     let started = Instant::now();
     let (before, answer) = r.prompt("hi").await;
-    assert_eq!(agent_text(&before), "ok");
+    // Each retry is shown as a notice while it waits, then the answer.
+    let text = agent_text(&before);
+    assert!(text.ends_with("ok"), "{text}");
+    assert_eq!(text.matches("retrying in").count(), 2, "{text}");
     assert_eq!(answer["stopReason"], "end_turn");
     assert!(
         started.elapsed() >= Duration::from_millis(150),
