@@ -404,6 +404,32 @@ mod tests {
     use super::*;
     use crate::tools::output::testing::TestEnv;
 
+    #[test]
+    fn the_preview_is_the_edit_applied_to_the_file_as_it_is() {
+        let env = TestEnv::new();
+        env.write("a.rs", "fn a() {}\r\nfn b() {}\r\n");
+        let input =
+            json!({"path": "a.rs", "old_string": "fn b() {}\n", "new_string": "fn c() {}\n"});
+        assert_eq!(
+            Edit.preview(&input, &env.root),
+            vec![ToolContent::Diff {
+                path: env.root.join("a.rs"),
+                old_text: Some("fn a() {}\r\nfn b() {}\r\n".into()),
+                new_text: "fn a() {}\r\nfn c() {}\r\n".into()
+            }]
+        );
+        let missing = json!({"path": "a.rs", "old_string": "nope", "new_string": "x"});
+        let [ToolContent::Text { text }] = &Edit.preview(&missing, &env.root)[..] else {
+            panic!()
+        };
+        assert!(
+            text.starts_with("This edit will fail: old_string was not found in a.rs"),
+            "{text}"
+        );
+        let no_file = json!({"path": "none.rs", "old_string": "a", "new_string": "b"});
+        assert_eq!(Edit.preview(&no_file, &env.root), vec![]);
+    }
+
     #[tokio::test]
     async fn exact_unique_match_is_replaced_with_diff() {
         let env = TestEnv::new();

@@ -65,6 +65,14 @@ impl Tool for Write {
         ) else {
             return vec![];
         };
+        if path.is_dir() {
+            return vec![ToolContent::Text {
+                text: format!(
+                    "This write will fail: {} is a directory.",
+                    display(&path, cwd)
+                ),
+            }];
+        }
         let old = std::fs::read(&path)
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned());
@@ -204,6 +212,29 @@ mod tests {
         env.write("d/x", "");
         let err = env.err(&Write, json!({"path": "d", "content": "x"})).await;
         assert!(err.contains("is a directory"), "{err}");
+    }
+
+    #[test]
+    fn the_preview_is_a_diff_against_the_file_as_it_is() {
+        let env = TestEnv::new();
+        env.write("f.txt", "old\n");
+        env.write("d/x", "");
+        let preview =
+            |path: &str| Write.preview(&json!({"path": path, "content": "new\n"}), &env.root);
+        assert_eq!(
+            preview("f.txt"),
+            vec![ToolContent::Diff {
+                path: env.root.join("f.txt"),
+                old_text: Some("old\n".into()),
+                new_text: "new\n".into()
+            }]
+        );
+        assert_eq!(
+            preview("d"),
+            vec![ToolContent::Text {
+                text: "This write will fail: d is a directory.".into()
+            }]
+        );
     }
 
     #[test]
