@@ -46,6 +46,15 @@ impl ClientCalls {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Registers `id` as waiting, as `call_client` does (for tests of the pump).
+    #[cfg(test)]
+    pub fn test_insert_pending(&self, id: &Value) {
+        let (tx, _rx) = oneshot::channel();
+        let session = SessionId::parse("s").unwrap_or_else(|_| unreachable!());
+        self.pending()
+            .insert(id.to_string(), Pending { session, tx });
+    }
+
     /// Whether request `id` still waits for an answer.
     pub fn is_pending(&self, id: &Value) -> bool {
         self.pending().contains_key(&id.to_string())

@@ -298,3 +298,116 @@ mod tests {
         assert_eq!(carry.unwrap().turn, Some(TurnId(2)));
     }
 }
+
+#[cfg(test)]
+mod ordering_tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    use ferrite_core::content::{ToolCallView, ToolKind, ToolStatus};
+    use ferrite_core::ids::TurnId;
+    use ferrite_core::runtime::{Runtime, Services};
+
+    use super::*;
+    use crate::server::{ClientInfo, Out, PendingPrompt};
+
+    /// A server whose stdout is `out`, with a prompt of session "s" waiting on turn 1.
+    fn server(out: mpsc::Sender<String>) -> (Arc<Server>, mpsc::UnboundedReceiver<Outbound>) {
+        let home = std::env::temp_dir().join("ferrite-pump-test-unused");
+        let env = ferrite_core::env::Env::from_pairs(Vec::<(String, String)>::new());
+        let (runtime, _events) = Runtime::new(Services::new(home, env, None));
+        let (pump_tx, pump_rx) = mpsc::unbounded_channel();
+        let server = Arc::new(Server {
+            runtime: Arc::new(runtime),
+            out: Out(out),
+            prompts: Mutex::new(HashMap::new()),
+            client: Mutex::new(ClientInfo::default()),
+            version: "test".into(),
+            calls: Default::default(),
+            pump: pump_tx,
+        });
+        server.prompts().insert(
+            SessionId::parse("s").unwrap(),
+            PendingPrompt {
+                request_id: json!(1),
+                turn: Some(TurnId(1)),
+                done: CancellationToken::new(),
+            },
+        );
+        (server, pump_rx)
+    }
+
+    fn tool_call(id: &str) -> SessionEvent {
+        SessionEvent {
+            session: SessionId::parse("s").unwrap(),
+            turn: Some(TurnId(1)),
+            event: Event::ToolCall(ToolCallView {
+                id: id.into(),
+                title: "Edit a.rs".into(),
+                kind: ToolKind::Edit,
+                status: ToolStatus::Pending,
+                locations: vec![],
+                content: vec![],
+                raw_input: None,
+            }),
+        }
+    }
+
+    /// The worst case of the old race: the request is queued while the `tool_call` it is about
+    /// still waits in the event queue, and the pump sees both at once.
+    #[tokio::test]
+    async fn a_request_waits_for_the_events_queued_before_it() {
+        let (out_tx, mut out_rx) = mpsc::channel(64);
+        let (server, pump_rx) = server(out_tx);
+        let (events_tx, events_rx) = mpsc::channel(64);
+        for id in ["t1", "t2"] {
+            events_tx.send(tool_call(id)).await.unwrap();
+        }
+        let request = json!("ferrite-0");
+        server.calls.test_insert_pending(&request);
+        assert!(server.to_pump(Outbound::Request {
+            id: request.clone(),
+            line: rpc::request_line(&request, "session/request_permission", json!({})),
+        }));
+        let stop = CancellationToken::new();
+        let pump = tokio::spawn(run(server.clone(), events_rx, pump_rx, stop.clone()));
+        let mut lines = vec![];
+        for _ in 0..3 {
+            lines.push(out_rx.recv().await.unwrap());
+        }
+        stop.cancel();
+        pump.await.unwrap();
+        assert!(
+            lines[0].contains("\"t1\"") && lines[1].contains("\"t2\""),
+            "{lines:?}"
+        );
+        assert!(lines[2].contains("session/request_permission"), "{lines:?}");
+    }
+
+    /// A request withdrawn before the pump got to it is never written, nor is its withdrawal.
+    #[tokio::test]
+    async fn a_request_withdrawn_before_it_was_written_is_dropped_silently() {
+        let (out_tx, mut out_rx) = mpsc::channel(64);
+        let (server, pump_rx) = server(out_tx);
+        let (_events_tx, events_rx) = mpsc::channel::<SessionEvent>(64);
+        let request = json!("ferrite-0");
+        let line = rpc::request_line(&request, "session/request_permission", json!({}));
+        server.to_pump(Outbound::Request {
+            id: request.clone(),
+            line,
+        });
+        server.to_pump(Outbound::Withdraw {
+            id: request.clone(),
+        });
+        server.to_pump(Outbound::Request {
+            id: json!("ferrite-1"),
+            line: "marker".into(),
+        });
+        server.calls.test_insert_pending(&json!("ferrite-1"));
+        let stop = CancellationToken::new();
+        let pump = tokio::spawn(run(server.clone(), events_rx, pump_rx, stop.clone()));
+        assert_eq!(out_rx.recv().await.unwrap(), "marker");
+        stop.cancel();
+        pump.await.unwrap();
+    }
+}

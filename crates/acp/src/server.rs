@@ -83,7 +83,7 @@ type Reply = Result<Value, Fail>;
 
 /// The queue to the single stdout writer.
 #[derive(Clone)]
-pub(crate) struct Out(mpsc::Sender<String>);
+pub(crate) struct Out(pub(crate) mpsc::Sender<String>);
 
 impl Out {
     pub async fn line(&self, line: String) {
