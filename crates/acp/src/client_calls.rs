@@ -33,6 +33,8 @@ pub(crate) enum CallError {
 struct Pending {
     session: SessionId,
     tx: oneshot::Sender<Result<Value, CallError>>,
+    /// The pump wrote the request: withdrawing it must tell the client.
+    written: bool,
 }
 
 #[derive(Default)]
@@ -51,13 +53,25 @@ impl ClientCalls {
     pub fn test_insert_pending(&self, id: &Value) {
         let (tx, _rx) = oneshot::channel();
         let session = SessionId::parse("s").unwrap_or_else(|_| unreachable!());
-        self.pending()
-            .insert(id.to_string(), Pending { session, tx });
+        self.pending().insert(
+            id.to_string(),
+            Pending {
+                session,
+                tx,
+                written: false,
+            },
+        );
     }
 
-    /// Whether request `id` still waits for an answer.
-    pub fn is_pending(&self, id: &Value) -> bool {
-        self.pending().contains_key(&id.to_string())
+    /// Marks request `id` as written, if it still waits for an answer (else it must not be).
+    pub fn mark_written(&self, id: &Value) -> bool {
+        match self.pending().get_mut(&id.to_string()) {
+            Some(p) => {
+                p.written = true;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Routes a client's answer to its waiter. Unknown ids (already withdrawn) are ignored.
@@ -93,13 +107,9 @@ struct Withdraw<'a> {
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        if self
-            .server
-            .calls
-            .pending()
-            .remove(&id.to_string())
-            .is_some()
-        {
+        let removed = self.server.calls.pending().remove(&id.to_string());
+        // Not written yet: the pump will skip it, and the client never hears of it.
+        if removed.is_some_and(|p| p.written) {
             let _ = self.server.to_pump(Outbound::Withdraw { id });
         }
     }
@@ -122,6 +132,7 @@ impl Server {
             Pending {
                 session: session.clone(),
                 tx,
+                written: false,
             },
         );
         let mut guard = Withdraw {

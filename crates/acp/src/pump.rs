@@ -9,7 +9,6 @@
 //! once its `send` returned, and the core asks only after that, so "forward everything already
 //! queued, then write the request" keeps the order the turn produced.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema as acp;
@@ -28,7 +27,7 @@ use crate::server::Server;
 pub(crate) enum Outbound {
     /// A request to the client, written only if its waiter still waits.
     Request { id: Value, line: String },
-    /// The waiter of `id` gave up: withdraw the request if it was written.
+    /// The waiter of `id` gave up after the request was written: withdraw it.
     Withdraw { id: Value },
     /// The session task cannot answer this prompt (it died or is stuck): answer it as failed.
     FailPrompt {
@@ -49,7 +48,6 @@ pub(crate) async fn run(
         server,
         events,
         carry: None,
-        skipped: HashSet::new(),
     };
     loop {
         if let Some(ev) = pump.carry.take() {
@@ -83,8 +81,6 @@ struct Pump {
     events: mpsc::Receiver<SessionEvent>,
     /// An event read while merging deltas that did not merge.
     carry: Option<SessionEvent>,
-    /// Requests withdrawn before they were written (their `Withdraw` is dropped too).
-    skipped: HashSet<String>,
 }
 
 impl Pump {
@@ -117,18 +113,14 @@ impl Pump {
         let server = &self.server;
         match item {
             Outbound::Request { id, line } => {
-                if server.calls.is_pending(&id) {
+                // A request answered or withdrawn while it waited here is never written.
+                if server.calls.mark_written(&id) {
                     server.out.line(line).await;
-                } else {
-                    self.skipped.insert(id.to_string());
                 }
             }
             Outbound::Withdraw { id } => {
-                if !self.skipped.remove(&id.to_string()) {
-                    let line =
-                        rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
-                    server.out.line(line).await;
-                }
+                let line = rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
+                server.out.line(line).await;
             }
             Outbound::FailPrompt {
                 session,
@@ -384,26 +376,21 @@ mod ordering_tests {
         assert!(lines[2].contains("session/request_permission"), "{lines:?}");
     }
 
-    /// A request withdrawn before the pump got to it is never written, nor is its withdrawal.
+    /// A request whose waiter gave up before the pump got to it is never written.
     #[tokio::test]
     async fn a_request_withdrawn_before_it_was_written_is_dropped_silently() {
         let (out_tx, mut out_rx) = mpsc::channel(64);
         let (server, pump_rx) = server(out_tx);
         let (_events_tx, events_rx) = mpsc::channel::<SessionEvent>(64);
+        // "ferrite-0" is queued but no longer pending: skipped.
         let request = json!("ferrite-0");
         let line = rpc::request_line(&request, "session/request_permission", json!({}));
-        server.to_pump(Outbound::Request {
-            id: request.clone(),
-            line,
-        });
-        server.to_pump(Outbound::Withdraw {
-            id: request.clone(),
-        });
+        server.to_pump(Outbound::Request { id: request, line });
+        server.calls.test_insert_pending(&json!("ferrite-1"));
         server.to_pump(Outbound::Request {
             id: json!("ferrite-1"),
             line: "marker".into(),
         });
-        server.calls.test_insert_pending(&json!("ferrite-1"));
         let stop = CancellationToken::new();
         let pump = tokio::spawn(run(server.clone(), events_rx, pump_rx, stop.clone()));
         assert_eq!(out_rx.recv().await.unwrap(), "marker");
