@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -757,7 +758,15 @@ async fn run_call(
         return Ok(CallEnd::Done);
     }
     let access = tool.access(&input, cwd);
-    let preview = || tool.preview(&input, cwd);
+    // Reads (and for `edit`, applies to) the file: off the runtime threads, like the tools.
+    let preview = || -> BoxFuture<'static, Vec<ToolContent>> {
+        let (tool, input, cwd) = (tool.clone(), input.clone(), cwd.to_owned());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.preview(&input, &cwd))
+                .await
+                .unwrap_or_default()
+        })
+    };
     match permission::check(rec, env, &view, name, &access, &preview, cancel).await {
         permission::Gate::Run => {}
         permission::Gate::Refused(why) => {

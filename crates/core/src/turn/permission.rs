@@ -1,6 +1,7 @@
 //! Applying the permission policy to one tool call: decide, ask the user when the policy says so,
 //! and store "always" answers as rules for the workspace.
 
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::content::{ToolCallView, ToolContent, fenced};
@@ -22,7 +23,7 @@ pub(crate) enum Gate {
 
 /// What the user sees of a call when asked: computed only when asking, from the files as they
 /// are at that moment.
-pub(crate) type Preview<'a> = &'a (dyn Fn() -> Vec<ToolContent> + Sync);
+pub(crate) type Preview<'a> = &'a (dyn Fn() -> BoxFuture<'static, Vec<ToolContent>> + Sync);
 
 pub(crate) async fn check(
     rec: &Recorder,
@@ -60,8 +61,12 @@ pub(crate) async fn check(
 }
 
 /// The content of a permission request: the tool's preview, or for an MCP tool its arguments.
-fn request_content(view: &ToolCallView, access: &Access, preview: Preview<'_>) -> Vec<ToolContent> {
-    let content = preview();
+async fn request_content(
+    view: &ToolCallView,
+    access: &Access,
+    preview: Preview<'_>,
+) -> Vec<ToolContent> {
+    let content = preview().await;
     if !content.is_empty() {
         return content;
     }
@@ -93,7 +98,7 @@ async fn ask(
     };
     let options = permissions::options_for(tool, access, &env.roots);
     let mut call = view.clone();
-    call.content = request_content(view, access, preview);
+    call.content = request_content(view, access, preview).await;
     let req = PermissionRequest { call, options };
     let kind = match ask_user(rec, env, approver.as_ref(), req, cancel).await {
         Asked::Cancelled => return Gate::Cancelled,
