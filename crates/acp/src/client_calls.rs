@@ -1,7 +1,8 @@
 //! Requests ferrite sends to the client (`session/request_permission`, `fs/read_text_file`) and
 //! the answers coming back. Each pending request belongs to a session, so `session/cancel` can
 //! answer all of that session's requests as refused at once; a request whose waiter gives up
-//! (timeout, cancelled turn) is withdrawn with `$/cancel_request`.
+//! (timeout, cancelled turn) is withdrawn with `$/cancel_request`. Requests are written by the
+//! pump (`crate::pump`), behind every event their session produced before asking.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -14,6 +15,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::pump::Outbound;
 use crate::rpc;
 use crate::server::Server;
 
@@ -31,6 +33,8 @@ pub(crate) enum CallError {
 struct Pending {
     session: SessionId,
     tx: oneshot::Sender<Result<Value, CallError>>,
+    /// The pump wrote the request: withdrawing it must tell the client.
+    written: bool,
 }
 
 #[derive(Default)]
@@ -42,6 +46,32 @@ pub(crate) struct ClientCalls {
 impl ClientCalls {
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers `id` as waiting, as `call_client` does (for tests of the pump).
+    #[cfg(test)]
+    pub fn test_insert_pending(&self, id: &Value) {
+        let (tx, _rx) = oneshot::channel();
+        let session = SessionId::parse("s").unwrap_or_else(|_| unreachable!());
+        self.pending().insert(
+            id.to_string(),
+            Pending {
+                session,
+                tx,
+                written: false,
+            },
+        );
+    }
+
+    /// Marks request `id` as written, if it still waits for an answer (else it must not be).
+    pub fn mark_written(&self, id: &Value) -> bool {
+        match self.pending().get_mut(&id.to_string()) {
+            Some(p) => {
+                p.written = true;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Routes a client's answer to its waiter. Unknown ids (already withdrawn) are ignored.
@@ -77,16 +107,10 @@ struct Withdraw<'a> {
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        if self
-            .server
-            .calls
-            .pending()
-            .remove(&id.to_string())
-            .is_some()
-        {
-            let out = self.server.out.clone();
-            let line = rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
-            tokio::spawn(async move { out.line(line).await });
+        let removed = self.server.calls.pending().remove(&id.to_string());
+        // Not written yet: the pump will skip it, and the client never hears of it.
+        if removed.is_some_and(|p| p.written) {
+            let _ = self.server.to_pump(Outbound::Withdraw { id });
         }
     }
 }
@@ -108,13 +132,20 @@ impl Server {
             Pending {
                 session: session.clone(),
                 tx,
+                written: false,
             },
         );
         let mut guard = Withdraw {
             server: self,
             id: Some(id.clone()),
         };
-        self.out.line(rpc::request_line(&id, method, params)).await;
+        let queued = self.to_pump(Outbound::Request {
+            id: id.clone(),
+            line: rpc::request_line(&id, method, params),
+        });
+        if !queued {
+            return Err(CallError::Gone);
+        }
         let result = rx.await.unwrap_or(Err(CallError::Gone));
         guard.id = None;
         result

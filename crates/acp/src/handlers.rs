@@ -462,17 +462,17 @@ pub(crate) async fn prompt(s: &Arc<Server>, id: Value, params: Value, tasks: &mu
                 return s.out.reply(&id, Err(refusal.into())).await;
             }
             Ok(Err(_)) => {
-                return crate::pump::fail_prompt(&s, &sid, &id, "session_task_died", "The session stopped unexpectedly before the turn started; reload the session to continue.").await;
+                return s.fail_prompt(&sid, &id, "session_task_died", "The session stopped unexpectedly before the turn started; reload the session to continue.");
             }
             Err(_) => {
-                return crate::pump::fail_prompt(&s, &sid, &id, "session_unresponsive", "The session did not respond; the turn was not started. Try again, or close and reload the session.").await;
+                return s.fail_prompt(&sid, &id, "session_unresponsive", "The session did not respond; the turn was not started. Try again, or close and reload the session.");
             }
         }
         // The turn runs: make sure it is answered even if the session task dies under it.
         tokio::select! {
             () = done.cancelled() => {}
             () = handle.closed() => {
-                crate::pump::fail_prompt(&s, &sid, &id, "session_task_died", "The session stopped unexpectedly during the turn; what was recorded is kept. Reload the session to continue.").await;
+                s.fail_prompt(&sid, &id, "session_task_died", "The session stopped unexpectedly during the turn; what was recorded is kept. Reload the session to continue.");
             }
         }
     });

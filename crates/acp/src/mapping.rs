@@ -90,6 +90,12 @@ fn user_block(c: &UserContent) -> acp::ContentBlock {
     }
 }
 
+fn notice_meta() -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("ferrite".into(), serde_json::json!({ "notice": true }));
+    m
+}
+
 fn text_block(text: &str) -> acp::ContentBlock {
     acp::ContentBlock::Text(acp::TextContent::new(text.to_owned()))
 }
@@ -238,9 +244,10 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
                 text.clone(),
             ))]
         }
-        Event::Notice { text } => vec![U::AgentMessageChunk(acp::ContentChunk::new(text_block(
-            &format!("\n{text}\n"),
-        )))],
+        // Marked, so a client can tell it from the conversation (it may come between turns).
+        Event::Notice { text } => vec![U::AgentMessageChunk(
+            acp::ContentChunk::new(text_block(&format!("\n{text}\n"))).meta(notice_meta()),
+        )],
         Event::Commands { commands } => vec![U::AvailableCommandsUpdate(
             acp::AvailableCommandsUpdate::new(available_commands(commands)),
         )],

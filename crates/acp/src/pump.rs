@@ -1,6 +1,13 @@
-//! Turns core events into `session/update`s and answers prompts when their turn ends. Every
-//! event of a turn passes through here in order, so a prompt's answer always follows its
-//! updates, and an event of a turn that was already answered is dropped.
+//! The one path from a session to the client. Core events become `session/update`s, prompts are
+//! answered when their turn ends, and requests to the client (`session/request_permission`,
+//! `fs/read_text_file`) are written here too, after every event the session produced before
+//! asking. So the client always sees a `tool_call` before any question about it, and a prompt's
+//! answer after all of its updates; an event of a turn that was already answered is dropped.
+//!
+//! Why a barrier and not one queue: the core sends events on its own channel and asks through the
+//! `Approver`/`ClientFs` traits, which know nothing of that channel. A core event is in the channel
+//! once its `send` returned, and the core asks only after that, so "forward everything already
+//! queued, then write the request" keeps the order the turn produced.
 
 use std::sync::Arc;
 
@@ -13,37 +20,115 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::mapping;
+use crate::rpc;
 use crate::server::Server;
+
+/// What the server (not the core) has to say about a session, queued behind the core's events.
+pub(crate) enum Outbound {
+    /// A request to the client, written only if its waiter still waits.
+    Request { id: Value, line: String },
+    /// The waiter of `id` gave up after the request was written: withdraw it.
+    Withdraw { id: Value },
+    /// The session task cannot answer this prompt (it died or is stuck): answer it as failed.
+    FailPrompt {
+        session: SessionId,
+        request_id: Value,
+        kind: &'static str,
+        message: &'static str,
+    },
+}
 
 pub(crate) async fn run(
     server: Arc<Server>,
-    mut events: mpsc::Receiver<SessionEvent>,
+    events: mpsc::Receiver<SessionEvent>,
+    mut outbound: mpsc::UnboundedReceiver<Outbound>,
     stop: CancellationToken,
 ) {
-    let mut carry: Option<SessionEvent> = None;
+    let mut pump = Pump {
+        server,
+        events,
+        carry: None,
+    };
     loop {
-        let ev = match carry.take() {
-            Some(ev) => ev,
-            None => {
-                let next = tokio::select! {
-                    ev = events.recv() => ev,
-                    () = stop.cancelled() => {
-                        // Shutting down: pass on what is already queued, then stop.
-                        while let Ok(ev) = events.try_recv() {
-                            forward(&server, ev).await;
-                        }
-                        return;
-                    }
-                };
-                match next {
-                    Some(ev) => ev,
-                    None => return,
+        if let Some(ev) = pump.carry.take() {
+            pump.forward_merged(ev).await;
+            continue;
+        }
+        tokio::select! {
+            biased;
+            item = outbound.recv() => match item {
+                Some(item) => {
+                    pump.flush_queued().await;
+                    pump.outbound(item).await;
+                }
+                None => return,
+            },
+            ev = pump.events.recv() => match ev {
+                Some(ev) => pump.forward_merged(ev).await,
+                None => return,
+            },
+            () = stop.cancelled() => {
+                // Shutting down: pass on what is already queued, then stop.
+                pump.flush_queued().await;
+                return;
+            }
+        }
+    }
+}
+
+struct Pump {
+    server: Arc<Server>,
+    events: mpsc::Receiver<SessionEvent>,
+    /// An event read while merging deltas that did not merge.
+    carry: Option<SessionEvent>,
+}
+
+impl Pump {
+    async fn forward_merged(&mut self, ev: SessionEvent) {
+        let (ev, next) = coalesce(ev, &mut self.events);
+        self.carry = next;
+        forward(&self.server, ev).await;
+    }
+
+    /// Forwards every event queued right now. Bounded by the queue's length at the start, so a
+    /// busy session elsewhere cannot hold a request back for long.
+    async fn flush_queued(&mut self) {
+        if let Some(ev) = self.carry.take() {
+            self.forward_merged(ev).await;
+        }
+        let mut left = self.events.len();
+        while left > 0 {
+            let Ok(ev) = self.events.try_recv() else {
+                break;
+            };
+            left -= 1;
+            self.forward_merged(ev).await;
+        }
+        if let Some(ev) = self.carry.take() {
+            self.forward_merged(ev).await;
+        }
+    }
+
+    async fn outbound(&mut self, item: Outbound) {
+        let server = &self.server;
+        match item {
+            Outbound::Request { id, line } => {
+                // A request answered or withdrawn while it waited here is never written.
+                if server.calls.mark_written(&id) {
+                    server.out.line(line).await;
                 }
             }
-        };
-        let (ev, next) = coalesce(ev, &mut events);
-        carry = next;
-        forward(&server, ev).await;
+            Outbound::Withdraw { id } => {
+                let line = rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
+                server.out.line(line).await;
+            }
+            Outbound::FailPrompt {
+                session,
+                request_id,
+                kind,
+                message,
+            } => fail_prompt(server, &session, &request_id, kind, message).await,
+        }
     }
 }
 
@@ -123,7 +208,7 @@ pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
 }
 
 /// Answers a prompt whose session cannot (a dead or stuck session task), if it is still waiting.
-pub(crate) async fn fail_prompt(
+async fn fail_prompt(
     server: &Server,
     session: &SessionId,
     request_id: &Value,
@@ -203,5 +288,113 @@ mod tests {
         let (one, carry) = coalesce(ev(1, text("y")), &mut rx);
         assert_eq!(one.event, text("y"));
         assert_eq!(carry.unwrap().turn, Some(TurnId(2)));
+    }
+}
+
+#[cfg(test)]
+mod ordering_tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    use ferrite_core::content::{ToolCallView, ToolKind, ToolStatus};
+    use ferrite_core::ids::TurnId;
+    use ferrite_core::runtime::{Runtime, Services};
+
+    use super::*;
+    use crate::server::{ClientInfo, Out, PendingPrompt};
+
+    /// A server whose stdout is `out`, with a prompt of session "s" waiting on turn 1.
+    fn server(out: mpsc::Sender<String>) -> (Arc<Server>, mpsc::UnboundedReceiver<Outbound>) {
+        let home = std::env::temp_dir().join("ferrite-pump-test-unused");
+        let env = ferrite_core::env::Env::from_pairs(Vec::<(String, String)>::new());
+        let (runtime, _events) = Runtime::new(Services::new(home, env, None));
+        let (pump_tx, pump_rx) = mpsc::unbounded_channel();
+        let server = Arc::new(Server {
+            runtime: Arc::new(runtime),
+            out: Out(out),
+            prompts: Mutex::new(HashMap::new()),
+            client: Mutex::new(ClientInfo::default()),
+            version: "test".into(),
+            calls: Default::default(),
+            pump: pump_tx,
+        });
+        server.prompts().insert(
+            SessionId::parse("s").unwrap(),
+            PendingPrompt {
+                request_id: json!(1),
+                turn: Some(TurnId(1)),
+                done: CancellationToken::new(),
+            },
+        );
+        (server, pump_rx)
+    }
+
+    fn tool_call(id: &str) -> SessionEvent {
+        SessionEvent {
+            session: SessionId::parse("s").unwrap(),
+            turn: Some(TurnId(1)),
+            event: Event::ToolCall(ToolCallView {
+                id: id.into(),
+                title: "Edit a.rs".into(),
+                kind: ToolKind::Edit,
+                status: ToolStatus::Pending,
+                locations: vec![],
+                content: vec![],
+                raw_input: None,
+            }),
+        }
+    }
+
+    /// The worst case of the old race: the request is queued while the `tool_call` it is about
+    /// still waits in the event queue, and the pump sees both at once.
+    #[tokio::test]
+    async fn a_request_waits_for_the_events_queued_before_it() {
+        let (out_tx, mut out_rx) = mpsc::channel(64);
+        let (server, pump_rx) = server(out_tx);
+        let (events_tx, events_rx) = mpsc::channel(64);
+        for id in ["t1", "t2"] {
+            events_tx.send(tool_call(id)).await.unwrap();
+        }
+        let request = json!("ferrite-0");
+        server.calls.test_insert_pending(&request);
+        assert!(server.to_pump(Outbound::Request {
+            id: request.clone(),
+            line: rpc::request_line(&request, "session/request_permission", json!({})),
+        }));
+        let stop = CancellationToken::new();
+        let pump = tokio::spawn(run(server.clone(), events_rx, pump_rx, stop.clone()));
+        let mut lines = vec![];
+        for _ in 0..3 {
+            lines.push(out_rx.recv().await.unwrap());
+        }
+        stop.cancel();
+        pump.await.unwrap();
+        assert!(
+            lines[0].contains("\"t1\"") && lines[1].contains("\"t2\""),
+            "{lines:?}"
+        );
+        assert!(lines[2].contains("session/request_permission"), "{lines:?}");
+    }
+
+    /// A request whose waiter gave up before the pump got to it is never written.
+    #[tokio::test]
+    async fn a_request_withdrawn_before_it_was_written_is_dropped_silently() {
+        let (out_tx, mut out_rx) = mpsc::channel(64);
+        let (server, pump_rx) = server(out_tx);
+        let (_events_tx, events_rx) = mpsc::channel::<SessionEvent>(64);
+        // "ferrite-0" is queued but no longer pending: skipped.
+        let request = json!("ferrite-0");
+        let line = rpc::request_line(&request, "session/request_permission", json!({}));
+        server.to_pump(Outbound::Request { id: request, line });
+        server.calls.test_insert_pending(&json!("ferrite-1"));
+        server.to_pump(Outbound::Request {
+            id: json!("ferrite-1"),
+            line: "marker".into(),
+        });
+        let stop = CancellationToken::new();
+        let pump = tokio::spawn(run(server.clone(), events_rx, pump_rx, stop.clone()));
+        assert_eq!(out_rx.recv().await.unwrap(), "marker");
+        stop.cancel();
+        pump.await.unwrap();
     }
 }

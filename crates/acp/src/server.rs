@@ -83,7 +83,7 @@ type Reply = Result<Value, Fail>;
 
 /// The queue to the single stdout writer.
 #[derive(Clone)]
-pub(crate) struct Out(mpsc::Sender<String>);
+pub(crate) struct Out(pub(crate) mpsc::Sender<String>);
 
 impl Out {
     pub async fn line(&self, line: String) {
@@ -129,6 +129,9 @@ pub(crate) struct Server {
     pub client: Mutex<ClientInfo>,
     pub version: String,
     pub calls: crate::client_calls::ClientCalls,
+    /// What the server says about a session besides core events: written by the pump, in order
+    /// with them. Unbounded: it holds at most one item per pending client request or prompt.
+    pub pump: mpsc::UnboundedSender<crate::pump::Outbound>,
 }
 
 impl Server {
@@ -138,6 +141,28 @@ impl Server {
 
     pub fn client(&self) -> MutexGuard<'_, ClientInfo> {
         self.client.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `item` behind the events already on their way to the client. False once the
+    /// pump has stopped (shutdown): nothing more is written then.
+    pub fn to_pump(&self, item: crate::pump::Outbound) -> bool {
+        self.pump.send(item).is_ok()
+    }
+
+    /// Answers a prompt whose session cannot (a dead or stuck session task), if it still waits.
+    pub fn fail_prompt(
+        &self,
+        session: &SessionId,
+        request_id: &Value,
+        kind: &'static str,
+        message: &'static str,
+    ) {
+        let _ = self.to_pump(crate::pump::Outbound::FailPrompt {
+            session: session.clone(),
+            request_id: request_id.clone(),
+            kind,
+            message,
+        });
     }
 }
 
@@ -156,6 +181,7 @@ where
 {
     let (out_tx, out_rx) = mpsc::channel(1024);
     let writer = tokio::spawn(write_lines(output, out_rx));
+    let (pump_tx, pump_rx) = mpsc::unbounded_channel();
     let server = Arc::new(Server {
         runtime: Arc::new(runtime),
         out: Out(out_tx),
@@ -163,6 +189,7 @@ where
         client: Mutex::new(ClientInfo::default()),
         version: options.agent_version,
         calls: Default::default(),
+        pump: pump_tx,
     });
     let services = server.runtime.services();
     if services
@@ -182,7 +209,12 @@ where
         tracing::warn!("an approver was already installed");
     }
     let stop_pump = CancellationToken::new();
-    let pump = tokio::spawn(crate::pump::run(server.clone(), events, stop_pump.clone()));
+    let pump = tokio::spawn(crate::pump::run(
+        server.clone(),
+        events,
+        pump_rx,
+        stop_pump.clone(),
+    ));
     let mut tasks = JoinSet::new();
     let mut reader = LineReader::new(input);
     loop {

@@ -163,3 +163,183 @@ pub struct PlanEntry {
 fn default_priority() -> PlanPriority {
     PlanPriority::Medium
 }
+
+/// Past this size (old and new text together) a diff shows the changed region with some context
+/// instead of both whole files: editors render diffs of megabytes slowly, and the user judges the
+/// change, not the file.
+pub const WHOLE_FILE_DIFF_BYTES: usize = 256 * 1024;
+/// Unchanged lines kept around the changed region of a big file's diff.
+const DIFF_CONTEXT_LINES: usize = 3;
+
+/// The diff the editor shows for a change of `path` from `old` (`None`: a new file) to `new`:
+/// both whole texts, or for big files the affected lines with [`DIFF_CONTEXT_LINES`] of context.
+/// Used for the permission request and for the call's final update, so both show the same.
+pub fn file_diff(path: PathBuf, old: Option<String>, new: String) -> ToolContent {
+    let size = old.as_ref().map_or(0, String::len) + new.len();
+    let (old, new) = match old {
+        Some(old) if size > WHOLE_FILE_DIFF_BYTES => {
+            let (o, n) = changed_region(&old, &new);
+            (Some(o.to_owned()), n.to_owned())
+        }
+        old => (old, new),
+    };
+    ToolContent::Diff {
+        path,
+        old_text: old,
+        new_text: new,
+    }
+}
+
+/// The lines of `old` and `new` that differ, with context: everything between the common line
+/// prefix and the common line suffix.
+fn changed_region<'a>(old: &'a str, new: &'a str) -> (&'a str, &'a str) {
+    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let prefix = old_lines
+        .iter()
+        .zip(&new_lines)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let max_suffix = old_lines.len().min(new_lines.len()) - prefix;
+    let suffix = old_lines
+        .iter()
+        .rev()
+        .zip(new_lines.iter().rev())
+        .take(max_suffix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let start = prefix.saturating_sub(DIFF_CONTEXT_LINES);
+    let slice = |text: &'a str, lines: &[&str]| {
+        let end = lines.len() - suffix.saturating_sub(DIFF_CONTEXT_LINES);
+        let from: usize = lines[..start].iter().map(|l| l.len()).sum();
+        let to: usize = lines[..end].iter().map(|l| l.len()).sum();
+        &text[from..to]
+    };
+    (slice(old, &old_lines), slice(new, &new_lines))
+}
+
+/// `text` as a fenced Markdown code block that nothing inside can close: the fence is one
+/// backtick longer than the longest run of backticks in the text (CommonMark §4.5).
+pub fn fenced(text: &str, language: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    let newline = if text.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}{language}\n{text}{newline}{fence}")
+}
+
+/// `text` as inline Markdown code, delimited so that no backtick inside ends it.
+pub fn inline_code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let ticks = "`".repeat(longest + 1);
+    // A space keeps a backtick at either end from joining the delimiter.
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
+}
+
+/// The Markdown code-block language for a file, from its extension (empty when unknown).
+pub fn language_for(path: &std::path::Path) -> &'static str {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "rs" => "rust",
+        "py" | "pyi" => "python",
+        "js" | "mjs" | "cjs" => "javascript",
+        "jsx" => "jsx",
+        "ts" | "mts" | "cts" => "typescript",
+        "tsx" => "tsx",
+        "go" => "go",
+        "c" | "h" => "c",
+        "cc" | "cpp" | "cxx" | "hpp" | "hh" => "cpp",
+        "java" => "java",
+        "kt" | "kts" => "kotlin",
+        "rb" => "ruby",
+        "php" => "php",
+        "cs" => "csharp",
+        "swift" => "swift",
+        "sh" | "bash" | "zsh" => "sh",
+        "json" => "json",
+        "toml" => "toml",
+        "yaml" | "yml" => "yaml",
+        "md" | "markdown" => "markdown",
+        "html" | "htm" => "html",
+        "css" => "css",
+        "sql" => "sql",
+        "xml" => "xml",
+        "lua" => "lua",
+        "ex" | "exs" => "elixir",
+        "hs" => "haskell",
+        "scala" => "scala",
+        "zig" => "zig",
+        "dockerfile" => "dockerfile",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fence_is_longer_than_any_backtick_run_inside() {
+        assert_eq!(fenced("a\n", ""), "```\na\n```");
+        assert_eq!(fenced("x ```` y", "sh"), "`````sh\nx ```` y\n`````");
+        assert_eq!(fenced("", ""), "```\n\n```");
+    }
+
+    #[test]
+    fn small_diffs_are_whole_files_and_big_ones_the_changed_lines() {
+        let p = PathBuf::from("/w/a.txt");
+        assert_eq!(
+            file_diff(p.clone(), None, "new\n".into()),
+            ToolContent::Diff {
+                path: p.clone(),
+                old_text: None,
+                new_text: "new\n".into()
+            }
+        );
+        let old: String = (0..40_000).map(|i| format!("line {i}\n")).collect();
+        let new = old.replace("line 20000\n", "changed\nlines\n");
+        let ToolContent::Diff {
+            old_text, new_text, ..
+        } = file_diff(p, Some(old), new)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            old_text.as_deref(),
+            Some(
+                "line 19997\nline 19998\nline 19999\nline 20000\nline 20001\nline 20002\nline 20003\n"
+            )
+        );
+        assert_eq!(
+            new_text,
+            "line 19997\nline 19998\nline 19999\nchanged\nlines\nline 20001\nline 20002\nline 20003\n"
+        );
+    }
+
+    #[test]
+    fn changed_region_at_the_edges() {
+        assert_eq!(
+            changed_region("a\nb\n", "a\nb\nc\n"),
+            ("a\nb\n", "a\nb\nc\n")
+        );
+        assert_eq!(changed_region("x\n", "y\n"), ("x\n", "y\n"));
+        assert_eq!(changed_region("same\n", "same\n"), ("same\n", "same\n"));
+    }
+}

@@ -136,6 +136,11 @@ pub enum EntryKind {
     Title {
         title: String,
     },
+    /// A prompt that was a command to ferrite itself (`/compact`): replayed to the editor like a
+    /// prompt, never sent to the model.
+    Command {
+        content: Vec<UserContent>,
+    },
     /// The conversation up to here, summarized: what the model is sent instead of it.
     Compaction {
         summary: String,

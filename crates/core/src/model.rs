@@ -113,9 +113,12 @@ pub enum ModelEvent {
     },
     /// The request is being retried after a retryable failure (for logs and the user).
     Retrying {
+        /// Retries so far, this one included (1 for the first retry).
         attempt: u32,
         delay_ms: u64,
         reason: String,
+        /// Attempts allowed in all, the first one included.
+        max_attempts: u32,
     },
     /// The terminal event: the complete assistant message, why it stopped, and usage.
     Completed(ModelResponse),

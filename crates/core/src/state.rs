@@ -12,6 +12,10 @@ use crate::log::{EntryKind, Header, LoadedLog};
 use crate::model::{AssistantPart, Message, ToolResultPart, UserPart};
 use crate::modes::{Effort, Harness, Mode};
 
+/// How a compaction shows in a replay.
+pub const COMPACTED_MARKER: &str =
+    "Compacted the conversation: the model continues from a summary of what came before.";
+
 #[derive(Debug, Clone)]
 pub struct SessionState {
     pub id: SessionId,
@@ -85,6 +89,7 @@ impl SessionState {
             | EntryKind::ToolCall { .. }
             | EntryKind::ToolResult { .. }
             | EntryKind::DisplayToolCall { .. }
+            | EntryKind::Command { .. }
             | EntryKind::Compaction { .. }
             | EntryKind::TurnEnd { .. }) => self.history.push(other),
         }
@@ -93,10 +98,18 @@ impl SessionState {
     /// What `session/load` replays: the conversation as the editor saw it.
     pub fn replay(&self) -> Vec<Event> {
         let mut out = Vec::with_capacity(self.history.len());
+        // `update_plan` calls replay as their `plan` update only, as they were shown live.
+        let mut hidden: HashSet<&str> = HashSet::new();
         for kind in &self.history {
             match kind {
-                EntryKind::UserMessage { content } => out.push(Event::UserMessage {
-                    content: content.clone(),
+                EntryKind::UserMessage { content } | EntryKind::Command { content } => {
+                    out.push(Event::UserMessage {
+                        content: content.clone(),
+                    })
+                }
+                // The marker the user saw when it happened (without the token counts).
+                EntryKind::Compaction { .. } => out.push(Event::Notice {
+                    text: COMPACTED_MARKER.into(),
                 }),
                 EntryKind::Assistant { content } => {
                     for part in content {
@@ -114,9 +127,13 @@ impl SessionState {
                         }
                     }
                 }
+                EntryKind::ToolCall { name, call } if name == crate::tools::UPDATE_PLAN => {
+                    hidden.insert(&call.id);
+                }
                 EntryKind::ToolCall { call, .. } | EntryKind::DisplayToolCall { call } => {
                     out.push(Event::ToolCall(call.clone()))
                 }
+                EntryKind::ToolResult { call_id, .. } if hidden.contains(call_id.as_str()) => {}
                 EntryKind::ToolResult { update, .. } => {
                     out.push(Event::ToolCallUpdate(update.clone()))
                 }
@@ -129,7 +146,6 @@ impl SessionState {
                     text: f.message.clone(),
                 }),
                 EntryKind::TurnEnd { failure: None, .. }
-                | EntryKind::Compaction { .. }
                 | EntryKind::Mode { .. }
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
@@ -226,6 +242,7 @@ impl SessionState {
                 }
                 EntryKind::ToolCall { .. }
                 | EntryKind::DisplayToolCall { .. }
+                | EntryKind::Command { .. }
                 | EntryKind::Plan { .. }
                 | EntryKind::TurnEnd { .. }
                 | EntryKind::Mode { .. }

@@ -7,6 +7,7 @@ pub mod find;
 pub mod fsops;
 pub mod grep;
 mod ls;
+pub(crate) mod markdown;
 mod output;
 pub mod paths;
 mod read;
@@ -32,7 +33,7 @@ pub use find::Find;
 pub use grep::Grep;
 pub use ls::Ls;
 pub use read::Read;
-pub use update_plan::UpdatePlan;
+pub use update_plan::{UPDATE_PLAN, UpdatePlan};
 pub use web_fetch::WebFetch;
 pub use write::Write;
 
@@ -146,6 +147,11 @@ pub trait Tool: Send + Sync {
     fn describe(&self, input: &Value, cwd: &std::path::Path) -> CallDescription;
     /// What the call would do, checked against the permission policy before it runs.
     fn access(&self, input: &Value, cwd: &std::path::Path) -> Access;
+    /// What the user is shown when asked to approve the call: what it will change (a diff
+    /// against the file as it is now, the command and where it runs). Empty: the title says it.
+    fn preview(&self, _input: &Value, _cwd: &std::path::Path) -> Vec<ToolContent> {
+        vec![]
+    }
     fn call<'a>(
         &'a self,
         input: Value,

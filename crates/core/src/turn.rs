@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -62,9 +63,22 @@ pub struct Recorder {
     pub(crate) events: mpsc::Sender<SessionEvent>,
     pub(crate) session: SessionId,
     pub(crate) turn: Option<TurnId>,
+    /// A tool call the editor is not shown as a card (`update_plan`: its `plan` update is it).
+    pub(crate) hidden_call: Option<String>,
 }
 
 impl Recorder {
+    /// The same recorder, minus the card of tool call `id`.
+    fn hiding_call(&self, id: &str) -> Recorder {
+        Recorder {
+            core: self.core.clone(),
+            events: self.events.clone(),
+            session: self.session.clone(),
+            turn: self.turn,
+            hidden_call: Some(id.to_owned()),
+        }
+    }
+
     pub fn record(&self, kind: EntryKind) -> Result<u64, StoreError> {
         let mut core = lock(&self.core);
         let seq = core.log.append(kind.clone())?;
@@ -105,6 +119,13 @@ impl Recorder {
     }
 
     pub async fn emit(&self, event: Event) {
+        if let (Some(hidden), Event::ToolCall(ToolCallView { id, .. }))
+        | (Some(hidden), Event::ToolCallUpdate(ToolCallUpdateView { id, .. })) =
+            (&self.hidden_call, &event)
+            && hidden == id
+        {
+            return;
+        }
         let ev = SessionEvent {
             session: self.session.clone(),
             turn: self.turn,
@@ -113,6 +134,17 @@ impl Recorder {
         // The receiver is gone only when the server is shutting down; nothing to tell then.
         let _ = self.events.send(ev).await;
     }
+}
+
+/// "anthropic returned HTTP 529 (overloaded_error): Overloaded — retrying in 4 s (attempt 2 of 5)."
+fn retry_notice(reason: &str, delay_ms: u64, next_attempt: u32, max_attempts: u32) -> String {
+    let wait = if delay_ms < 1000 {
+        format!("{delay_ms} ms")
+    } else {
+        format!("{} s", delay_ms.div_ceil(1000))
+    };
+    let reason = reason.trim_end_matches('.');
+    format!("{reason} — retrying in {wait} (attempt {next_attempt} of {max_attempts}).")
 }
 
 /// The most text merged into one `agent_message_chunk` from deltas that arrived together.
@@ -282,9 +314,11 @@ async fn run_turn_inner(
         None => content,
     };
     let compact_request = compact::requested(&req.content);
-    if compact_request.is_none() {
-        rec.record(EntryKind::UserMessage { content })?;
-    }
+    rec.record(match compact_request {
+        None => EntryKind::UserMessage { content },
+        // Part of the replay, but not of what the model is sent.
+        Some(_) => EntryKind::Command { content },
+    })?;
     if services.faults.panic_turn {
         panic!("fault injection: the turn task panics");
     }
@@ -510,8 +544,12 @@ async fn run_turn_inner(
                     attempt,
                     delay_ms,
                     reason,
+                    max_attempts,
                 })) => {
                     tracing::info!(attempt, delay_ms, %reason, "retrying model request");
+                    // For the user only: not logged, not replayed, never sent to the model.
+                    let text = retry_notice(&reason, delay_ms, attempt + 1, max_attempts);
+                    rec.emit(Event::Notice { text }).await;
                 }
                 Some(Ok(ModelEvent::Completed(resp))) => break resp,
                 Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
@@ -725,6 +763,13 @@ async fn run_call(
         .await?;
         return Ok(CallEnd::Done);
     };
+    let quiet;
+    let rec = if name == crate::tools::UPDATE_PLAN {
+        quiet = rec.hiding_call(id);
+        &quiet
+    } else {
+        rec
+    };
     let desc = tool.describe(&input, cwd);
     let view = ToolCallView {
         id: id.to_owned(),
@@ -746,7 +791,16 @@ async fn run_call(
         return Ok(CallEnd::Done);
     }
     let access = tool.access(&input, cwd);
-    match permission::check(rec, env, &view, name, &access, cancel).await {
+    // Reads (and for `edit`, applies to) the file: off the runtime threads, like the tools.
+    let preview = || -> BoxFuture<'static, Vec<ToolContent>> {
+        let (tool, input, cwd) = (tool.clone(), input.clone(), cwd.to_owned());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.preview(&input, &cwd))
+                .await
+                .unwrap_or_default()
+        })
+    };
+    match permission::check(rec, env, &view, name, &access, &preview, cancel).await {
         permission::Gate::Run => {}
         permission::Gate::Refused(why) => {
             finish_call(rec, id, &why, true, ToolStatus::Failed, None).await?;
@@ -816,6 +870,7 @@ async fn run_call(
             env.roots.clone(),
         ),
     };
+    let shown_input = crate::tools::markdown::renders(name).then(|| input.clone());
     let result = tokio::select! {
         biased;
         () = cancel.cancelled() => None,
@@ -835,6 +890,14 @@ async fn run_call(
             Ok(CallEnd::Cancelled)
         }
         Some(Ok(mut out)) => {
+            // What the user sees is built before the model's text gets nested instructions.
+            let content = if !out.content.is_empty() {
+                Some(std::mem::take(&mut out.content))
+            } else if let Some(input) = &shown_input {
+                crate::tools::markdown::file_tool_result(name, input, cwd, &out.text)
+            } else {
+                None
+            };
             // A file in a package with its own AGENTS.md: the model gets those instructions too.
             if let crate::tools::Access::Read { paths } | crate::tools::Access::Write { paths } =
                 &access
@@ -844,11 +907,6 @@ async fn run_call(
             {
                 out.text.push_str(&extra);
             }
-            let content = if out.content.is_empty() {
-                None
-            } else {
-                Some(out.content)
-            };
             finish_call(rec, id, &out.text, false, ToolStatus::Completed, content).await?;
             Ok(CallEnd::Done)
         }

@@ -217,6 +217,7 @@ impl ModelClient for HttpModelClient {
                     attempt,
                     delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                     reason: failure.error.message.clone(),
+                    max_attempts: inner.options.max_retries.saturating_add(1),
                 });
                 tokio::select! {
                     biased;

@@ -1,6 +1,6 @@
 //! An ACP client for tests: starts the real `ferrite` binary, speaks JSON-RPC over its stdio,
-//! and validates every line the agent writes (JSON, one object per line, schema of its method).
-//! A test that ends with schema violations fails.
+//! and validates every line the agent writes (JSON, one object per line, schema of its method,
+//! and the ordering invariants of [`crate::acp_order`]). A test that ends with violations fails.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -13,6 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
+use crate::acp_order::OrderCheck;
 use crate::schema::schema;
 
 /// How long a test waits for any single answer before failing.
@@ -25,6 +26,7 @@ pub struct AcpClient {
     backlog: VecDeque<Value>,
     next_id: i64,
     methods: Arc<Mutex<HashMap<String, String>>>,
+    order: Arc<Mutex<OrderCheck>>,
     violations: Arc<Mutex<Vec<String>>>,
     stderr: Arc<Mutex<String>>,
 }
@@ -109,10 +111,12 @@ impl AcpClient {
         let stderr_pipe = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::unbounded_channel();
         let methods: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let order: Arc<Mutex<OrderCheck>> = Arc::default();
         let violations: Arc<Mutex<Vec<String>>> = Arc::default();
         let stderr: Arc<Mutex<String>> = Arc::default();
         {
             let methods = methods.clone();
+            let order = order.clone();
             let violations = violations.clone();
             tokio::spawn(async move {
                 let mut lines = BufReader::new(stdout).lines();
@@ -150,6 +154,12 @@ impl AcpClient {
                             .unwrap()
                             .push(format!("{e}\n  in: {line:.400}"));
                     }
+                    for e in order.lock().unwrap().agent_sent(&msg) {
+                        violations
+                            .lock()
+                            .unwrap()
+                            .push(format!("ordering: {e}\n  in: {line:.400}"));
+                    }
                     if tx.send(msg).is_err() {
                         break;
                     }
@@ -178,6 +188,7 @@ impl AcpClient {
             backlog: VecDeque::new(),
             next_id: 1,
             methods,
+            order,
             violations,
             stderr,
         }
@@ -206,6 +217,7 @@ impl AcpClient {
             .lock()
             .unwrap()
             .insert(id.to_string(), method.to_owned());
+        self.order.lock().unwrap().client_sent(&id, method, &params);
         let line =
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         self.send_raw(format!("{line}\n").as_bytes()).await;
@@ -338,7 +350,7 @@ impl AcpClient {
         let _ = self.child.kill().await;
     }
 
-    /// Schema and framing problems seen so far.
+    /// Schema, framing and ordering problems seen so far.
     pub fn violations(&self) -> Vec<String> {
         self.violations.lock().unwrap().clone()
     }
@@ -356,7 +368,7 @@ impl Drop for AcpClient {
         let v = self.violations();
         assert!(
             v.is_empty(),
-            "the agent sent messages that violate the ACP schema:\n{}",
+            "the agent sent messages that violate the ACP schema or the ordering invariants:\n{}",
             v.join("\n")
         );
     }

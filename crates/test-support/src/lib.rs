@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod acp_client;
+pub mod acp_order;
 pub mod fake_provider;
 pub mod mcp_server;
 pub mod schema;

@@ -89,7 +89,14 @@ async fn slash_compact_replaces_history_with_a_summary() {
         .filter(|(k, _)| k == "user_message_chunk")
         .map(|(_, u)| u["content"]["text"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(users, ["where is the parser?", "next question"]);
+    assert_eq!(
+        users,
+        [
+            "where is the parser?",
+            "/compact keep paths",
+            "next question"
+        ]
+    );
 }
 
 #[tokio::test]

@@ -194,19 +194,11 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
         let (before, answer) = r.prompt("make a plan").await;
         assert_eq!(answer["stopReason"], "end_turn");
         let ups = updates(&before);
-        let call = ups
-            .iter()
-            .find(|(k, _)| k == "tool_call")
-            .expect("tool_call")
-            .1
-            .clone();
-        assert_eq!(
-            (
-                call["toolCallId"].as_str(),
-                call["kind"].as_str(),
-                call["title"].as_str()
-            ),
-            (Some("call_1"), Some("think"), Some("Update plan"))
+        // The plan shows once, as the `plan` update: no tool call card with its JSON.
+        assert!(
+            ups.iter()
+                .all(|(k, _)| k != "tool_call" && k != "tool_call_update"),
+            "{api:?}: {ups:?}"
         );
         let plan = ups
             .iter()
@@ -218,14 +210,6 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
             plan["entries"][1],
             json!({"content": "Fix the bug", "status": "in_progress", "priority": "high"})
         );
-        let last = ups
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "tool_call_update")
-            .expect("update")
-            .1
-            .clone();
-        assert_eq!(last["status"], "completed");
         assert_eq!(agent_text(&before), "Planning.Done.");
 
         let reqs = r.requests();
@@ -264,7 +248,7 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
                 assert!(tool["content"].as_str().unwrap().contains("Plan updated"));
             }
         }
-        // The plan and the tool call are replayed on load in a new process.
+        // The plan is replayed on load in a new process, again without a card.
         r.client.close_stdin().await;
         r.client.wait_exit(Duration::from_secs(5)).await.unwrap();
         let mut c = r.world.client().await;
@@ -282,19 +266,11 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
             [
                 "user_message_chunk",
                 "agent_message_chunk",
-                "tool_call",
                 "plan",
-                "tool_call_update",
                 "agent_message_chunk"
             ],
             "{api:?}"
         );
-        let replayed_update = updates(&replay)
-            .into_iter()
-            .find(|(k, _)| k == "tool_call_update")
-            .unwrap()
-            .1;
-        assert_eq!(replayed_update["status"], "completed");
     }
 }
 
@@ -313,7 +289,8 @@ async fn bad_tool_calls_are_reported_to_the_model_not_fatal() {
         .filter(|(k, u)| k == "tool_call_update" && u["status"] == "failed")
         .map(|(_, u)| u["toolCallId"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(failed, ["c1", "c2"]);
+    // update_plan has no card even when it fails; the model is told (below).
+    assert_eq!(failed, ["c1"]);
     let msgs = r.requests()[1].body["messages"].as_array().unwrap().clone();
     let tools: Vec<&Value> = msgs.iter().filter(|m| m["role"] == "tool").collect();
     assert_eq!(tools.len(), 2);
@@ -347,7 +324,10 @@ async fn retryable_errors_are_retried_and_fatal_ones_fail_the_turn() {
     r.fake.push(Script::new().text("ok"));
     let started = Instant::now();
     let (before, answer) = r.prompt("hi").await;
-    assert_eq!(agent_text(&before), "ok");
+    // Each retry is shown as a notice while it waits, then the answer.
+    let text = agent_text(&before);
+    assert!(text.ends_with("ok"), "{text}");
+    assert_eq!(text.matches("retrying in").count(), 2, "{text}");
     assert_eq!(answer["stopReason"], "end_turn");
     assert!(
         started.elapsed() >= Duration::from_millis(150),

@@ -217,6 +217,7 @@ pub(super) async fn session_task(
                     events: events.clone(),
                     session: session.clone(),
                     turn: Some(id),
+                    hidden_call: None,
                 };
                 let handle = tokio::spawn(run_turn(
                     services.clone(),

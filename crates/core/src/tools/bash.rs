@@ -11,10 +11,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::config::BASH_TIMEOUT_CAP_SECS;
-use crate::content::{ToolCallUpdateView, ToolContent, ToolKind};
+use crate::content::{ToolCallUpdateView, ToolContent, ToolKind, fenced, inline_code};
 use crate::events::Event;
 use crate::exec::{CommandOutput, CommandSpec, ExecError, Exit};
 use crate::model::ToolSpec;
+use crate::tools::markdown;
 use crate::tools::output::{lock, parse_input, spill_path};
 use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -83,6 +84,17 @@ impl Tool for Bash {
         }
     }
 
+    fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
+        let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+        vec![ToolContent::Text {
+            text: format!(
+                "{}\n\nin {}",
+                fenced(command, "sh"),
+                inline_code(&cwd.display().to_string())
+            ),
+        }]
+    }
+
     fn call<'a>(
         &'a self,
         input: Value,
@@ -147,10 +159,14 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         }
     };
     match result {
-        Ok(out) => Ok(ToolOutput {
-            text: result_text(&out, timeout),
-            content: vec![],
-        }),
+        Ok(out) => {
+            let recent = lock(&tail).text.clone();
+            let shown = markdown::command_result(&out, &ending(&out, timeout), &recent);
+            Ok(ToolOutput {
+                text: result_text(&out, timeout),
+                content: vec![ToolContent::Text { text: shown }],
+            })
+        }
         Err(ExecError::SandboxUnavailable(msg)) => Err(ToolError::RespondToModel(msg)),
         Err(e @ (ExecError::Spawn(_) | ExecError::Io(_))) => {
             Err(ToolError::RespondToModel(e.to_string()))
@@ -158,9 +174,9 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
     }
 }
 
-/// What the model reads: how the command ended, its output, and where the rest is.
-fn result_text(out: &CommandOutput, timeout: Duration) -> String {
-    let mut text = match out.exit {
+/// How the command ended, in a line.
+fn ending(out: &CommandOutput, timeout: Duration) -> String {
+    match out.exit {
         Exit::Code(c) => format!("Exit code {c}"),
         Exit::Signal(s) => format!("Killed by signal {s}{}", signal_name(s)),
         Exit::TimedOut => format!(
@@ -168,7 +184,12 @@ fn result_text(out: &CommandOutput, timeout: Duration) -> String {
             timeout.as_secs()
         ),
         Exit::Cancelled => "Cancelled; the command was killed".to_owned(),
-    };
+    }
+}
+
+/// What the model reads: how the command ended, its output, and where the rest is.
+fn result_text(out: &CommandOutput, timeout: Duration) -> String {
+    let mut text = ending(out, timeout);
     text.push('\n');
     if out.excerpt.is_empty() && out.total_bytes == 0 {
         text.push_str("(no output)\n");
@@ -256,11 +277,7 @@ impl Tail {
             start += 1;
         }
         let body = &self.text[start..];
-        Some(if self.dropped || start > 0 {
-            format!("[… earlier output omitted]\n{body}")
-        } else {
-            body.to_owned()
-        })
+        Some(markdown::command_progress(body, self.dropped || start > 0))
     }
 }
 
@@ -467,9 +484,10 @@ mod tests {
         assert!(!updates.is_empty() && updates.len() <= 4, "{updates:?}");
         // Each update holds everything so far (it replaces the previous content).
         for w in updates.windows(2) {
-            assert!(w[1].starts_with(&w[0]), "{updates:?}");
+            let earlier = w[0].trim_end_matches("```");
+            assert!(w[1].starts_with(earlier), "{updates:?}");
         }
-        assert!(updates[0].starts_with("line 0\n"));
+        assert!(updates[0].starts_with("```\nline 0\n"));
     }
 
     #[test]
@@ -477,13 +495,16 @@ mod tests {
         let mut t = Tail::default();
         assert_eq!(t.take_if_changed(), None);
         t.push("a\n");
-        assert_eq!(t.take_if_changed().as_deref(), Some("a\n"));
+        assert_eq!(t.take_if_changed().as_deref(), Some("```\na\n```"));
         assert_eq!(t.take_if_changed(), None);
         for _ in 0..300 {
             t.push(&"é".repeat(500));
         }
         let s = t.take_if_changed().unwrap();
-        assert!(s.starts_with("[… earlier output omitted]\n"));
+        assert!(
+            s.starts_with("… earlier output omitted\n\n```\n"),
+            "{s:.60}"
+        );
         assert!(s.len() <= STREAM_TAIL_BYTES + 40, "{}", s.len());
     }
 

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::content::{ToolContent, ToolKind};
+use crate::content::{ToolContent, ToolKind, file_diff};
 use crate::model::ToolSpec;
 use crate::tools::output::{blocking, parse_input, plural, truncate_line};
 use crate::tools::paths::{display, resolve};
@@ -78,6 +78,33 @@ impl Tool for Edit {
         }
     }
 
+    fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
+        let Ok(parsed) = serde_json::from_value::<Input>(input.clone()) else {
+            return vec![];
+        };
+        let path = resolve(cwd, &parsed.path);
+        let Some(old) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        else {
+            return vec![];
+        };
+        match apply(
+            &old,
+            &parsed.old_string,
+            &parsed.new_string,
+            parsed.replace_all,
+        ) {
+            Ok(applied) => vec![file_diff(path, Some(old), applied.new_text)],
+            Err(e) => vec![ToolContent::Text {
+                text: format!(
+                    "This edit will fail: {}",
+                    e.message(&display(&path, cwd), &old, &parsed.old_string)
+                ),
+            }],
+        }
+    }
+
     fn call<'a>(
         &'a self,
         input: Value,
@@ -141,11 +168,7 @@ fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, Tool
     );
     Ok(ToolOutput {
         text,
-        content: vec![ToolContent::Diff {
-            path: path.to_owned(),
-            old_text: Some(old_text),
-            new_text: applied.new_text,
-        }],
+        content: vec![file_diff(path.to_owned(), Some(old_text), applied.new_text)],
     })
 }
 
@@ -381,6 +404,32 @@ fn first_match_line(path: &Path, old: &str) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::tools::output::testing::TestEnv;
+
+    #[test]
+    fn the_preview_is_the_edit_applied_to_the_file_as_it_is() {
+        let env = TestEnv::new();
+        env.write("a.rs", "fn a() {}\r\nfn b() {}\r\n");
+        let input =
+            json!({"path": "a.rs", "old_string": "fn b() {}\n", "new_string": "fn c() {}\n"});
+        assert_eq!(
+            Edit.preview(&input, &env.root),
+            vec![ToolContent::Diff {
+                path: env.root.join("a.rs"),
+                old_text: Some("fn a() {}\r\nfn b() {}\r\n".into()),
+                new_text: "fn a() {}\r\nfn c() {}\r\n".into()
+            }]
+        );
+        let missing = json!({"path": "a.rs", "old_string": "nope", "new_string": "x"});
+        let [ToolContent::Text { text }] = &Edit.preview(&missing, &env.root)[..] else {
+            panic!()
+        };
+        assert!(
+            text.starts_with("This edit will fail: old_string was not found in a.rs"),
+            "{text}"
+        );
+        let no_file = json!({"path": "none.rs", "old_string": "a", "new_string": "b"});
+        assert_eq!(Edit.preview(&no_file, &env.root), vec![]);
+    }
 
     #[tokio::test]
     async fn exact_unique_match_is_replaced_with_diff() {

@@ -294,6 +294,7 @@ pub(crate) mod testing {
                 events: tx,
                 session: header.id.clone(),
                 turn: None,
+                hidden_call: None,
             };
             Self {
                 spill: home.path().join("tool-output"),

@@ -13,6 +13,9 @@ use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOu
 
 pub struct UpdatePlan;
 
+/// The tool's name. Its calls get no tool call card: the `plan` update is what the user sees.
+pub const UPDATE_PLAN: &str = "update_plan";
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Input {
@@ -21,12 +24,12 @@ struct Input {
 
 impl Tool for UpdatePlan {
     fn name(&self) -> &str {
-        "update_plan"
+        UPDATE_PLAN
     }
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "update_plan".into(),
+            name: UPDATE_PLAN.into(),
             description: "Record or update your plan for the current task as a checklist the user \
                 can see. Send the whole list every time; mark one entry in_progress while you work \
                 on it and completed when done."

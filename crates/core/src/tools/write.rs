@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::content::{Location, ToolContent, ToolKind};
+use crate::content::{Location, ToolContent, ToolKind, file_diff};
 use crate::model::ToolSpec;
 use crate::tools::fsops::{self, Parents};
 use crate::tools::output::{blocking, count_lines, parse_input, plural};
@@ -60,6 +60,27 @@ impl Tool for Write {
         }
     }
 
+    fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
+        let (Some(path), Some(content)) = (
+            input_path(input, cwd),
+            input.get("content").and_then(Value::as_str),
+        ) else {
+            return vec![];
+        };
+        if path.is_dir() {
+            return vec![ToolContent::Text {
+                text: format!(
+                    "This write will fail: {} is a directory.",
+                    display(&path, cwd)
+                ),
+            }];
+        }
+        let old = std::fs::read(&path)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        vec![file_diff(path, old, content.to_owned())]
+    }
+
     fn call<'a>(
         &'a self,
         input: Value,
@@ -109,11 +130,7 @@ fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, T
     };
     Ok(ToolOutput {
         text,
-        content: vec![ToolContent::Diff {
-            path: path.to_owned(),
-            old_text,
-            new_text: content,
-        }],
+        content: vec![file_diff(path.to_owned(), old_text, content)],
     })
 }
 
@@ -202,6 +219,29 @@ mod tests {
         env.write("d/x", "");
         let err = env.err(&Write, json!({"path": "d", "content": "x"})).await;
         assert!(err.contains("is a directory"), "{err}");
+    }
+
+    #[test]
+    fn the_preview_is_a_diff_against_the_file_as_it_is() {
+        let env = TestEnv::new();
+        env.write("f.txt", "old\n");
+        env.write("d/x", "");
+        let preview =
+            |path: &str| Write.preview(&json!({"path": path, "content": "new\n"}), &env.root);
+        assert_eq!(
+            preview("f.txt"),
+            vec![ToolContent::Diff {
+                path: env.root.join("f.txt"),
+                old_text: Some("old\n".into()),
+                new_text: "new\n".into()
+            }]
+        );
+        assert_eq!(
+            preview("d"),
+            vec![ToolContent::Text {
+                text: "This write will fail: d is a directory.".into()
+            }]
+        );
     }
 
     #[test]

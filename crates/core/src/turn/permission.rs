@@ -1,9 +1,10 @@
 //! Applying the permission policy to one tool call: decide, ask the user when the policy says so,
 //! and store "always" answers as rules for the workspace.
 
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::content::ToolCallView;
+use crate::content::{ToolCallView, ToolContent, fenced};
 use crate::permissions::{
     self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest, Rules,
     StoredRules,
@@ -21,12 +22,17 @@ pub(crate) enum Gate {
     Cancelled,
 }
 
+/// What the user sees of a call when asked: computed only when asking, from the files as they
+/// are at that moment.
+pub(crate) type Preview<'a> = &'a (dyn Fn() -> BoxFuture<'static, Vec<ToolContent>> + Sync);
+
 pub(crate) async fn check(
     rec: &Recorder,
     env: &CallEnv,
     view: &ToolCallView,
     tool: &str,
     access: &Access,
+    preview: Preview<'_>,
     cancel: &CancellationToken,
 ) -> Gate {
     let mode = env.mode(rec);
@@ -61,7 +67,28 @@ pub(crate) async fn check(
     match decision {
         Decision::Allow => Gate::Run,
         Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
-        Decision::Ask => ask(rec, env, view, tool, access, cancel).await,
+        Decision::Ask => ask(rec, env, view, tool, access, preview, cancel).await,
+    }
+}
+
+/// The content of a permission request: the tool's preview, or for an MCP tool its arguments.
+async fn request_content(
+    view: &ToolCallView,
+    access: &Access,
+    preview: Preview<'_>,
+) -> Vec<ToolContent> {
+    let content = preview().await;
+    if !content.is_empty() {
+        return content;
+    }
+    match (access, &view.raw_input) {
+        (Access::Mcp, Some(args)) => {
+            let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+            vec![ToolContent::Text {
+                text: format!("Arguments:\n\n{}", fenced(&pretty, "json")),
+            }]
+        }
+        _ => vec![],
     }
 }
 
@@ -79,6 +106,7 @@ async fn ask(
     view: &ToolCallView,
     tool: &str,
     access: &Access,
+    preview: Preview<'_>,
     cancel: &CancellationToken,
 ) -> Gate {
     let Some(approver) = env.approver.as_ref() else {
@@ -88,10 +116,9 @@ async fn ask(
         );
     };
     let options = permissions::options_for(tool, access, &env.roots);
-    let req = PermissionRequest {
-        call: view.clone(),
-        options,
-    };
+    let mut call = view.clone();
+    call.content = request_content(view, access, preview).await;
+    let req = PermissionRequest { call, options };
     let kind = match ask_user(rec, env, approver.as_ref(), req, cancel).await {
         Asked::Cancelled => return Gate::Cancelled,
         Asked::TimedOut => {

@@ -28,11 +28,12 @@ async fn rate_limit_honours_retry_after_ms_then_succeeds() {
         attempt,
         delay_ms,
         reason,
+        max_attempts,
     } = &events[0]
     else {
         panic!("{events:?}")
     };
-    assert_eq!((*attempt, *delay_ms), (1, 300));
+    assert_eq!((*attempt, *delay_ms, *max_attempts), (1, 300, 3));
     assert!(
         reason.contains("429") && reason.contains("rate limit"),
         "{reason}"
