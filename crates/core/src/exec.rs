@@ -1,7 +1,7 @@
 //! The boundary to running commands. `crates/exec` implements [`CommandRunner`] (process groups,
 //! timeouts, output spill, the Landlock + seccomp sandbox); core never spawns a process itself.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -12,12 +12,17 @@ use crate::modes::Mode;
 /// What a command may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sandbox {
-    /// No restrictions (`full` mode).
+    /// No restrictions (`full` mode). The command is still contained as a process tree: nothing
+    /// it starts outlives the call.
     None,
-    /// Writes only under `writable` (workspace roots, temp, the spill directory); reads anywhere;
-    /// network as given.
+    /// Writes only under `writable` (workspace roots, temp); reads anywhere except under
+    /// `hidden`; network as given. An empty `writable` is read-only (`plan`): not even `/dev/shm`,
+    /// and no chmod/chown/utimes/xattr changes anywhere.
     Restricted {
         writable: Vec<PathBuf>,
+        /// Neither readable nor writable, whatever `writable` says: FERRITE_HOME (config,
+        /// credentials, rules, sessions, spill files) and `sandbox.deny_read`.
+        hidden: Vec<PathBuf>,
         network: bool,
     },
 }
@@ -25,29 +30,61 @@ pub enum Sandbox {
 impl Sandbox {
     /// The sandbox of contract §5/§6 for a session mode: `plan` writes nowhere and has no
     /// network; `ask` writes in the workspace with network; `auto` writes in the workspace with
-    /// network only when `sandbox.network` says so; `full` is unrestricted.
+    /// network only when `sandbox.network` says so; `full` is unrestricted. `ferrite_home` and
+    /// `deny_read` are hidden in every restricted mode: no command below `full` can read or change
+    /// the agent's own files, even when the workspace contains them.
     pub fn for_mode(
         mode: Mode,
         roots: &[PathBuf],
-        spill_dir: &std::path::Path,
+        ferrite_home: &Path,
+        deny_read: &[PathBuf],
         network: bool,
     ) -> Self {
         let mut writable: Vec<PathBuf> = roots.to_vec();
         writable.push(std::env::temp_dir());
-        writable.push(spill_dir.to_owned());
+        let mut hidden = vec![ferrite_home.to_owned()];
+        hidden.extend(deny_read.iter().cloned());
         match mode {
             Mode::Plan => Sandbox::Restricted {
                 writable: vec![],
+                hidden,
                 network: false,
             },
             Mode::Ask => Sandbox::Restricted {
                 writable,
+                hidden,
                 network: true,
             },
-            Mode::Auto => Sandbox::Restricted { writable, network },
+            Mode::Auto => Sandbox::Restricted {
+                writable,
+                hidden,
+                network,
+            },
             Mode::Full => Sandbox::None,
         }
     }
+}
+
+/// The environment variables that hold keys Ferrite knows: every provider's key variable
+/// (built-in and configured `api_key_env`). Commands and MCP servers never see them; runners also
+/// drop every `*_API_KEY` and `FERRITE_*` variable (see [`is_secret_env`]).
+pub fn secret_env_names(config: &crate::config::Config) -> Vec<String> {
+    let mut names = vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()];
+    names.extend(
+        config
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone()),
+    );
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Whether an environment variable is withheld from commands and MCP servers whatever the
+/// configuration: API keys by their conventional name, and Ferrite's own settings.
+pub fn is_secret_env(name: &str) -> bool {
+    name.starts_with("FERRITE_") || name.ends_with("_API_KEY")
 }
 
 /// One command to run through `sh -c`.
@@ -57,8 +94,12 @@ pub struct CommandSpec {
     pub cwd: PathBuf,
     pub timeout: Duration,
     pub sandbox: Sandbox,
-    /// Where the complete output (stdout and stderr interleaved as they arrive) is written.
-    pub spill_path: PathBuf,
+    /// The directory the complete output (stdout and stderr interleaved as they arrive) is
+    /// written to. The runner creates a new file there itself (exclusively, never following a
+    /// link, under a name of its own) and reports it in [`CommandOutput::spill_path`].
+    pub spill_dir: PathBuf,
+    /// Environment variables the command must not inherit (on top of [`is_secret_env`]).
+    pub env_remove: Vec<String>,
     /// How much output to keep in memory for the model: the rest is only in the spill file.
     pub max_bytes: usize,
     pub max_lines: usize,
@@ -110,8 +151,9 @@ pub enum ExecError {
 
 pub trait CommandRunner: Send + Sync {
     /// Runs `spec`. Output chunks are passed to `on_output` as they arrive (for streaming to the
-    /// editor) while being written to the spill file. On `cancel` or timeout the whole process
-    /// group gets SIGTERM, then SIGKILL after 2 s; no process of the group outlives the call.
+    /// editor) while being written to the spill file. On `cancel`, timeout or when the returned
+    /// future is dropped, every process the command started gets SIGTERM, then SIGKILL after
+    /// 2 s; no process it started outlives the call (`setsid` and double forks included).
     fn run<'a>(
         &'a self,
         spec: CommandSpec,

@@ -126,6 +126,10 @@ pub(crate) struct CallEnv {
     pub runner: Option<Arc<dyn CommandRunner>>,
     pub bash_timeout: Duration,
     pub sandbox_network: bool,
+    /// `sandbox.deny_read` with `~` expanded: hidden from commands.
+    pub deny_read: Vec<PathBuf>,
+    /// Provider key variables commands must not inherit.
+    pub secret_env: Vec<String>,
     pub home: PathBuf,
     /// Rules from config; stored "always" rules are read at each call.
     pub allow: Vec<String>,
@@ -172,6 +176,8 @@ impl CallEnv {
             runner: services.runner.clone(),
             bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
             sandbox_network: config.sandbox_network,
+            deny_read: config.deny_read_paths(services.env.get("HOME").map(Path::new)),
+            secret_env: crate::exec::secret_env_names(config),
             home: services.home.clone(),
             allow: config.permissions.allow.clone(),
             deny: config.permissions.deny.clone(),
@@ -750,6 +756,7 @@ async fn run_call(
             Arc::new(sandbox::ModeAwareRunner {
                 inner,
                 mode: env.mode(rec),
+                env_remove: env.secret_env.clone(),
                 warned: env.sandbox_warned.clone(),
                 simulate_unavailable: env.simulate_no_sandbox,
                 events: rec.events.clone(),
@@ -760,7 +767,8 @@ async fn run_call(
         sandbox: Sandbox::for_mode(
             env.mode(rec),
             &env.roots,
-            &env.spill_dir,
+            &env.home,
+            &env.deny_read,
             env.sandbox_network,
         ),
         bash_timeout: env.bash_timeout,

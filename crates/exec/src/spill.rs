@@ -1,8 +1,15 @@
 //! Where a command's output goes: to the caller as it arrives, whole to the spill file (up to a
 //! cap), and into an excerpt bounded by `max_bytes`/`max_lines` — so a command printing a gigabyte
 //! costs the agent a read buffer, not a gigabyte.
+//!
+//! The spill file is the agent's own: created new (`O_EXCL`, so never an existing file and never
+//! through a symlink planted under its name, `O_NOFOLLOW` for good measure) under a name the
+//! agent makes up, not one derived from a model's or a provider's call id. The command writes
+//! only to its pipes; the sandbox never gets write access to the spill directory.
 
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::fs::File;
 use tokio::io::AsyncWriteExt;
@@ -27,6 +34,7 @@ pub(crate) enum Pushed {
 const HEAD_BYTES: usize = 512;
 
 pub(crate) struct OutputSink<'a> {
+    path: PathBuf,
     on_output: &'a (dyn Fn(&str) + Send + Sync),
     spill: Option<File>,
     spill_limit: u64,
@@ -48,6 +56,8 @@ pub(crate) struct OutputSink<'a> {
 
 /// Everything the sink learned, once the command is over.
 pub(crate) struct SinkSummary {
+    /// The spill file.
+    pub(crate) path: PathBuf,
     pub(crate) excerpt: String,
     pub(crate) truncated: bool,
     pub(crate) total_bytes: u64,
@@ -56,21 +66,21 @@ pub(crate) struct SinkSummary {
 }
 
 impl<'a> OutputSink<'a> {
-    /// Creates (or truncates) the spill file, creating its parent directories.
+    /// Creates a new spill file in `spill_dir` (creating the directory, private to the user).
     pub(crate) async fn create(
-        spill_path: &Path,
+        spill_dir: &Path,
         spill_limit: u64,
         max_bytes: usize,
         max_lines: usize,
         on_output: &'a (dyn Fn(&str) + Send + Sync),
     ) -> std::io::Result<Self> {
-        if let Some(parent) = spill_path.parent()
-            && !parent.as_os_str().is_empty()
-        {
-            tokio::fs::create_dir_all(parent).await?;
-        }
-        let spill = File::create(spill_path).await?;
+        let dir = spill_dir.to_owned();
+        let (path, file) = tokio::task::spawn_blocking(move || create_exclusive(&dir))
+            .await
+            .map_err(std::io::Error::other)??;
+        let spill = File::from_std(file);
         Ok(OutputSink {
+            path,
             on_output,
             spill: Some(spill),
             spill_limit,
@@ -140,6 +150,7 @@ impl<'a> OutputSink<'a> {
         let total_lines =
             self.newlines + u64::from(self.total_bytes > 0 && !self.ends_with_newline);
         SinkSummary {
+            path: self.path,
             excerpt,
             truncated: self.truncated,
             total_bytes: self.total_bytes,
@@ -216,6 +227,36 @@ impl<'a> OutputSink<'a> {
     }
 }
 
+/// Creates `dir/cmd-<unique>.out`, new, never following a link; retries on the (unlikely) name
+/// clash rather than ever opening a file that already exists.
+fn create_exclusive(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let mut last_err = None;
+    for _ in 0..16 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("cmd-{started}-{}-{n}.out", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => last_err = Some(err),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| std::io::Error::other("no free spill file name")))
+}
+
 /// The length of the longest prefix of `bytes` that does not end inside a UTF-8 character that
 /// the next chunk may complete. Invalid bytes count as complete (they decode to U+FFFD).
 fn complete_utf8_prefix(bytes: &[u8]) -> usize {
@@ -262,18 +303,55 @@ mod tests {
         chunks: &[&[u8]],
     ) -> (SinkSummary, Vec<String>, Vec<u8>) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/out.log");
         let seen = std::sync::Mutex::new(Vec::new());
         let on_output = |s: &str| seen.lock().unwrap().push(s.to_owned());
-        let mut sink = OutputSink::create(&path, u64::MAX, max_bytes, max_lines, &on_output)
-            .await
-            .unwrap();
+        let mut sink = OutputSink::create(
+            &dir.path().join("sub"),
+            u64::MAX,
+            max_bytes,
+            max_lines,
+            &on_output,
+        )
+        .await
+        .unwrap();
         for chunk in chunks {
             assert_eq!(sink.push(Stream::Stdout, chunk).await, Pushed::Continue);
         }
         let summary = sink.finish().await;
-        let spilled = std::fs::read(&path).unwrap();
+        let spilled = std::fs::read(&summary.path).unwrap();
         (summary, seen.into_inner().unwrap(), spilled)
+    }
+
+    #[tokio::test]
+    async fn spill_files_are_new_and_never_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "original").unwrap();
+        let spill = dir.path().join("spill");
+        std::fs::create_dir(&spill).unwrap();
+        let on_output = |_: &str| {};
+        let mut paths = std::collections::HashSet::new();
+        for _ in 0..3 {
+            let mut sink = OutputSink::create(&spill, u64::MAX, 10, 10, &on_output)
+                .await
+                .unwrap();
+            // Whatever name comes next, a link planted under it would make the open fail.
+            sink.push(Stream::Stdout, b"text").await;
+            let summary = sink.finish().await;
+            assert!(summary.path.starts_with(&spill));
+            assert!(paths.insert(summary.path.clone()), "names are unique");
+        }
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original");
+        let link = spill.join("planted.out");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        assert!(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&link)
+                .is_err()
+        );
     }
 
     #[tokio::test]

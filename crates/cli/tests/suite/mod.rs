@@ -6,6 +6,7 @@ mod durability;
 mod mcp;
 mod permissions;
 mod protocol;
+mod sandbox_escape;
 mod sessions;
 mod settings;
 mod turns;

@@ -3,7 +3,7 @@
 //! parsing, and running blocking file-system work off the async runtime.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -162,11 +162,6 @@ pub fn place(shown: &str) -> &str {
     } else {
         shown
     }
-}
-
-/// The spill file a call's full output goes to (`bash` uses `.out`, the others `.txt`).
-pub fn spill_path(spill_dir: &Path, call_id: &str, ext: &str) -> PathBuf {
-    spill_dir.join(format!("{}.{ext}", file_stem(call_id)))
 }
 
 #[cfg(test)]

@@ -101,31 +101,36 @@ async fn background_children_die_with_the_leader() {
     assert_dead(grandchild).await;
 }
 
-/// A process that left the group (`setsid`) cannot be killed with it; it still holds the pipes.
-/// The run returns anyway, shortly after the leader.
+/// A process that left the group (`setsid`) or was double-forked away still dies with the
+/// command: the supervisor is its subreaper. The run returns as soon as the command is done.
 #[tokio::test]
-async fn a_process_that_escaped_the_group_does_not_hang_the_run() {
+async fn processes_that_left_the_group_die_with_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let (output, _) = run(
         &runner(),
         spec(
             dir.path(),
-            "setsid sh -c 'echo $$ > pid; exec sleep 30' & sleep 0.2; echo done",
+            "setsid sh -c 'echo $$ > pid; exec sleep 30' & \
+             (sh -c 'echo $$ > pid2; exec sleep 31' &) ; sleep 0.2; echo done",
         ),
     )
     .await;
     let elapsed = started.elapsed();
     let escaped = read_pid(&dir.path().join("pid")).await;
-    // Clean up what we could not kill ourselves.
-    let _ = std::process::Command::new("kill")
-        .arg("-9")
-        .arg(escaped.to_string())
-        .status();
+    let orphan = read_pid(&dir.path().join("pid2")).await;
     let output = output.unwrap();
     assert_eq!(output.exit, Exit::Code(0));
     assert_eq!(output.excerpt, "done\n");
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    assert!(
+        !alive(escaped),
+        "the setsid process is gone when the run returns"
+    );
+    assert!(
+        !alive(orphan),
+        "the double-forked process is gone when the run returns"
+    );
 }
 
 /// Dropping the run (session closed, agent shutting down) kills the group too.
