@@ -102,6 +102,12 @@ impl ExecRunner {
         self.support.get_or_init(sandbox::probe).clone()
     }
 
+    /// What the sandbox does not guarantee on this machine, one sentence each (for `ferrite
+    /// doctor`; `docs/sandbox.md` explains them).
+    pub fn residual_risks(&self) -> Vec<String> {
+        sandbox::residual_risks()
+    }
+
     /// The command line for `spec`: `sh -c` under the supervisor, sandboxed when restricted.
     fn command(&self, spec: &CommandSpec) -> Result<Command, ExecError> {
         let shell = [

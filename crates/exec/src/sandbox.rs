@@ -13,7 +13,7 @@ mod seccomp;
 
 use std::path::PathBuf;
 
-pub(crate) use probe::probe;
+pub(crate) use probe::{probe, residual_risks};
 
 /// Whether commands may reach the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,6 +25,16 @@ struct Rig {
 
 /// An agent in `mode` whose FERRITE_HOME is `home` and whose workspace is `ws`.
 async fn rig_at(home: PathBuf, ws: PathBuf, mode: &str, dirs: Vec<tempfile::TempDir>) -> Rig {
+    rig_with_servers(home, ws, mode, dirs, json!([])).await
+}
+
+async fn rig_with_servers(
+    home: PathBuf,
+    ws: PathBuf,
+    mode: &str,
+    dirs: Vec<tempfile::TempDir>,
+    servers: Value,
+) -> Rig {
     let fake = FakeProvider::start().await.unwrap();
     let env = provider_env(&fake, Api::Anthropic);
     let mut client = AcpClient::spawn_with(Spawn {
@@ -35,7 +45,7 @@ async fn rig_at(home: PathBuf, ws: PathBuf, mode: &str, dirs: Vec<tempfile::Temp
     });
     client.initialize().await;
     let sid = sid(&client
-        .request("session/new", json!({"cwd": ws, "mcpServers": []}))
+        .request("session/new", json!({"cwd": ws, "mcpServers": servers}))
         .await
         .ok());
     client
@@ -378,4 +388,59 @@ async fn plan_mode_writes_nothing() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o644, "{results:?}");
     let year_2001 = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
     assert!(meta.modified().unwrap() > year_2001, "{results:?}");
+}
+
+/// `ferrite doctor` says what the sandbox does not guarantee on this machine.
+#[test]
+fn doctor_lists_the_residual_risks_that_apply_here() {
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .arg("doctor")
+        .env_clear()
+        .env("FERRITE_HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not guaranteed here (see docs/sandbox.md):"),
+        "{text}"
+    );
+    assert!(text.contains("`full` mode has no sandbox"), "{text}");
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    assert_eq!(text.contains("running as root"), root, "{text}");
+}
+
+/// Stdio MCP servers do not inherit the provider keys either; what their entry sets is kept.
+#[tokio::test]
+async fn mcp_servers_get_no_keys() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let servers = json!([{
+        "name": "probe",
+        "command": ferrite_test_support::mcp_server::stdio_server_bin(),
+        "args": [],
+        "env": [{"name": "MINE", "value": "kept"}],
+    }]);
+    let (h, w) = (canon(home.path()), canon(ws.path()));
+    let mut r = rig_with_servers(h, w, "auto", vec![home, ws], servers).await;
+    r.fake.push(Script::new().parallel_tool_calls(&[
+        ("e1", "mcp__probe__env", r#"{"name":"ANTHROPIC_API_KEY"}"#),
+        ("e2", "mcp__probe__env", r#"{"name":"FERRITE_HOME"}"#),
+        ("e3", "mcp__probe__env", r#"{"name":"MINE"}"#),
+    ]));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "go"))
+        .await;
+    r.client.wait_answer(&prompt).await.ok();
+    let results = r.tool_results();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].contains("<unset>"), "{results:?}");
+    assert!(results[1].contains("<unset>"), "{results:?}");
+    assert!(results[2].contains("kept"), "{results:?}");
 }

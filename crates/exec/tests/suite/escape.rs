@@ -277,3 +277,40 @@ async fn cancel_terms_then_kills_processes_that_left_the_group() {
     );
     assert!(!alive(stubborn));
 }
+
+/// Timeout and a dropped run (session closed) reach processes that left the group too.
+#[tokio::test]
+async fn timeout_and_drop_reach_processes_that_left_the_group() {
+    let command = "setsid sh -c 'echo $$ > escaped; exec sleep 300' & sleep 300";
+    // Timeout.
+    let dir = tempfile::tempdir().unwrap();
+    let mut timed = spec(dir.path(), command);
+    timed.timeout = Duration::from_millis(500);
+    let (output, _) = run(&runner(), timed).await;
+    assert_eq!(output.unwrap().exit, Exit::TimedOut);
+    let escaped = read_pid(&dir.path().join("escaped")).await;
+    assert!(!alive(escaped), "gone when the timed-out run returns");
+
+    // Dropped run: the supervisor finishes the job on its own.
+    let dir = tempfile::tempdir().unwrap();
+    let runner = runner();
+    let on_output = |_: &str| {};
+    let run = runner.run(
+        spec(dir.path(), command),
+        CancellationToken::new(),
+        &on_output,
+    );
+    let pid_file = dir.path().join("escaped");
+    let escaped = tokio::select! {
+        _ = run => panic!("the command finished on its own"),
+        pid = read_pid(&pid_file) => pid,
+    };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while alive(escaped) {
+        assert!(
+            Instant::now() < deadline,
+            "{escaped} survived the dropped run"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
