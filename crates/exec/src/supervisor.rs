@@ -46,9 +46,10 @@ const AGENT_DIED: Signal = Signal::USR2;
 pub(crate) fn die_with_parent(parent: i32, signal: Signal) -> Result<(), String> {
     rustix::process::set_parent_process_death_signal(Some(signal))
         .map_err(|err| format!("prctl(PR_SET_PDEATHSIG) failed: {err}"))?;
-    match rustix::process::getppid() {
-        Some(ppid) if ppid.as_raw_nonzero().get() == parent => Ok(()),
-        _ => Err("the process that started the command is gone".to_owned()),
+    if parent_is(parent) {
+        Ok(())
+    } else {
+        Err("the process that started the command is gone".to_owned())
     }
 }
 
@@ -114,7 +115,10 @@ pub(crate) fn run(agent: i32, stage_two: &[OsString]) -> ExitCode {
                 kill_at = Some(Instant::now() + KILL_GRACE);
             }
             Some(sig) if sig == KILL_NOW => break,
-            Some(sig) if sig == AGENT_DIED && kill_at.is_none() => break,
+            // The death signal also fires when only the agent's thread that spawned us exits
+            // (we are then handed to another of its threads): the agent is gone only once we
+            // were reparented outside it.
+            Some(sig) if sig == AGENT_DIED && kill_at.is_none() && !parent_is(agent) => break,
             _ => {}
         }
         reap(child, &mut status, WaitOptions::NOHANG);
@@ -124,6 +128,10 @@ pub(crate) fn run(agent: i32, stage_two: &[OsString]) -> ExitCode {
     }
     kill_tree(me, child, &mut status);
     exit_like(status)
+}
+
+fn parent_is(pid: i32) -> bool {
+    rustix::process::getppid().is_some_and(|ppid| ppid.as_raw_nonzero().get() == pid)
 }
 
 /// Reaps every child that has exited (the command, or orphans reparented to us), keeping the
@@ -153,6 +161,13 @@ fn reap(child: Option<Pid>, status: &mut Option<WaitStatus>, options: WaitOption
 fn kill_tree(me: Pid, child: Option<Pid>, status: &mut Option<WaitStatus>) {
     loop {
         signal_tree(me, Signal::KILL);
+        // Should `/proc` be unreadable, the command's own process still dies (and our wait
+        // cannot block forever on it).
+        if status.is_none()
+            && let Some(child) = child
+        {
+            let _ = rustix::process::kill_process(child, Signal::KILL);
+        }
         match rustix::process::waitpid(None, WaitOptions::empty()) {
             Ok(Some((pid, st))) => {
                 if Some(pid) == child {
