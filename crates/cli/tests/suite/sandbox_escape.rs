@@ -304,17 +304,23 @@ async fn escaped_processes_die_with_the_call_and_with_the_agent() {
         let pid = wait_for_pid(&on_kill).await;
         assert!(pid_alive(pid));
         let agent = r.client.pid().unwrap();
+        let killed_at = Instant::now();
         std::process::Command::new("kill")
             .args(["-9", &agent.to_string()])
             .status()
             .unwrap();
-        let _ = r.client.wait_exit(Duration::from_secs(5)).await;
+        // Within 1 s of the kill, not of the agent being reaped.
         assert_gone_within(
             pid,
             Duration::from_secs(1),
             &format!("{mode}: agent killed"),
         )
         .await;
+        eprintln!(
+            "{mode}: gone {:?} after kill -9 of the agent",
+            killed_at.elapsed()
+        );
+        let _ = r.client.wait_exit(Duration::from_secs(5)).await;
     }
 }
 
@@ -443,4 +449,43 @@ async fn mcp_servers_get_no_keys() {
     assert!(results[0].contains("<unset>"), "{results:?}");
     assert!(results[1].contains("<unset>"), "{results:?}");
     assert!(results[2].contains("kept"), "{results:?}");
+}
+
+/// `session/close` and EOF reach a process that called `setsid` too.
+#[tokio::test]
+async fn close_and_eof_reach_processes_that_left_the_group() {
+    for ending in ["close", "eof"] {
+        let mut r = rig("auto").await;
+        let pid_file = r.ws.join("escaped.pid");
+        r.fake.push(
+            Script::new().tool_call(
+                "long",
+                "bash",
+                json!({"command": format!(
+                    "setsid sh -c 'echo $$ > {p}; exec sleep 300' > /dev/null 2>&1 & sleep 300",
+                    p = pid_file.display()
+                )})
+                .to_string(),
+            ),
+        );
+        let _prompt = r
+            .client
+            .send_request("session/prompt", text_prompt(&r.sid, "go"))
+            .await;
+        let pid = wait_for_pid(&pid_file).await;
+        assert!(pid_alive(pid));
+        let t = Instant::now();
+        if ending == "close" {
+            let close = r
+                .client
+                .send_request("session/close", json!({"sessionId": r.sid}))
+                .await;
+            r.client.wait_answer(&close).await;
+        } else {
+            r.client.close_stdin().await;
+            let _ = r.client.wait_exit(Duration::from_secs(10)).await;
+        }
+        assert_gone_within(pid, Duration::from_secs(3), ending).await;
+        eprintln!("{ending}: escaped process gone {:?} after", t.elapsed());
+    }
 }
