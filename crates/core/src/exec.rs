@@ -87,6 +87,39 @@ pub fn is_secret_env(name: &str) -> bool {
     name.starts_with("FERRITE_") || name.ends_with("_API_KEY")
 }
 
+/// Creates a new file for spilled output in `dir` (created 0700 if missing): `out-<unique>.<ext>`,
+/// mode 0600, opened with `O_CREAT|O_EXCL` — never an existing file, never through a symlink
+/// planted under the name (even a dangling one) — under a name of the agent's own, not derived
+/// from a model's or a provider's call id. Retries on the (unlikely) name clash.
+pub fn create_spill_file(dir: &Path, ext: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let mut clash = None;
+    for _ in 0..16 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("out-{started}-{}-{n}.{ext}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => clash = Some(err),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(clash.unwrap_or_else(|| std::io::Error::other("no free spill file name")))
+}
+
 /// One command to run through `sh -c`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandSpec {
@@ -162,4 +195,37 @@ pub trait CommandRunner: Send + Sync {
     ) -> BoxFuture<'a, Result<CommandOutput, ExecError>>;
 
     fn sandbox_support(&self) -> SandboxSupport;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spill_files_are_new_private_and_never_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "original").unwrap();
+        let spill = dir.path().join("spill");
+        let (a, _) = create_spill_file(&spill, "out").unwrap();
+        let (b, _) = create_spill_file(&spill, "txt").unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with(&spill) && b.extension().unwrap() == "txt");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&spill), mode(&a)), (0o700, 0o600));
+        // A link planted under any name is never opened: create_new refuses existing paths,
+        // dangling links included.
+        let link = spill.join("planted");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+        assert!(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&link)
+                .is_err()
+        );
+        assert!(!dir.path().join("nowhere").exists());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original");
+    }
 }

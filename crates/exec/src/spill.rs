@@ -3,13 +3,11 @@
 //! costs the agent a read buffer, not a gigabyte.
 //!
 //! The spill file is the agent's own: created new (`O_EXCL`, so never an existing file and never
-//! through a symlink planted under its name, `O_NOFOLLOW` for good measure) under a name the
-//! agent makes up, not one derived from a model's or a provider's call id. The command writes
+//! through a symlink planted under its name) under a name the agent makes up, not one derived
+//! from a model's or a provider's call id (`ferrite_core::exec::create_spill_file`). The command writes
 //! only to its pipes; the sandbox never gets write access to the spill directory.
 
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::fs::File;
 use tokio::io::AsyncWriteExt;
@@ -75,9 +73,10 @@ impl<'a> OutputSink<'a> {
         on_output: &'a (dyn Fn(&str) + Send + Sync),
     ) -> std::io::Result<Self> {
         let dir = spill_dir.to_owned();
-        let (path, file) = tokio::task::spawn_blocking(move || create_exclusive(&dir))
-            .await
-            .map_err(std::io::Error::other)??;
+        let (path, file) =
+            tokio::task::spawn_blocking(move || ferrite_core::exec::create_spill_file(&dir, "out"))
+                .await
+                .map_err(std::io::Error::other)??;
         let spill = File::from_std(file);
         Ok(OutputSink {
             path,
@@ -227,36 +226,6 @@ impl<'a> OutputSink<'a> {
     }
 }
 
-/// Creates `dir/cmd-<unique>.out`, new, never following a link; retries on the (unlikely) name
-/// clash rather than ever opening a file that already exists.
-fn create_exclusive(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros());
-    let mut last_err = None;
-    for _ in 0..16 {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!("cmd-{started}-{}-{n}.out", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-        {
-            Ok(file) => return Ok((path, file)),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => last_err = Some(err),
-            Err(err) => return Err(err),
-        }
-    }
-    Err(last_err.unwrap_or_else(|| std::io::Error::other("no free spill file name")))
-}
-
 /// The length of the longest prefix of `bytes` that does not end inside a UTF-8 character that
 /// the next chunk may complete. Invalid bytes count as complete (they decode to U+FFFD).
 fn complete_utf8_prefix(bytes: &[u8]) -> usize {
@@ -323,35 +292,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn spill_files_are_new_and_never_follow_links() {
+    async fn every_run_gets_a_new_spill_file() {
         let dir = tempfile::tempdir().unwrap();
-        let outside = dir.path().join("outside.txt");
-        std::fs::write(&outside, "original").unwrap();
-        let spill = dir.path().join("spill");
-        std::fs::create_dir(&spill).unwrap();
         let on_output = |_: &str| {};
         let mut paths = std::collections::HashSet::new();
         for _ in 0..3 {
-            let mut sink = OutputSink::create(&spill, u64::MAX, 10, 10, &on_output)
+            let mut sink = OutputSink::create(dir.path(), u64::MAX, 10, 10, &on_output)
                 .await
                 .unwrap();
-            // Whatever name comes next, a link planted under it would make the open fail.
             sink.push(Stream::Stdout, b"text").await;
             let summary = sink.finish().await;
-            assert!(summary.path.starts_with(&spill));
-            assert!(paths.insert(summary.path.clone()), "names are unique");
+            assert!(summary.path.starts_with(dir.path()));
+            assert_eq!(std::fs::read(&summary.path).unwrap(), b"text");
+            assert!(paths.insert(summary.path), "names are unique");
         }
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original");
-        let link = spill.join("planted.out");
-        std::os::unix::fs::symlink(&outside, &link).unwrap();
-        assert!(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&link)
-                .is_err()
-        );
     }
 
     #[tokio::test]
