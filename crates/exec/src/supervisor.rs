@@ -80,15 +80,8 @@ pub(crate) fn run(agent: i32, stage_two: &[OsString]) -> ExitCode {
             &format!("{SETUP_FAILURE_PREFIX}prctl(PR_SET_CHILD_SUBREAPER) failed: {err}"),
         );
     }
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(err) => {
-            return fail(
-                SETUP_FAILURE_CODE,
-                &format!("{SETUP_FAILURE_PREFIX}cannot locate the helper: {err}"),
-            );
-        }
-    };
+    // This very binary, even if it was replaced or deleted since the agent started (an upgrade).
+    let exe = std::path::Path::new("/proc/self/exe");
     // std empties the signal mask of the child before it runs anything.
     let child = match std::process::Command::new(exe).args(stage_two).spawn() {
         Ok(child) => child.id(),
@@ -135,10 +128,11 @@ fn parent_is(pid: i32) -> bool {
 }
 
 /// Reaps every child that has exited (the command, or orphans reparented to us), keeping the
-/// command's status.
+/// command's status. (`wait`, i.e. `waitpid(-1)`: rustix's `waitpid(None)` is `waitpid(0)`,
+/// which skips children in another process group — exactly the ones that called `setsid`.)
 fn reap(child: Option<Pid>, status: &mut Option<WaitStatus>, options: WaitOptions) {
     loop {
-        match rustix::process::waitpid(None, options) {
+        match rustix::process::wait(options) {
             Ok(Some((pid, st))) => {
                 if Some(pid) == child {
                     *status = Some(st);
@@ -168,7 +162,7 @@ fn kill_tree(me: Pid, child: Option<Pid>, status: &mut Option<WaitStatus>) {
         {
             let _ = rustix::process::kill_process(child, Signal::KILL);
         }
-        match rustix::process::waitpid(None, WaitOptions::empty()) {
+        match rustix::process::wait(WaitOptions::empty()) {
             Ok(Some((pid, st))) => {
                 if Some(pid) == child {
                     *status = Some(st);

@@ -314,3 +314,41 @@ async fn timeout_and_drop_reach_processes_that_left_the_group() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The supervisor dies with the agent, not with the agent's thread that happened to spawn it
+/// (`PR_SET_PDEATHSIG` fires for both): a command started from a thread that then exits runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_outlives_the_thread_that_spawned_it() {
+    use std::future::Future;
+    use std::task::{Context, Poll};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let runner: &'static ferrite_exec::ExecRunner = Box::leak(Box::new(runner()));
+    let on_output: &'static (dyn Fn(&str) + Send + Sync) = Box::leak(Box::new(|_: &str| {}));
+    let spec = spec(
+        dir.path(),
+        &format!("echo $$ > {}; sleep 0.5; echo survived", pid_file.display()),
+    );
+    let runtime = tokio::runtime::Handle::current();
+    let (send, receive) = std::sync::mpsc::channel();
+    let spawner = std::thread::spawn(move || {
+        let _entered = runtime.enter();
+        let mut run = runner.run(spec, CancellationToken::new(), on_output);
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        // Poll here until the command runs, then hand the run over and let this thread end.
+        while !pid_file.exists() {
+            assert!(matches!(run.as_mut().poll(&mut cx), Poll::Pending));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        send.send(run).unwrap();
+    });
+    spawner.join().unwrap();
+    let run = receive.recv().unwrap();
+    let output = run.await.unwrap();
+    assert_eq!(
+        (output.exit, output.excerpt.as_str()),
+        (Exit::Code(0), "survived\n")
+    );
+}
