@@ -319,7 +319,6 @@ async fn timeout_and_drop_reach_processes_that_left_the_group() {
 /// (`PR_SET_PDEATHSIG` fires for both): a command started from a thread that then exits runs on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_outlives_the_thread_that_spawned_it() {
-    use std::future::Future;
     use std::task::{Context, Poll};
 
     let dir = tempfile::tempdir().unwrap();
