@@ -351,3 +351,40 @@ async fn a_command_outlives_the_thread_that_spawned_it() {
         (Exit::Code(0), "survived\n")
     );
 }
+
+/// Under a real terminal (`script` gives the helper a pty as controlling terminal, as `ferrite
+/// run` in a terminal would have), a command can neither open `/dev/tty` nor push keystrokes into
+/// the terminal it inherited through its parent.
+#[test]
+fn under_a_terminal_the_command_cannot_type_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = "import os, fcntl, termios\n\
+        try:\n    fd = os.open('/dev/tty', os.O_RDWR); print('TTY-OPENED')\n\
+        except OSError as e:\n    print('no-tty', e.errno)\n\
+        for name in sorted(os.listdir('/proc/self/fd')):\n    \
+            try:\n        fcntl.ioctl(int(name), termios.TIOCSTI, b'x'); print('INJECTED', name)\n    \
+            except OSError:\n        pass\n\
+        print('probe-done')\n";
+    std::fs::write(dir.path().join("probe.py"), probe).unwrap();
+    let helper = super::common::helper_exe();
+    // `$$` is the shell script(1) starts: the helper's parent, as the agent would be.
+    let inner = format!(
+        "sh -c '{} __sandbox --parent $$ --write {} -- python3 {}/probe.py < /dev/tty; true'",
+        helper.display(),
+        dir.path().display(),
+        dir.path().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("cannot enforce the sandbox") {
+        return;
+    }
+    assert!(text.contains("probe-done"), "{text}");
+    assert!(text.contains("no-tty"), "{text}");
+    assert!(!text.contains("TTY-OPENED"), "{text}");
+    assert!(!text.contains("INJECTED"), "{text}");
+}
