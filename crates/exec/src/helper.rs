@@ -85,6 +85,7 @@ pub fn sandbox_helper_main(args: &[OsString]) -> ExitCode {
 
 /// The second stage: die with the supervisor, restrict, `exec`.
 fn exec_confined(invocation: &Invocation) -> ExitCode {
+    supervisor::unblock_all_signals();
     if let Err(err) = supervisor::die_with_parent(invocation.parent, rustix::process::Signal::KILL)
     {
         return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}"));

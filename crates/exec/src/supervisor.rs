@@ -10,7 +10,9 @@
 //! - The agent's death arrives as SIGUSR2 (`PR_SET_PDEATHSIG`) and kills the tree at once — unless
 //!   a TERM is already under way (the agent exiting at EOF right after asking), which then runs
 //!   its 2 s course.
-//! - When the command itself exits, whatever it left behind is killed, and the supervisor exits
+//! - When the command itself exits, whatever it left behind is killed (after what remains of the
+//!   2 s when it was asked to stop: background processes may be cleaning up), and the supervisor
+//!   exits
 //!   with the command's status only once every process of the tree is gone: the output pipes
 //!   close then, so the runner sees the end of the output exactly when nothing is left.
 //!
@@ -82,7 +84,7 @@ pub(crate) fn run(agent: i32, stage_two: &[OsString]) -> ExitCode {
     }
     // This very binary, even if it was replaced or deleted since the agent started (an upgrade).
     let exe = std::path::Path::new("/proc/self/exe");
-    // std empties the signal mask of the child before it runs anything.
+    // The child inherits our signal mask; it empties it itself (`unblock_all_signals`).
     let child = match std::process::Command::new(exe).args(stage_two).spawn() {
         Ok(child) => child.id(),
         Err(err) => {
@@ -99,23 +101,39 @@ pub(crate) fn run(agent: i32, stage_two: &[OsString]) -> ExitCode {
         let wait = kill_at.map_or(Duration::from_secs(1), |at| {
             at.saturating_duration_since(Instant::now())
         });
-        match signals.wait(wait) {
-            Some(sig)
-                if (sig == Signal::TERM || sig == Signal::INT || sig == Signal::HUP)
-                    && kill_at.is_none() =>
-            {
-                signal_tree(me, Signal::TERM);
-                kill_at = Some(Instant::now() + KILL_GRACE);
+        // Everything pending at once: `sigtimedwait` hands out the lowest signal number first,
+        // and the agent's death (SIGUSR2, 12) must not overtake the TERM it sent just before
+        // exiting (SIGTERM, 15) at EOF.
+        let mut pending = Vec::new();
+        if let Some(first) = signals.wait(wait) {
+            pending.push(first);
+            while let Some(more) = signals.wait(Duration::ZERO) {
+                pending.push(more);
             }
-            Some(sig) if sig == KILL_NOW => break,
-            // The death signal also fires when only the agent's thread that spawned us exits
-            // (we are then handed to another of its threads): the agent is gone only once we
-            // were reparented outside it.
-            Some(sig) if sig == AGENT_DIED && kill_at.is_none() && !parent_is(agent) => break,
-            _ => {}
+        }
+        let asked_to_stop = pending
+            .iter()
+            .any(|s| *s == Signal::TERM || *s == Signal::INT || *s == Signal::HUP);
+        if asked_to_stop && kill_at.is_none() {
+            signal_tree(me, Signal::TERM);
+            kill_at = Some(Instant::now() + KILL_GRACE);
+        }
+        if pending.contains(&KILL_NOW) {
+            break;
+        }
+        // The death signal also fires when only the agent's thread that spawned us exits (we
+        // are then handed to another of its threads): the agent is gone only once we were
+        // reparented outside it. A TERM already under way runs its course.
+        if pending.contains(&AGENT_DIED) && kill_at.is_none() && !parent_is(agent) {
+            break;
         }
         reap(child, &mut status, WaitOptions::NOHANG);
-        if status.is_some() || kill_at.is_some_and(|at| Instant::now() >= at) {
+        if kill_at.is_some_and(|at| Instant::now() >= at) {
+            break;
+        }
+        // The command is done. Left-overs are killed at once, unless we are stopping it: then
+        // they keep the rest of their 2 s to clean up after the TERM (or until none is left).
+        if status.is_some() && (kill_at.is_none() || descendants(me).is_empty()) {
             break;
         }
     }
@@ -241,6 +259,18 @@ fn exit_like(status: Option<WaitStatus>) -> ExitCode {
         return ExitCode::from(u8::try_from(128 + sig).unwrap_or(1));
     }
     ExitCode::from(1)
+}
+
+/// Empties the signal mask: the second stage inherits the supervisor's (std does not reset it for
+/// the child), and a command must not start with TERM, INT, HUP or CHLD blocked — it would then
+/// ignore the TERM of a cancel until the KILL 2 s later.
+pub(crate) fn unblock_all_signals() {
+    // SAFETY: see `SignalSet`.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
 }
 
 /// Signals blocked for this (single-threaded) process and received synchronously.

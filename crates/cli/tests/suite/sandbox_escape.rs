@@ -451,18 +451,21 @@ async fn mcp_servers_get_no_keys() {
     assert!(results[2].contains("kept"), "{results:?}");
 }
 
-/// `session/close` and EOF reach a process that called `setsid` too.
+/// `session/close` and EOF reach a process that called `setsid` too, and send TERM first.
 #[tokio::test]
 async fn close_and_eof_reach_processes_that_left_the_group() {
     for ending in ["close", "eof"] {
         let mut r = rig("auto").await;
         let pid_file = r.ws.join("escaped.pid");
+        let marker = r.ws.join("term.marker");
         r.fake.push(
             Script::new().tool_call(
                 "long",
                 "bash",
                 json!({"command": format!(
-                    "setsid sh -c 'echo $$ > {p}; exec sleep 300' > /dev/null 2>&1 & sleep 300",
+                    "setsid sh -c 'trap \"echo term > {m}; exit 0\" TERM; echo $$ > {p}; \
+                     while :; do sleep 0.05; done' > /dev/null 2>&1 & sleep 300",
+                    m = marker.display(),
                     p = pid_file.display()
                 )})
                 .to_string(),
@@ -487,5 +490,10 @@ async fn close_and_eof_reach_processes_that_left_the_group() {
         }
         assert_gone_within(pid, Duration::from_secs(3), ending).await;
         eprintln!("{ending}: escaped process gone {:?} after", t.elapsed());
+        assert_eq!(
+            std::fs::read_to_string(&marker).unwrap_or_default(),
+            "term\n",
+            "{ending}: TERM first"
+        );
     }
 }

@@ -388,3 +388,24 @@ fn under_a_terminal_the_command_cannot_type_into_it() {
     assert!(!text.contains("TTY-OPENED"), "{text}");
     assert!(!text.contains("INJECTED"), "{text}");
 }
+
+/// Commands start with no signal blocked (the supervisor blocks the ones it waits for; its child
+/// must not pass that on), sandboxed or not: otherwise TERM would wait for the KILL.
+#[tokio::test]
+async fn commands_start_with_no_signal_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "grep SigBlk /proc/self/status";
+    let (output, _) = run(&runner(), spec(dir.path(), command)).await;
+    assert_eq!(output.unwrap().excerpt, "SigBlk:\t0000000000000000\n");
+    let runner = runner();
+    if let Some(output) = run_sandboxed(
+        &runner,
+        dir.path(),
+        command,
+        restricted(&[dir.path()], true),
+    )
+    .await
+    {
+        assert_eq!(output.excerpt, "SigBlk:\t0000000000000000\n");
+    }
+}
