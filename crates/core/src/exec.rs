@@ -1,4 +1,4 @@
-//! The boundary to running commands. `crates/exec` implements [`CommandRunner`] (process groups,
+//! The boundary to running commands. `crates/exec` implements [`CommandRunner`] (process trees,
 //! timeouts, output spill, the Landlock + seccomp sandbox); core never spawns a process itself.
 
 use std::path::{Path, PathBuf};

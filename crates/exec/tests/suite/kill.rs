@@ -24,7 +24,8 @@ async fn timeout_kills_the_command() {
 }
 
 /// Runs `command` (which writes its background child's pid to `pid`), cancels it once that pid
-/// is there, and returns the output, the cancel latency and the grandchild's pid.
+/// is there, and returns the output, the cancel latency, the grandchild's pid and the command's
+/// process group (read while it ran).
 async fn cancel_after_pid(
     command: &str,
 ) -> (ferrite_core::exec::CommandOutput, Duration, i32, i32) {
@@ -44,30 +45,46 @@ async fn cancel_after_pid(
         let grandchild = read_pid(&pid_file).await;
         // Let the command settle into its wait.
         tokio::time::sleep(Duration::from_millis(100)).await;
+        let leader = leader
+            .lock()
+            .unwrap()
+            .expect("the leader's pid was printed");
+        let stat = std::fs::read_to_string(format!("/proc/{leader}/stat")).unwrap();
+        let group: i32 = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            group_members(group) >= 2,
+            "leader and grandchild share a group"
+        );
         cancel.cancel();
-        (grandchild, Instant::now())
+        (grandchild, group, Instant::now())
     };
-    let (output, (grandchild, cancelled_at)) = tokio::join!(run, canceller);
+    let (output, (grandchild, group, cancelled_at)) = tokio::join!(run, canceller);
     let latency = cancelled_at.elapsed();
-    let leader = leader.lock().unwrap().unwrap();
-    (output.unwrap(), latency, grandchild, leader)
+    (output.unwrap(), latency, grandchild, group)
 }
 
 #[tokio::test]
 async fn cancel_kills_the_whole_group_promptly() {
-    let (output, latency, grandchild, leader) =
+    let (output, latency, grandchild, group) =
         cancel_after_pid("sleep 100 & echo $! > pid; sleep 100").await;
     eprintln!("cancel latency (command handles TERM): {latency:?}");
     assert_eq!(output.exit, Exit::Cancelled);
     assert!(latency < Duration::from_secs(1), "{latency:?}");
     assert_dead(grandchild).await;
-    assert_dead(leader).await;
-    assert_eq!(group_members(leader), 0);
+    assert_eq!(group_members(group), 0);
 }
 
 #[tokio::test]
 async fn cancel_kills_a_command_that_ignores_term_after_the_grace_period() {
-    let (output, latency, grandchild, leader) =
+    let (output, latency, grandchild, group) =
         cancel_after_pid("trap '' TERM; sleep 100 & echo $! > pid; while :; do sleep 1; done")
             .await;
     eprintln!("cancel latency (command ignores TERM): {latency:?}");
@@ -75,7 +92,7 @@ async fn cancel_kills_a_command_that_ignores_term_after_the_grace_period() {
     assert!(latency >= Duration::from_secs(2), "{latency:?}");
     assert!(latency < Duration::from_millis(2500), "{latency:?}");
     assert_dead(grandchild).await;
-    assert_eq!(group_members(leader), 0);
+    assert_eq!(group_members(group), 0);
 }
 
 /// The leader exits while a background child still holds the output pipes open: the run must
