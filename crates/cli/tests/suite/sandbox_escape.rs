@@ -25,7 +25,7 @@ struct Rig {
 
 /// An agent in `mode` whose FERRITE_HOME is `home` and whose workspace is `ws`.
 async fn rig_at(home: PathBuf, ws: PathBuf, mode: &str, dirs: Vec<tempfile::TempDir>) -> Rig {
-    rig_with_servers(home, ws, mode, dirs, json!([])).await
+    rig_with_servers(home, ws, mode, dirs, json!([]), vec![]).await
 }
 
 async fn rig_with_servers(
@@ -34,9 +34,11 @@ async fn rig_with_servers(
     mode: &str,
     dirs: Vec<tempfile::TempDir>,
     servers: Value,
+    extra_env: Vec<(String, String)>,
 ) -> Rig {
     let fake = FakeProvider::start().await.unwrap();
-    let env = provider_env(&fake, Api::Anthropic);
+    let mut env = provider_env(&fake, Api::Anthropic);
+    env.extend(extra_env);
     let mut client = AcpClient::spawn_with(Spawn {
         bin: Path::new(BIN),
         home: &home,
@@ -432,7 +434,7 @@ async fn mcp_servers_get_no_keys() {
         "env": [{"name": "MINE", "value": "kept"}],
     }]);
     let (h, w) = (canon(home.path()), canon(ws.path()));
-    let mut r = rig_with_servers(h, w, "auto", vec![home, ws], servers).await;
+    let mut r = rig_with_servers(h, w, "auto", vec![home, ws], servers, vec![]).await;
     r.fake.push(Script::new().parallel_tool_calls(&[
         ("e1", "mcp__probe__env", r#"{"name":"ANTHROPIC_API_KEY"}"#),
         ("e2", "mcp__probe__env", r#"{"name":"FERRITE_HOME"}"#),
@@ -496,4 +498,43 @@ async fn close_and_eof_reach_processes_that_left_the_group() {
             "{ending}: TERM first"
         );
     }
+}
+
+/// The default `sandbox.deny_read` hides the usual credential places under the user's home,
+/// while the rest of the home stays readable and listable.
+#[tokio::test]
+async fn default_deny_read_hides_credentials_under_home() {
+    let user_home = tempfile::tempdir().unwrap();
+    let uh = canon(user_home.path());
+    for (path, text) in [
+        (".ssh/id_ed25519", "SSH-PRIVATE"),
+        (".aws/credentials", "AWS-SECRET"),
+        (".git-credentials", "GIT-TOKEN"),
+        (".docker/config.json", "DOCKER-AUTH"),
+        ("notes.txt", "plain notes"),
+    ] {
+        let file = uh.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let (h, w) = (canon(home.path()), canon(ws.path()));
+    let env = vec![("HOME".to_owned(), uh.display().to_string())];
+    let mut r = rig_with_servers(h, w, "auto", vec![home, ws, user_home], json!([]), env).await;
+    let results = r
+        .run_commands(&[
+            "cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.git-credentials ~/.docker/config.json; \
+             cat ~/notes.txt; echo; ls -A ~ | tr '\\n' ' '",
+        ])
+        .await;
+    let all = results.join("\n");
+    if all.contains("was not run") {
+        return;
+    }
+    for secret in ["SSH-PRIVATE", "AWS-SECRET", "GIT-TOKEN", "DOCKER-AUTH"] {
+        assert!(!all.contains(secret), "{all}");
+    }
+    assert!(all.contains("plain notes"), "{all}");
+    assert!(all.contains(".ssh"), "names stay listable: {all}");
 }
