@@ -100,6 +100,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let env = Env::from_process();
+    // Read once above; nothing else may see the keys (not even through /proc): commands get an
+    // environment without them, and the block the agent was started with loses their values.
+    ferrite_exec::wipe_keys_from_own_environment();
     init_logging(&env);
     let home = match ferrite_home(&env) {
         Ok(h) => h,

@@ -102,6 +102,9 @@ pub struct Config {
     pub sandbox_network: bool,
     /// `web_fetch.allow_private`: let `web_fetch` reach loopback and private addresses.
     pub web_fetch_allow_private: bool,
+    /// `sandbox.deny_read`: paths commands can never read (nor write), as written (`~/` allowed;
+    /// see [`Config::deny_read_paths`]). FERRITE_HOME is always added by the sandbox itself.
+    pub sandbox_deny_read: Vec<String>,
     pub tools: ToolsConfig,
     pub compaction_threshold: f64,
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -126,6 +129,7 @@ impl Default for Config {
             },
             sandbox_network: false,
             web_fetch_allow_private: false,
+            sandbox_deny_read: DEFAULT_DENY_READ.iter().map(|p| (*p).to_owned()).collect(),
             tools: ToolsConfig {
                 output_max_bytes: 51_200,
                 output_max_lines: 2_000,
@@ -188,6 +192,33 @@ struct RawPermissions {
 #[serde(deny_unknown_fields)]
 struct RawSandbox {
     network: Option<bool>,
+    deny_read: Option<Vec<String>>,
+}
+
+/// The default `sandbox.deny_read` (contract §10): where credentials usually live.
+pub const DEFAULT_DENY_READ: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.config/gh",
+    "~/.docker/config.json",
+    "~/.kube",
+    "~/.git-credentials",
+];
+
+/// A `deny_read` entry must be absolute or start with `~/` (or be `~`): a relative path would
+/// mean something else in every workspace.
+fn check_deny_read(entries: &[String]) -> Result<(), String> {
+    match entries
+        .iter()
+        .find(|e| !(e.starts_with('/') || *e == "~" || e.starts_with("~/")))
+    {
+        Some(bad) => Err(format!(
+            "`sandbox.deny_read` entry {bad:?} must be an absolute path or start with `~/`"
+        )),
+        None => Ok(()),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -225,6 +256,18 @@ fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
 }
 
 impl Config {
+    /// `sandbox.deny_read` with `~` expanded to `user_home` (entries under `~` are dropped when
+    /// there is no home directory: they name nothing).
+    pub fn deny_read_paths(&self, user_home: Option<&Path>) -> Vec<PathBuf> {
+        self.sandbox_deny_read
+            .iter()
+            .filter_map(|entry| match entry.strip_prefix('~') {
+                Some(rest) => user_home.map(|h| h.join(rest.trim_start_matches('/'))),
+                None => Some(PathBuf::from(entry)),
+            })
+            .collect()
+    }
+
     /// The user file at `home/config.toml` (absent = defaults), narrowed by
     /// `workspace/.ferrite/config.toml` when a workspace is given.
     pub fn load(home: &Path, workspace: Option<&Path>) -> Result<Config, ConfigError> {
@@ -284,6 +327,10 @@ impl Config {
         }
         if let Some(n) = raw.sandbox.network {
             self.sandbox_network = n;
+        }
+        if let Some(deny) = raw.sandbox.deny_read {
+            check_deny_read(&deny).map_err(invalid)?;
+            self.sandbox_deny_read = deny;
         }
         self.apply_tools(raw.tools, path)?;
         if let Some(t) = raw.compaction.threshold {
@@ -372,6 +419,11 @@ impl Config {
             )),
             Some(n) => self.sandbox_network = n,
             None => {}
+        }
+        if let Some(deny) = raw.sandbox.deny_read {
+            // The workspace can only narrow: its entries are added to the user's.
+            check_deny_read(&deny).map_err(invalid)?;
+            self.sandbox_deny_read.extend(deny);
         }
         let user_tools = self.tools.clone();
         self.apply_tools(raw.tools, path)?;
@@ -647,5 +699,45 @@ models = [{ id = "qwen3-coder", context_window = 131072 }]
             .unwrap_err()
             .to_string();
         assert!(e.contains("raed(**/.env)") && e.contains(".ferrite"), "{e}");
+    }
+
+    #[test]
+    fn deny_read_defaults_expand_and_workspace_only_adds() {
+        let c = Config::default();
+        let paths = c.deny_read_paths(Some(Path::new("/home/me")));
+        assert!(paths.contains(&PathBuf::from("/home/me/.ssh")));
+        assert!(paths.contains(&PathBuf::from("/home/me/.docker/config.json")));
+        assert_eq!(paths.len(), DEFAULT_DENY_READ.len());
+        assert!(c.deny_read_paths(None).is_empty());
+
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[sandbox]\ndeny_read = [\"~/secret\", \"/etc/key\"]\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(ws.path().join(".ferrite")).unwrap();
+        std::fs::write(
+            ws.path().join(".ferrite/config.toml"),
+            "[sandbox]\ndeny_read = [\"/more\"]\n",
+        )
+        .unwrap();
+        let c = Config::load(home.path(), Some(ws.path())).unwrap();
+        assert_eq!(
+            c.deny_read_paths(Some(Path::new("/h"))),
+            vec![
+                PathBuf::from("/h/secret"),
+                PathBuf::from("/etc/key"),
+                PathBuf::from("/more")
+            ]
+        );
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[sandbox]\ndeny_read = [\"relative\"]\n",
+        )
+        .unwrap();
+        let err = Config::load(home.path(), None).unwrap_err().to_string();
+        assert!(err.contains("deny_read"), "{err}");
     }
 }

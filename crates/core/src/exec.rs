@@ -1,7 +1,7 @@
-//! The boundary to running commands. `crates/exec` implements [`CommandRunner`] (process groups,
+//! The boundary to running commands. `crates/exec` implements [`CommandRunner`] (process trees,
 //! timeouts, output spill, the Landlock + seccomp sandbox); core never spawns a process itself.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -12,12 +12,17 @@ use crate::modes::Mode;
 /// What a command may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sandbox {
-    /// No restrictions (`full` mode).
+    /// No restrictions (`full` mode). The command is still contained as a process tree: nothing
+    /// it starts outlives the call.
     None,
-    /// Writes only under `writable` (workspace roots, temp, the spill directory); reads anywhere;
-    /// network as given.
+    /// Writes only under `writable` (workspace roots, temp); reads anywhere except under
+    /// `hidden`; network as given. An empty `writable` is read-only (`plan`): not even `/dev/shm`,
+    /// and no chmod/chown/utimes/xattr changes anywhere.
     Restricted {
         writable: Vec<PathBuf>,
+        /// Neither readable nor writable, whatever `writable` says: FERRITE_HOME (config,
+        /// credentials, rules, sessions, spill files) and `sandbox.deny_read`.
+        hidden: Vec<PathBuf>,
         network: bool,
     },
 }
@@ -25,29 +30,94 @@ pub enum Sandbox {
 impl Sandbox {
     /// The sandbox of contract §5/§6 for a session mode: `plan` writes nowhere and has no
     /// network; `ask` writes in the workspace with network; `auto` writes in the workspace with
-    /// network only when `sandbox.network` says so; `full` is unrestricted.
+    /// network only when `sandbox.network` says so; `full` is unrestricted. `ferrite_home` and
+    /// `deny_read` are hidden in every restricted mode: no command below `full` can read or change
+    /// the agent's own files, even when the workspace contains them.
     pub fn for_mode(
         mode: Mode,
         roots: &[PathBuf],
-        spill_dir: &std::path::Path,
+        ferrite_home: &Path,
+        deny_read: &[PathBuf],
         network: bool,
     ) -> Self {
         let mut writable: Vec<PathBuf> = roots.to_vec();
         writable.push(std::env::temp_dir());
-        writable.push(spill_dir.to_owned());
+        let mut hidden = vec![ferrite_home.to_owned()];
+        hidden.extend(deny_read.iter().cloned());
         match mode {
             Mode::Plan => Sandbox::Restricted {
                 writable: vec![],
+                hidden,
                 network: false,
             },
             Mode::Ask => Sandbox::Restricted {
                 writable,
+                hidden,
                 network: true,
             },
-            Mode::Auto => Sandbox::Restricted { writable, network },
+            Mode::Auto => Sandbox::Restricted {
+                writable,
+                hidden,
+                network,
+            },
             Mode::Full => Sandbox::None,
         }
     }
+}
+
+/// The environment variables that hold keys Ferrite knows: every provider's key variable
+/// (built-in and configured `api_key_env`). Commands and MCP servers never see them; runners also
+/// drop every `*_API_KEY` and `FERRITE_*` variable (see [`is_secret_env`]).
+pub fn secret_env_names(config: &crate::config::Config) -> Vec<String> {
+    let mut names = vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()];
+    names.extend(
+        config
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone()),
+    );
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Whether an environment variable is withheld from commands and MCP servers whatever the
+/// configuration: API keys by their conventional name, and Ferrite's own settings.
+pub fn is_secret_env(name: &str) -> bool {
+    name.starts_with("FERRITE_") || name.ends_with("_API_KEY")
+}
+
+/// Creates a new file for spilled output in `dir` (created 0700 if missing): `out-<unique>.<ext>`,
+/// mode 0600, opened with `O_CREAT|O_EXCL` — never an existing file, never through a symlink
+/// planted under the name (even a dangling one) — under a name of the agent's own, not derived
+/// from a model's or a provider's call id. Retries on the (unlikely) name clash.
+pub fn create_spill_file(dir: &Path, ext: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let mut clash = None;
+    for _ in 0..16 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("out-{started}-{}-{n}.{ext}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => clash = Some(err),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(clash.unwrap_or_else(|| std::io::Error::other("no free spill file name")))
 }
 
 /// One command to run through `sh -c`.
@@ -57,8 +127,12 @@ pub struct CommandSpec {
     pub cwd: PathBuf,
     pub timeout: Duration,
     pub sandbox: Sandbox,
-    /// Where the complete output (stdout and stderr interleaved as they arrive) is written.
-    pub spill_path: PathBuf,
+    /// The directory the complete output (stdout and stderr interleaved as they arrive) is
+    /// written to. The runner creates a new file there itself (exclusively, never following a
+    /// link, under a name of its own) and reports it in [`CommandOutput::spill_path`].
+    pub spill_dir: PathBuf,
+    /// Environment variables the command must not inherit (on top of [`is_secret_env`]).
+    pub env_remove: Vec<String>,
     /// How much output to keep in memory for the model: the rest is only in the spill file.
     pub max_bytes: usize,
     pub max_lines: usize,
@@ -110,8 +184,9 @@ pub enum ExecError {
 
 pub trait CommandRunner: Send + Sync {
     /// Runs `spec`. Output chunks are passed to `on_output` as they arrive (for streaming to the
-    /// editor) while being written to the spill file. On `cancel` or timeout the whole process
-    /// group gets SIGTERM, then SIGKILL after 2 s; no process of the group outlives the call.
+    /// editor) while being written to the spill file. On `cancel`, timeout or when the returned
+    /// future is dropped, every process the command started gets SIGTERM, then SIGKILL after
+    /// 2 s; no process it started outlives the call (`setsid` and double forks included).
     fn run<'a>(
         &'a self,
         spec: CommandSpec,
@@ -120,4 +195,37 @@ pub trait CommandRunner: Send + Sync {
     ) -> BoxFuture<'a, Result<CommandOutput, ExecError>>;
 
     fn sandbox_support(&self) -> SandboxSupport;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spill_files_are_new_private_and_never_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "original").unwrap();
+        let spill = dir.path().join("spill");
+        let (a, _) = create_spill_file(&spill, "out").unwrap();
+        let (b, _) = create_spill_file(&spill, "txt").unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with(&spill) && b.extension().unwrap() == "txt");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&spill), mode(&a)), (0o700, 0o600));
+        // A link planted under any name is never opened: create_new refuses existing paths,
+        // dangling links included.
+        let link = spill.join("planted");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+        assert!(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&link)
+                .is_err()
+        );
+        assert!(!dir.path().join("nowhere").exists());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original");
+    }
 }

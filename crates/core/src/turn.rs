@@ -162,6 +162,10 @@ pub(crate) struct CallEnv {
     pub sandbox_network: bool,
     pub web: Option<Arc<dyn crate::web::WebFetch>>,
     pub web_reach: crate::web::Reach,
+    /// `sandbox.deny_read` with `~` expanded: hidden from commands.
+    pub deny_read: Vec<PathBuf>,
+    /// Provider key variables commands must not inherit.
+    pub secret_env: Vec<String>,
     pub home: PathBuf,
     /// FERRITE_HOME, which tools may not change and read only with the user's consent.
     pub protected: crate::protected::Protected,
@@ -218,6 +222,8 @@ impl CallEnv {
             } else {
                 crate::web::Reach::PublicOnly
             },
+            deny_read: config.deny_read_paths(services.env.get("HOME").map(Path::new)),
+            secret_env: crate::exec::secret_env_names(config),
             home: services.home.clone(),
             protected: crate::protected::Protected::new(&services.home, &spill_dir),
             allow: config.permissions.allow.clone(),
@@ -846,6 +852,7 @@ async fn run_call(
             Arc::new(sandbox::ModeAwareRunner {
                 inner,
                 mode: env.mode(rec),
+                env_remove: env.secret_env.clone(),
                 warned: env.sandbox_warned.clone(),
                 simulate_unavailable: env.simulate_no_sandbox,
                 events: rec.events.clone(),
@@ -856,7 +863,8 @@ async fn run_call(
         sandbox: Sandbox::for_mode(
             env.mode(rec),
             &env.roots,
-            &env.spill_dir,
+            &env.home,
+            &env.deny_read,
             env.sandbox_network,
         ),
         bash_timeout: env.bash_timeout,

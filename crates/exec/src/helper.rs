@@ -1,7 +1,18 @@
-//! The sandbox helper: the `ferrite` binary re-executed as
-//! `ferrite __sandbox [--write DIR]... [--no-network] -- PROGRAM [ARG]...`.
-//! It restricts itself (Landlock, seccomp) and then `exec`s PROGRAM, which inherits the
-//! restrictions. Doing this in a fresh single-threaded process, rather than in `pre_exec` of the
+//! The sandbox helper: the `ferrite` binary re-executed, in two stages.
+//!
+//! 1. `ferrite __sandbox --parent PID [POLICY] -- PROGRAM [ARG]...` is the *supervisor* the agent
+//!    spawns for every command (sandboxed or not). It starts a new session (no controlling
+//!    terminal), dies with the agent (`PR_SET_PDEATHSIG`), becomes a child subreaper so that
+//!    nothing the command starts can leave its process tree (`setsid` and double forks end up
+//!    as its children), and kills that whole tree when asked, when the agent dies, and when the
+//!    command ends (see `supervisor.rs`). It stays unsandboxed: a sandboxed command cannot
+//!    signal or trace it (Landlock's scopes), so it cannot stop it from cleaning up.
+//! 2. `ferrite __sandbox-exec --parent PID [POLICY] -- PROGRAM [ARG]...` is its child: it dies
+//!    with the supervisor, restricts itself (Landlock, seccomp) unless `--unrestricted`, and
+//!    `exec`s PROGRAM, which inherits the restrictions.
+//!
+//! POLICY is `--unrestricted` (`full` mode) or `[--write DIR]... [--hide PATH]... [--no-network]`.
+//! Doing all this in fresh single-threaded processes, rather than in `pre_exec` of the
 //! multi-threaded agent, keeps allocation and thread-safety trouble out of the fork path and the
 //! agent itself unrestricted.
 
@@ -12,9 +23,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::sandbox::{self, Network, Policy};
+use crate::supervisor;
 
-/// `argv[1]` of a helper invocation. Not a real subcommand: users never type it.
+/// `argv[1]` of the supervisor. Not a real subcommand: users never type it.
 pub(crate) const HELPER_ARG: &str = "__sandbox";
+
+/// `argv[1]` of the supervisor's child, which sandboxes itself and runs the command.
+const EXEC_ARG: &str = "__sandbox-exec";
 
 /// How a helper that could not set the sandbox up starts its message on stderr, so the runner can
 /// tell that failure from the command's own output and report `SandboxUnavailable`.
@@ -24,25 +39,63 @@ pub(crate) const SETUP_FAILURE_PREFIX: &str = "ferrite sandbox: cannot enforce t
 /// their own failures); 126 and 127 keep their shell meanings for the command.
 pub(crate) const SETUP_FAILURE_CODE: u8 = 125;
 
+/// What runs the command: the sandbox policy, or nothing but process containment (`full`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Confinement {
+    Unrestricted,
+    Sandboxed(Policy),
+}
+
+/// A parsed helper command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Invocation {
+    /// The process that started this one: the helper dies with it.
+    pub(crate) parent: i32,
+    pub(crate) confinement: Confinement,
+    pub(crate) command: Vec<OsString>,
+}
+
 /// Whether this process was started as the sandbox helper (`args` is the whole argv, as from
 /// `std::env::args_os()`). The `ferrite` binary checks this before anything else — before parsing
 /// arguments, starting a runtime or a logger — and then calls [`sandbox_helper_main`].
 pub fn is_sandbox_helper_invocation(args: &[OsString]) -> bool {
-    args.get(1).is_some_and(|arg| arg == HELPER_ARG)
+    args.get(1)
+        .is_some_and(|arg| arg == HELPER_ARG || arg == EXEC_ARG)
 }
 
-/// Runs the sandbox helper: applies the sandbox described by `args` (the whole argv) to this
-/// process and `exec`s the command. Returns only when that fails: 125 if the sandbox could not be
-/// enforced (nothing was run), 126/127 if the command could not be executed.
+/// Runs the sandbox helper (either stage, see the module docs). Returns the command's exit status
+/// (the supervisor), or only when starting the command failed (the second stage): 125 if the
+/// sandbox could not be enforced (nothing was run), 126/127 if the command could not be executed.
 pub fn sandbox_helper_main(args: &[OsString]) -> ExitCode {
-    let (policy, command) = match parse(args) {
+    let invocation = match parse(args) {
         Ok(parsed) => parsed,
         Err(err) => return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}")),
     };
-    if let Err(err) = sandbox::apply(&policy) {
+    if args.get(1).is_some_and(|arg| arg == HELPER_ARG) {
+        // The same invocation for the second stage, whose parent is this supervisor.
+        let me = std::process::id();
+        let command: Vec<&OsStr> = invocation.command.iter().map(OsString::as_os_str).collect();
+        let mut stage_two = helper_args(me, &invocation.confinement, &command);
+        stage_two[0] = OsString::from(EXEC_ARG);
+        supervisor::run(invocation.parent, &stage_two)
+    } else {
+        exec_confined(&invocation)
+    }
+}
+
+/// The second stage: die with the supervisor, restrict, `exec`.
+fn exec_confined(invocation: &Invocation) -> ExitCode {
+    supervisor::unblock_all_signals();
+    if let Err(err) = supervisor::die_with_parent(invocation.parent, rustix::process::Signal::KILL)
+    {
         return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}"));
     }
-    let Some((program, rest)) = command.split_first() else {
+    if let Confinement::Sandboxed(policy) = &invocation.confinement
+        && let Err(err) = sandbox::apply(policy)
+    {
+        return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}"));
+    }
+    let Some((program, rest)) = invocation.command.split_first() else {
         return fail(
             SETUP_FAILURE_CODE,
             &format!("{SETUP_FAILURE_PREFIX}no command given"),
@@ -64,27 +117,47 @@ pub fn sandbox_helper_main(args: &[OsString]) -> ExitCode {
     )
 }
 
-/// The argv for running `command` under `policy` through the helper (everything after the
-/// helper executable itself).
-pub(crate) fn helper_args(policy: &Policy, command: &[&OsStr]) -> Vec<OsString> {
-    let mut args = vec![OsString::from(HELPER_ARG)];
-    for dir in &policy.writable {
-        args.push("--write".into());
-        args.push(dir.clone().into_os_string());
-    }
-    match policy.network {
-        Network::On => {}
-        Network::Off => args.push("--no-network".into()),
+/// The argv for running `command` confined by `confinement` through the helper (everything after
+/// the helper executable itself); `parent` is the agent's pid.
+pub(crate) fn helper_args(
+    parent: u32,
+    confinement: &Confinement,
+    command: &[&OsStr],
+) -> Vec<OsString> {
+    let mut args = vec![
+        OsString::from(HELPER_ARG),
+        "--parent".into(),
+        parent.to_string().into(),
+    ];
+    match confinement {
+        Confinement::Unrestricted => args.push("--unrestricted".into()),
+        Confinement::Sandboxed(policy) => {
+            for dir in &policy.writable {
+                args.push("--write".into());
+                args.push(dir.clone().into_os_string());
+            }
+            for path in &policy.hidden {
+                args.push("--hide".into());
+                args.push(path.clone().into_os_string());
+            }
+            match policy.network {
+                Network::On => {}
+                Network::Off => args.push("--no-network".into()),
+            }
+        }
     }
     args.push("--".into());
     args.extend(command.iter().map(|arg| arg.to_os_string()));
     args
 }
 
-fn parse(args: &[OsString]) -> Result<(Policy, Vec<OsString>), String> {
+fn parse(args: &[OsString]) -> Result<Invocation, String> {
     let mut rest = args.iter().skip(2);
+    let mut parent = None;
+    let mut unrestricted = false;
     let mut policy = Policy {
         writable: Vec::new(),
+        hidden: Vec::new(),
         network: Network::On,
     };
     loop {
@@ -92,9 +165,23 @@ fn parse(args: &[OsString]) -> Result<(Policy, Vec<OsString>), String> {
             return Err("missing `--` before the command".to_owned());
         };
         match arg.to_str() {
+            Some("--parent") => {
+                let pid = rest.next().ok_or("`--parent` needs a pid")?;
+                let pid = pid
+                    .to_str()
+                    .and_then(|p| p.parse::<i32>().ok())
+                    .filter(|p| *p > 0)
+                    .ok_or("`--parent` needs a pid")?;
+                parent = Some(pid);
+            }
+            Some("--unrestricted") => unrestricted = true,
             Some("--write") => {
                 let dir = rest.next().ok_or("`--write` needs a directory")?;
                 policy.writable.push(PathBuf::from(dir));
+            }
+            Some("--hide") => {
+                let path = rest.next().ok_or("`--hide` needs a path")?;
+                policy.hidden.push(PathBuf::from(path));
             }
             Some("--no-network") => policy.network = Network::Off,
             Some("--") => break,
@@ -105,10 +192,20 @@ fn parse(args: &[OsString]) -> Result<(Policy, Vec<OsString>), String> {
     if command.is_empty() {
         return Err("no command given".to_owned());
     }
-    Ok((policy, command))
+    let parent = parent.ok_or("missing `--parent`")?;
+    let confinement = if unrestricted {
+        Confinement::Unrestricted
+    } else {
+        Confinement::Sandboxed(policy)
+    };
+    Ok(Invocation {
+        parent,
+        confinement,
+        command,
+    })
 }
 
-fn fail(code: u8, message: &str) -> ExitCode {
+pub(crate) fn fail(code: u8, message: &str) -> ExitCode {
     // stderr is the command's stderr pipe: the runner reads this like any output.
     let _ = writeln!(std::io::stderr(), "{message}");
     ExitCode::from(code)
@@ -120,30 +217,53 @@ mod tests {
 
     #[test]
     fn helper_args_round_trip() {
-        let policy = Policy {
-            writable: vec![PathBuf::from("/w one"), PathBuf::from("/tmp")],
-            network: Network::Off,
-        };
         let command = [
             OsStr::new("sh"),
             OsStr::new("-c"),
             OsStr::new("echo --write"),
         ];
-        let mut argv = vec![OsString::from("ferrite")];
-        argv.extend(helper_args(&policy, &command));
-        assert!(is_sandbox_helper_invocation(&argv));
-        let (parsed, cmd) = parse(&argv).unwrap();
-        assert_eq!(parsed, policy);
-        assert_eq!(cmd, command.map(OsString::from).to_vec());
+        for confinement in [
+            Confinement::Unrestricted,
+            Confinement::Sandboxed(Policy {
+                writable: vec![PathBuf::from("/w one"), PathBuf::from("/tmp")],
+                hidden: vec![PathBuf::from("/root/.ssh")],
+                network: Network::Off,
+            }),
+        ] {
+            let mut argv = vec![OsString::from("ferrite")];
+            argv.extend(helper_args(42, &confinement, &command));
+            assert!(is_sandbox_helper_invocation(&argv));
+            let parsed = parse(&argv).unwrap();
+            assert_eq!(parsed.parent, 42);
+            assert_eq!(parsed.confinement, confinement);
+            assert_eq!(parsed.command, command.map(OsString::from).to_vec());
+        }
     }
 
     #[test]
     fn bad_helper_args_are_errors() {
         let argv = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
-        assert!(parse(&argv(&["f", "__sandbox", "--write"])).is_err());
-        assert!(parse(&argv(&["f", "__sandbox", "sh"])).is_err());
-        assert!(parse(&argv(&["f", "__sandbox", "--"])).is_err());
-        assert!(parse(&argv(&["f", "__sandbox", "--bogus", "--", "sh"])).is_err());
+        assert!(parse(&argv(&["f", "__sandbox", "--parent", "1", "--write"])).is_err());
+        assert!(parse(&argv(&["f", "__sandbox", "--parent", "1", "sh"])).is_err());
+        assert!(parse(&argv(&["f", "__sandbox", "--parent", "1", "--"])).is_err());
+        assert!(parse(&argv(&["f", "__sandbox", "--", "sh"])).is_err());
+        assert!(parse(&argv(&["f", "__sandbox", "--parent", "x", "--", "sh"])).is_err());
+        assert!(
+            parse(&argv(&[
+                "f",
+                "__sandbox",
+                "--parent",
+                "1",
+                "--bogus",
+                "--",
+                "sh"
+            ]))
+            .is_err()
+        );
+        assert!(is_sandbox_helper_invocation(&argv(&[
+            "f",
+            "__sandbox-exec"
+        ])));
         assert!(!is_sandbox_helper_invocation(&argv(&["f", "acp"])));
         assert!(!is_sandbox_helper_invocation(&argv(&["f"])));
     }

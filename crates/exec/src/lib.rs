@@ -1,16 +1,20 @@
 //! `ferrite-exec`: the [`CommandRunner`](ferrite_core::exec::CommandRunner) that runs the agent's
 //! shell commands.
 //!
-//! Every command runs as `sh -c COMMAND` in its own process group with stdin on `/dev/null` and
-//! stdout/stderr piped (never the agent's stdout: that is the JSON-RPC channel). Output streams to
-//! the caller, goes whole to a spill file and only a bounded excerpt stays in memory. Cancel,
-//! timeout and the end of the leader kill the whole group (TERM, then KILL after 2 s).
+//! Every command runs as `sh -c COMMAND` with stdin on `/dev/null`, stdout/stderr piped (never
+//! the agent's stdout: that is the JSON-RPC channel) and an environment without the keys Ferrite
+//! knows. Output streams to the caller, goes whole to a spill file the agent creates itself, and
+//! only a bounded excerpt stays in memory.
 //!
-//! On Linux a [`Sandbox::Restricted`](ferrite_core::exec::Sandbox::Restricted) command runs
-//! through a helper process (the `ferrite` binary itself, re-executed with a hidden `__sandbox`
-//! argument) that applies Landlock and seccomp to itself and then `exec`s the command: the
-//! restrictions never touch the multi-threaded agent. The binary must dispatch to
-//! [`sandbox_helper_main`] as its very first action when [`is_sandbox_helper_invocation`] says so.
+//! Every command, sandboxed or not, runs under a supervisor: the `ferrite` binary itself,
+//! re-executed with a hidden `__sandbox` argument (see `helper.rs` and `supervisor.rs`). It starts
+//! a new session (no controlling terminal), keeps the command's whole process tree as its own
+//! (child subreaper) and kills all of it on cancel, timeout, close and EOF (TERM, then KILL after
+//! 2 s), when the command exits, and at once when the agent dies. For a
+//! [`Sandbox::Restricted`](ferrite_core::exec::Sandbox::Restricted) command its child applies
+//! Landlock and seccomp to itself and then `exec`s the command: the restrictions never touch the
+//! multi-threaded agent. The binary must dispatch to [`sandbox_helper_main`] as its very first
+//! action when [`is_sandbox_helper_invocation`] says so.
 //!
 //! When a restricted sandbox cannot be enforced on this kernel, [`ExecRunner`]'s `run` returns
 //! [`ExecError::SandboxUnavailable`](ferrite_core::exec::ExecError::SandboxUnavailable) without
@@ -18,11 +22,14 @@
 //! re-runs the command with `Sandbox::None`, `auto` reports the message, which says why and how to
 //! choose `full`.
 
-mod group;
+mod environ;
 mod helper;
 mod runner;
 mod sandbox;
 mod spill;
+mod supervisor;
+mod tree;
 
+pub use environ::wipe_keys_from_own_environment;
 pub use helper::{is_sandbox_helper_invocation, sandbox_helper_main};
 pub use runner::ExecRunner;

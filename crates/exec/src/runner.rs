@@ -1,4 +1,4 @@
-//! [`ExecRunner`]: runs one command in its own process group, streams and spills its output, and
+//! [`ExecRunner`]: runs one command under its supervisor, streams and spills its output, and
 //! makes sure nothing of it outlives the call.
 
 use std::ffi::OsStr;
@@ -9,16 +9,18 @@ use std::time::{Duration, Instant};
 
 use ferrite_core::exec::{
     CommandOutput, CommandRunner, CommandSpec, ExecError, Exit, Sandbox, SandboxSupport,
+    is_secret_env,
 };
 use futures::future::BoxFuture;
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use crate::group::ProcessGroup;
-use crate::helper::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, helper_args};
+use crate::helper::{Confinement, SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, helper_args};
 use crate::sandbox::{self, Network, Policy};
 use crate::spill::{OutputSink, Pushed, Stream};
+use crate::supervisor::KILL_GRACE;
+use crate::tree::Tree;
 
 /// Runs commands for the agent (see the crate docs).
 ///
@@ -33,8 +35,13 @@ use crate::spill::{OutputSink, Pushed, Stream};
 ///     command: "cargo test".into(),
 ///     cwd: "/work/project".into(),
 ///     timeout: std::time::Duration::from_secs(600),
-///     sandbox: Sandbox::Restricted { writable: vec!["/work/project".into()], network: false },
-///     spill_path: "/home/me/.ferrite/sessions/s1/tool-output/call-1.log".into(),
+///     sandbox: Sandbox::Restricted {
+///         writable: vec!["/work/project".into()],
+///         hidden: vec!["/home/me/.ferrite".into()],
+///         network: false,
+///     },
+///     spill_dir: "/home/me/.ferrite/sessions/s1/tool-output".into(),
+///     env_remove: vec!["MY_PROVIDER_KEY".into()],
 ///     max_bytes: 16 * 1024,
 ///     max_lines: 400,
 /// };
@@ -48,12 +55,13 @@ pub struct ExecRunner {
     support: OnceLock<SandboxSupport>,
 }
 
-/// Time between SIGTERM and SIGKILL on cancel and timeout (contract §6).
-const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long the supervisor gets, past the 2 s between TERM and KILL it enforces itself, before we
+/// stop waiting for it and kill it.
+const SUPERVISOR_SLACK: Duration = Duration::from_secs(3);
 
-/// How long to keep reading after the leader exited and its group was killed. Output already in
-/// the pipes is read at once; this only bites when a process that left the group (`setsid`)
-/// still holds the pipes open — then we stop reading rather than hang.
+/// How long to keep reading after the supervisor exited. It exits only once the whole tree is
+/// gone, so the pipes are closed by then; this only guards against a pipe handed to a process
+/// outside the tree (which cannot happen short of a bug) — then we stop reading rather than hang.
 const DRAIN_GRACE: Duration = Duration::from_millis(250);
 
 /// Default cap on what one command may write to its spill file before it is killed.
@@ -65,7 +73,16 @@ impl ExecRunner {
     /// `helper_exe` understands the hidden sandbox-helper argv: in production the `ferrite`
     /// binary itself (`std::env::current_exe()`), whose `main` dispatches to
     /// [`crate::sandbox_helper_main`].
+    ///
+    /// Also makes the calling process (the agent) not dumpable: a command running as the same
+    /// user can then neither read its memory nor its environment through `/proc` (sandboxed
+    /// commands never have `CAP_SYS_PTRACE`, root included), and it leaves no core dumps.
     pub fn new(helper_exe: PathBuf) -> Self {
+        if let Err(err) =
+            rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        {
+            tracing::warn!(%err, "could not make the agent non-dumpable");
+        }
         ExecRunner {
             helper_exe,
             spill_limit: DEFAULT_SPILL_LIMIT,
@@ -85,38 +102,50 @@ impl ExecRunner {
         self.support.get_or_init(sandbox::probe).clone()
     }
 
-    /// The command line for `spec`: `sh -c` directly, or through the helper when restricted.
+    /// What the sandbox does not guarantee on this machine, one sentence each (for `ferrite
+    /// doctor`; `docs/sandbox.md` explains them).
+    pub fn residual_risks(&self) -> Vec<String> {
+        sandbox::residual_risks()
+    }
+
+    /// The command line for `spec`: `sh -c` under the supervisor, sandboxed when restricted.
     fn command(&self, spec: &CommandSpec) -> Result<Command, ExecError> {
         let shell = [
             OsStr::new("sh"),
             OsStr::new("-c"),
             OsStr::new(&spec.command),
         ];
-        let mut command = match &spec.sandbox {
-            Sandbox::None => {
-                let mut command = Command::new(shell[0]);
-                command.args(&shell[1..]);
-                command
-            }
-            Sandbox::Restricted { writable, network } => {
+        let confinement = match &spec.sandbox {
+            Sandbox::None => Confinement::Unrestricted,
+            Sandbox::Restricted {
+                writable,
+                hidden,
+                network,
+            } => {
                 let network = if *network { Network::On } else { Network::Off };
                 self.check_enforceable(network)?;
-                let policy = Policy {
+                Confinement::Sandboxed(Policy {
                     writable: writable.clone(),
+                    hidden: hidden.clone(),
                     network,
-                };
-                let mut command = Command::new(&self.helper_exe);
-                command.args(helper_args(&policy, &shell));
-                command
+                })
             }
         };
+        let mut command = Command::new(&self.helper_exe);
         command
+            .args(helper_args(std::process::id(), &confinement, &shell))
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| {
+                let name = name.to_string_lossy();
+                !is_secret_env(&name) && !spec.env_remove.iter().any(|r| *r == name)
+            }))
             .current_dir(&spec.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            // Never: SIGKILL would leave the tree without its supervisor. A dropped run TERMs
+            // the supervisor instead (see `Tree`), and tokio reaps it in the background.
+            .kill_on_drop(false);
         Ok(command)
     }
 
@@ -149,7 +178,7 @@ impl ExecRunner {
         let started = Instant::now();
         let mut command = self.command(&spec)?;
         let mut sink = OutputSink::create(
-            &spec.spill_path,
+            &spec.spill_dir,
             self.spill_limit,
             spec.max_bytes,
             spec.max_lines,
@@ -158,27 +187,31 @@ impl ExecRunner {
         .await
         .map_err(|err| {
             ExecError::Io(format!(
-                "could not create the output file {}: {err}",
-                spec.spill_path.display()
+                "could not create an output file in {}: {err}",
+                spec.spill_dir.display()
             ))
         })?;
         let mut child = command.spawn().map_err(|err| {
-            let program = match spec.sandbox {
-                Sandbox::None => "sh".to_owned(),
-                Sandbox::Restricted { .. } => self.helper_exe.display().to_string(),
-            };
-            ExecError::Spawn(format!("{program} in {}: {err}", spec.cwd.display()))
+            ExecError::Spawn(format!(
+                "{} in {}: {err}",
+                self.helper_exe.display(),
+                spec.cwd.display()
+            ))
         })?;
-        // Declared after `child`, so dropped before it: on an early drop the whole group is
-        // killed, then `kill_on_drop` reaps the leader.
-        let mut group = ProcessGroup::new(child.id());
+        // On an early drop the supervisor is told to stop the whole tree.
+        let mut tree = Tree::new(child.id());
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(ExecError::Spawn(
                 "the command's output pipes are missing".to_owned(),
             ));
         };
 
-        let mut pipes = Pipes::new(stdout, stderr);
+        let mut guard = DrainOnDrop(Some(Pipes::new(stdout, stderr)));
+        let Some(pipes) = guard.0.as_mut() else {
+            return Err(ExecError::Spawn(
+                "the command's output pipes are missing".to_owned(),
+            ));
+        };
         let timeout = tokio::time::sleep(spec.timeout);
         tokio::pin!(timeout);
         let mut stop: Option<Stop> = None;
@@ -192,28 +225,29 @@ impl ExecRunner {
                 biased;
                 () = cancel.cancelled(), if stop.is_none() && status.is_none() => {
                     stop = Some(Stop::Cancelled);
-                    group.terminate();
-                    kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                    tree.terminate();
+                    kill_at = Some(tokio::time::Instant::now() + KILL_GRACE + SUPERVISOR_SLACK);
                 }
                 () = &mut timeout, if stop.is_none() && status.is_none() => {
                     stop = Some(Stop::TimedOut);
-                    group.terminate();
-                    kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                    tree.terminate();
+                    kill_at = Some(tokio::time::Instant::now() + KILL_GRACE + SUPERVISOR_SLACK);
                 }
                 () = sleep_until(kill_at), if kill_at.is_some() && status.is_none() => {
-                    group.kill();
+                    tracing::warn!(command = %spec.command, "the command's supervisor did not stop in time; killing it");
+                    tree.kill_supervisor();
                     kill_at = None;
                 }
                 exited = child.wait(), if status.is_none() => {
+                    // The supervisor exits last: the whole tree is gone.
                     status = Some(exited);
-                    // Background children of the command (`sleep 100 &`) die with it.
-                    group.kill();
+                    tree.disarm();
                     drain_until = Some(tokio::time::Instant::now() + DRAIN_GRACE);
                 }
                 () = sleep_until(drain_until), if drain_until.is_some() => {
                     tracing::debug!(
                         command = %spec.command,
-                        "output pipes still open after the command's group was killed; not waiting"
+                        "output pipes still open after the command's supervisor exited; not waiting"
                     );
                     break;
                 }
@@ -222,7 +256,7 @@ impl ExecRunner {
                         && stop.is_none()
                     {
                         stop = Some(Stop::OutputLimit);
-                        group.kill();
+                        tree.kill_now();
                     }
                 }
                 chunk = pipes.stderr.read(), if pipes.stderr.open => {
@@ -230,13 +264,12 @@ impl ExecRunner {
                         && stop.is_none()
                     {
                         stop = Some(Stop::OutputLimit);
-                        group.kill();
+                        tree.kill_now();
                     }
                 }
             }
         }
-        // The leader is reaped and its group killed: forget the group id before it can be reused.
-        group.disarm();
+        tree.disarm();
 
         let status = status
             .unwrap_or_else(|| Err(std::io::Error::other("no exit status")))
@@ -270,7 +303,7 @@ impl ExecRunner {
             truncated: summary.truncated,
             total_bytes: summary.total_bytes,
             total_lines: summary.total_lines,
-            spill_path: spec.spill_path,
+            spill_path: summary.path,
             duration: started.elapsed(),
         })
     }
@@ -336,6 +369,37 @@ impl Pipes {
 
     fn closed(&self) -> bool {
         !self.stdout.open && !self.stderr.open
+    }
+}
+
+/// Keeps reading (and discarding) the output of a run that was dropped before its command ended
+/// (turn cancelled, session closed) until the supervisor has finished the tree, so that a
+/// command printing something while it handles SIGTERM is not killed by SIGPIPE before its
+/// cleanup ran.
+struct DrainOnDrop(Option<Pipes>);
+
+impl Drop for DrainOnDrop {
+    fn drop(&mut self) {
+        let Some(mut pipes) = self.0.take() else {
+            return;
+        };
+        if pipes.closed() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let deadline = tokio::time::sleep(KILL_GRACE + SUPERVISOR_SLACK);
+            tokio::pin!(deadline);
+            while !pipes.closed() {
+                tokio::select! {
+                    () = &mut deadline => break,
+                    _ = pipes.stdout.read(), if pipes.stdout.open => {}
+                    _ = pipes.stderr.read(), if pipes.stderr.open => {}
+                }
+            }
+        });
     }
 }
 

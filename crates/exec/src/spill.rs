@@ -1,8 +1,13 @@
 //! Where a command's output goes: to the caller as it arrives, whole to the spill file (up to a
 //! cap), and into an excerpt bounded by `max_bytes`/`max_lines` — so a command printing a gigabyte
 //! costs the agent a read buffer, not a gigabyte.
+//!
+//! The spill file is the agent's own: created new (`O_EXCL`, so never an existing file and never
+//! through a symlink planted under its name) under a name the agent makes up, not one derived
+//! from a model's or a provider's call id (`ferrite_core::exec::create_spill_file`). The command writes
+//! only to its pipes; the sandbox never gets write access to the spill directory.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tokio::fs::File;
 use tokio::io::AsyncWriteExt;
@@ -27,6 +32,7 @@ pub(crate) enum Pushed {
 const HEAD_BYTES: usize = 512;
 
 pub(crate) struct OutputSink<'a> {
+    path: PathBuf,
     on_output: &'a (dyn Fn(&str) + Send + Sync),
     spill: Option<File>,
     spill_limit: u64,
@@ -48,6 +54,8 @@ pub(crate) struct OutputSink<'a> {
 
 /// Everything the sink learned, once the command is over.
 pub(crate) struct SinkSummary {
+    /// The spill file.
+    pub(crate) path: PathBuf,
     pub(crate) excerpt: String,
     pub(crate) truncated: bool,
     pub(crate) total_bytes: u64,
@@ -56,21 +64,22 @@ pub(crate) struct SinkSummary {
 }
 
 impl<'a> OutputSink<'a> {
-    /// Creates (or truncates) the spill file, creating its parent directories.
+    /// Creates a new spill file in `spill_dir` (creating the directory, private to the user).
     pub(crate) async fn create(
-        spill_path: &Path,
+        spill_dir: &Path,
         spill_limit: u64,
         max_bytes: usize,
         max_lines: usize,
         on_output: &'a (dyn Fn(&str) + Send + Sync),
     ) -> std::io::Result<Self> {
-        if let Some(parent) = spill_path.parent()
-            && !parent.as_os_str().is_empty()
-        {
-            tokio::fs::create_dir_all(parent).await?;
-        }
-        let spill = File::create(spill_path).await?;
+        let dir = spill_dir.to_owned();
+        let (path, file) =
+            tokio::task::spawn_blocking(move || ferrite_core::exec::create_spill_file(&dir, "out"))
+                .await
+                .map_err(std::io::Error::other)??;
+        let spill = File::from_std(file);
         Ok(OutputSink {
+            path,
             on_output,
             spill: Some(spill),
             spill_limit,
@@ -140,6 +149,7 @@ impl<'a> OutputSink<'a> {
         let total_lines =
             self.newlines + u64::from(self.total_bytes > 0 && !self.ends_with_newline);
         SinkSummary {
+            path: self.path,
             excerpt,
             truncated: self.truncated,
             total_bytes: self.total_bytes,
@@ -262,18 +272,40 @@ mod tests {
         chunks: &[&[u8]],
     ) -> (SinkSummary, Vec<String>, Vec<u8>) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/out.log");
         let seen = std::sync::Mutex::new(Vec::new());
         let on_output = |s: &str| seen.lock().unwrap().push(s.to_owned());
-        let mut sink = OutputSink::create(&path, u64::MAX, max_bytes, max_lines, &on_output)
-            .await
-            .unwrap();
+        let mut sink = OutputSink::create(
+            &dir.path().join("sub"),
+            u64::MAX,
+            max_bytes,
+            max_lines,
+            &on_output,
+        )
+        .await
+        .unwrap();
         for chunk in chunks {
             assert_eq!(sink.push(Stream::Stdout, chunk).await, Pushed::Continue);
         }
         let summary = sink.finish().await;
-        let spilled = std::fs::read(&path).unwrap();
+        let spilled = std::fs::read(&summary.path).unwrap();
         (summary, seen.into_inner().unwrap(), spilled)
+    }
+
+    #[tokio::test]
+    async fn every_run_gets_a_new_spill_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let on_output = |_: &str| {};
+        let mut paths = std::collections::HashSet::new();
+        for _ in 0..3 {
+            let mut sink = OutputSink::create(dir.path(), u64::MAX, 10, 10, &on_output)
+                .await
+                .unwrap();
+            sink.push(Stream::Stdout, b"text").await;
+            let summary = sink.finish().await;
+            assert!(summary.path.starts_with(dir.path()));
+            assert_eq!(std::fs::read(&summary.path).unwrap(), b"text");
+            assert!(paths.insert(summary.path), "names are unique");
+        }
     }
 
     #[tokio::test]

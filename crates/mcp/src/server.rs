@@ -201,7 +201,15 @@ fn spawn(
     cwd: Option<&std::path::Path>,
 ) -> Result<(TokioChildProcess, Option<tokio::process::ChildStderr>), String> {
     let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args).envs(env);
+    // The server inherits the agent's environment minus the keys Ferrite knows (`*_API_KEY`,
+    // `FERRITE_*`); what its config entry sets explicitly is added on top.
+    cmd.args(args)
+        .env_clear()
+        .envs(
+            std::env::vars_os()
+                .filter(|(name, _)| !ferrite_core::exec::is_secret_env(&name.to_string_lossy())),
+        )
+        .envs(env);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }

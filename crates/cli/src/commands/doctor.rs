@@ -84,15 +84,27 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    let support = match std::env::current_exe() {
-        Ok(exe) => ferrite_exec::ExecRunner::new(exe).sandbox_support(),
-        Err(e) => ferrite_core::exec::SandboxSupport {
-            filesystem: false,
-            network: false,
-            summary: format!("cannot locate the ferrite binary ({e})"),
-        },
+    let (support, risks) = match std::env::current_exe() {
+        Ok(exe) => {
+            let runner = ferrite_exec::ExecRunner::new(exe);
+            (runner.sandbox_support(), runner.residual_risks())
+        }
+        Err(e) => (
+            ferrite_core::exec::SandboxSupport {
+                filesystem: false,
+                network: false,
+                summary: format!("cannot locate the ferrite binary ({e})"),
+            },
+            vec![],
+        ),
     };
     writeln!(out, "sandbox: {}", support.summary)?;
+    if !risks.is_empty() {
+        writeln!(out, "  not guaranteed here (see docs/sandbox.md):")?;
+        for risk in &risks {
+            writeln!(out, "  - {risk}")?;
+        }
+    }
     if !support.filesystem {
         writeln!(
             out,

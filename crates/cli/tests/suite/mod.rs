@@ -14,6 +14,7 @@ mod project;
 mod protocol;
 mod rendering;
 mod retries;
+mod sandbox_escape;
 mod sessions;
 mod settings;
 mod turns;

@@ -16,7 +16,7 @@ use crate::events::Event;
 use crate::exec::{CommandOutput, CommandSpec, ExecError, Exit};
 use crate::model::ToolSpec;
 use crate::tools::markdown;
-use crate::tools::output::{lock, parse_input, spill_path};
+use crate::tools::output::{lock, parse_input};
 use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 
 /// At most this many streaming updates per second: editors re-render on each one.
@@ -126,7 +126,8 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         cwd: ctx.cwd.clone(),
         timeout,
         sandbox: ctx.sandbox.clone(),
-        spill_path: spill_path(&ctx.spill_dir, &ctx.call_id, "out"),
+        spill_dir: ctx.spill_dir.clone(),
+        env_remove: vec![],
         max_bytes: ctx.limits.max_bytes,
         max_lines: ctx.limits.max_lines,
     };
@@ -355,6 +356,7 @@ mod tests {
         let mut ctx = env.ctx();
         ctx.sandbox = Sandbox::Restricted {
             writable: vec![env.root.clone()],
+            hidden: vec![],
             network: false,
         };
         let out = Bash
@@ -370,7 +372,8 @@ mod tests {
                 cwd: env.root.clone(),
                 timeout: Duration::from_secs(5),
                 sandbox: ctx.sandbox.clone(),
-                spill_path: env.spill.join("call_1.out"),
+                spill_dir: env.spill.clone(),
+                env_remove: vec![],
                 max_bytes: 51_200,
                 max_lines: 2_000,
             }]

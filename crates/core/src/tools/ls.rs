@@ -86,7 +86,7 @@ impl Tool for Ls {
             let deny = ctx.read_deny.clone();
             let text = blocking(move || list(&dir, &shown, limit, &deny)).await?;
             Ok(ToolOutput {
-                text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
+                text: cap(&text, ctx.limits, &ctx.spill_dir),
                 content: vec![],
             })
         })

@@ -3,20 +3,19 @@
 //! parsing, and running blocking file-system work off the async runtime.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::tools::paths::file_stem;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::{OutputLimits, ToolContext, ToolError, ToolOutput};
 
 /// `text` cut to `limits` (whichever of lines or bytes comes first, never inside a character).
-/// When cut, the whole text goes to `spill_dir/<call_id>.txt` and the excerpt ends with a note
+/// When cut, the whole text goes to a new file in `spill_dir` and the excerpt ends with a note
 /// naming that file, so nothing the model might need is lost.
-pub fn cap(text: &str, limits: OutputLimits, spill_dir: &Path, call_id: &str) -> String {
+pub fn cap(text: &str, limits: OutputLimits, spill_dir: &Path) -> String {
     let cut = cut_point(text, limits);
     if cut == text.len() {
         return text.to_owned();
@@ -24,8 +23,11 @@ pub fn cap(text: &str, limits: OutputLimits, spill_dir: &Path, call_id: &str) ->
     let excerpt = &text[..cut];
     let shown_lines = count_lines(excerpt);
     let total_lines = count_lines(text);
-    let path = spill_dir.join(format!("{}.txt", file_stem(call_id)));
-    let saved = std::fs::create_dir_all(spill_dir).and_then(|()| std::fs::write(&path, text));
+    // A fresh, exclusively created file (never a name from the model or provider, never through
+    // a link someone planted): see `exec::create_spill_file`.
+    let saved = crate::exec::create_spill_file(spill_dir, "txt").and_then(|(path, mut file)| {
+        std::io::Write::write_all(&mut file, text.as_bytes()).map(|()| path)
+    });
     let mut out = String::with_capacity(cut + 300);
     out.push_str(excerpt);
     if !out.ends_with('\n') {
@@ -36,13 +38,13 @@ pub fn cap(text: &str, limits: OutputLimits, spill_dir: &Path, call_id: &str) ->
         text.len()
     ));
     match saved {
-        Ok(()) => out.push_str(&format!(
+        Ok(path) => out.push_str(&format!(
             "The full output is in {}; use `read` with offset/limit or `grep` on that file to see \
              the rest.]",
             path.display()
         )),
         Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "could not spill tool output");
+            tracing::warn!(dir = %spill_dir.display(), error = %e, "could not spill tool output");
             out.push_str(&format!(
                 "The full output could not be saved ({e}); narrow the request to see the rest.]"
             ));
@@ -146,7 +148,7 @@ pub async fn search_output(
     let deny = ctx.read_deny.clone();
     let text = blocking(move || run(input, &cwd, &deny, &cancel)).await?;
     Ok(ToolOutput {
-        text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
+        text: cap(&text, ctx.limits, &ctx.spill_dir),
         content: vec![],
     })
 }
@@ -165,11 +167,6 @@ pub fn place(shown: &str) -> &str {
     }
 }
 
-/// The spill file a call's full output goes to (`bash` uses `.out`, the others `.txt`).
-pub fn spill_path(spill_dir: &Path, call_id: &str, ext: &str) -> PathBuf {
-    spill_dir.join(format!("{}.{ext}", file_stem(call_id)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,9 +181,9 @@ mod tests {
     #[test]
     fn short_text_is_unchanged_and_not_spilled() {
         let dir = tempfile::tempdir().unwrap();
-        let out = cap("a\nb\n", limits(10, 100), dir.path(), "c1");
+        let out = cap("a\nb\n", limits(10, 100), dir.path());
         assert_eq!(out, "a\nb\n");
-        assert!(!dir.path().join("c1.txt").exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
@@ -194,13 +191,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         let spill = dir.path().join("nested");
-        let out = cap(&text, limits(3, 10_000), &spill, "call/1");
+        let out = cap(&text, limits(3, 10_000), &spill);
         assert!(
             out.starts_with("line 1\nline 2\nline 3\n\n[Output truncated"),
             "{out}"
         );
         assert!(out.contains("showing lines 1-3 of 10"), "{out}");
-        let path = spill.join("call_1.txt");
+        let path = only_file(&spill);
         assert!(out.contains(&path.display().to_string()), "{out}");
         assert!(out.contains("`read`") && out.contains("`grep`"));
         assert_eq!(std::fs::read_to_string(path).unwrap(), text);
@@ -209,17 +206,28 @@ mod tests {
     #[test]
     fn byte_cap_prefers_whole_lines_and_char_boundaries() {
         let dir = tempfile::tempdir().unwrap();
-        let out = cap("aaaa\nbbbb\ncccc\n", limits(100, 12), dir.path(), "x");
+        let out = cap("aaaa\nbbbb\ncccc\n", limits(100, 12), dir.path());
         assert!(out.starts_with("aaaa\nbbbb\n\n[Output truncated"), "{out}");
         assert!(out.contains("10 of 15 bytes"), "{out}");
         // One long line of multi-byte characters: cut inside the line, on a boundary.
         let text = "é".repeat(10);
-        let out = cap(&text, limits(100, 5), dir.path(), "y");
+        let dir = tempfile::tempdir().unwrap();
+        let out = cap(&text, limits(100, 5), dir.path());
         assert!(out.starts_with("éé\n\n[Output truncated"), "{out}");
         assert_eq!(
-            std::fs::read_to_string(dir.path().join("y.txt")).unwrap(),
+            std::fs::read_to_string(only_file(dir.path())).unwrap(),
             text
         );
+    }
+
+    /// The one spill file in `dir` (its name is the agent's own, unpredictable).
+    fn only_file(dir: &Path) -> std::path::PathBuf {
+        let files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        files[0].clone()
     }
 
     #[test]

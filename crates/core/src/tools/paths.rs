@@ -109,27 +109,6 @@ fn expand_home(input: &str) -> Option<PathBuf> {
     Some(PathBuf::from(home).join(rest))
 }
 
-/// A call id as a file name: ids come from the model provider, so anything but a conservative
-/// character set is replaced rather than trusted in a path.
-pub fn file_stem(call_id: &str) -> String {
-    let stem: String = call_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(128)
-        .collect();
-    if stem.is_empty() {
-        "call".to_owned()
-    } else {
-        stem
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,12 +192,5 @@ mod tests {
         assert_eq!(display(&root.join("a/b.rs"), &root), "a/b.rs");
         assert_eq!(display(&root, &root), ".");
         assert_eq!(display(Path::new("/elsewhere/x"), &root), "/elsewhere/x");
-    }
-
-    #[test]
-    fn call_ids_become_safe_file_stems() {
-        assert_eq!(file_stem("toolu_01-AB"), "toolu_01-AB");
-        assert_eq!(file_stem("../../etc/passwd"), "______etc_passwd");
-        assert_eq!(file_stem(""), "call");
     }
 }

@@ -120,7 +120,7 @@ impl Tool for WebFetch {
                 if page.truncated { ", cut" } else { "" }
             );
             Ok(ToolOutput {
-                text: cap(&text, ctx.limits, &ctx.spill_dir, &ctx.call_id),
+                text: cap(&text, ctx.limits, &ctx.spill_dir),
                 content: vec![ToolContent::Text { text: shown }],
             })
         })

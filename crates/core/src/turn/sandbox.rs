@@ -17,6 +17,8 @@ use crate::modes::Mode;
 pub(crate) struct ModeAwareRunner {
     pub inner: Arc<dyn CommandRunner>,
     pub mode: Mode,
+    /// Key variables commands must not inherit (see `exec::secret_env_names`).
+    pub env_remove: Vec<String>,
     /// Set once the session was told it runs unsandboxed.
     pub warned: Arc<AtomicBool>,
     /// Test hook: behave as if the kernel could not sandbox.
@@ -35,6 +37,8 @@ impl CommandRunner for ModeAwareRunner {
         cancel: CancellationToken,
         on_output: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<CommandOutput, ExecError>> {
+        let mut spec = spec;
+        spec.env_remove.extend(self.env_remove.iter().cloned());
         Box::pin(async move {
             let restricted = matches!(spec.sandbox, Sandbox::Restricted { .. });
             let first = if self.simulate_unavailable && restricted {

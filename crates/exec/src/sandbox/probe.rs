@@ -29,8 +29,8 @@ pub(crate) fn probe() -> SandboxSupport {
         ));
     let fs_part = match landlock {
         LandlockAbi::Available(abi) => format!(
-            "Landlock ABI {abi}: command writes are confined to the workspace, temp and spill \
-             directories"
+            "Landlock ABI {abi}: command writes are confined to the workspace and temp \
+             directories, FERRITE_HOME and `sandbox.deny_read` are out of reach"
         ),
         LandlockAbi::NotEnabled => "Landlock is built into this kernel but not enabled at boot \
              (add `landlock` to the `lsm=` kernel parameter): commands cannot be confined to the \
@@ -50,6 +50,72 @@ pub(crate) fn probe() -> SandboxSupport {
         network: seccomp,
         summary: format!("{fs_part}; {net_part}."),
     }
+}
+
+/// What the sandbox does not guarantee on this machine (docs/sandbox.md has the full list): the
+/// limits that always hold, and those that come from this kernel or from running as root.
+pub(crate) fn residual_risks() -> Vec<String> {
+    let mut risks = Vec::new();
+    let abi = match landlock_abi() {
+        LandlockAbi::Available(abi) => abi,
+        LandlockAbi::NotEnabled | LandlockAbi::NotImplemented => {
+            risks.push(
+                "no Landlock: `ask` mode runs commands with no sandbox at all (each one approved)"
+                    .to_owned(),
+            );
+            return risks;
+        }
+    };
+    if abi < 6 {
+        risks.push(format!(
+            "Landlock ABI {abi} < 6: a sandboxed command can signal processes outside its \
+             sandbox (including the supervisor that kills its process tree), and reach abstract \
+             UNIX sockets with the network off"
+        ));
+    }
+    if abi < 5 {
+        risks.push(format!(
+            "Landlock ABI {abi} < 5: ioctl on devices is not restricted"
+        ));
+    }
+    if abi < 4 {
+        risks.push(format!(
+            "Landlock ABI {abi} < 4: with the network off only seccomp blocks TCP"
+        ));
+    }
+    if abi < 3 {
+        risks.push(format!(
+            "Landlock ABI {abi} < 3: truncating files outside the workspace is not prevented"
+        ));
+    }
+    if rustix::process::geteuid().is_root() {
+        risks.push(
+            "running as root: in `ask`/`auto` a command can change the mode, owner, times and \
+             extended attributes of any file (Landlock does not cover metadata; `plan` blocks \
+             them), and read other root processes' /proc/<pid>/environ (the agent wipes its \
+             keys from its own)"
+                .to_owned(),
+        );
+    } else {
+        risks.push(
+            "in `ask`/`auto` a command can change the mode, times and extended attributes of \
+             your files outside the workspace (Landlock does not cover metadata; `plan` blocks \
+             them)"
+                .to_owned(),
+        );
+    }
+    risks.push(
+        "commands can read every file you can, except FERRITE_HOME and `sandbox.deny_read`, and \
+         list names everywhere; with the network on (`ask`, or `sandbox.network = true`) they \
+         can send what they read anywhere"
+            .to_owned(),
+    );
+    risks.push(
+        "`full` mode has no sandbox: a command there can also kill its supervisor and leave \
+         processes behind"
+            .to_owned(),
+    );
+    risks
 }
 
 #[cfg(target_os = "linux")]

@@ -1,7 +1,12 @@
-//! seccomp: with the network off, every way to reach a network peer fails with EPERM — the same
-//! set codex's Linux sandbox denies, minus the calls that are harmless once no network socket can
-//! exist (send/recv on UNIX sockets, get/setsockopt), which everyday tools use to talk to their
-//! own children over `socketpair`.
+//! seccomp: what Landlock does not cover.
+//! - Always: `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`, which push keystrokes into a terminal (the
+//!   user's shell would run them, unsandboxed).
+//! - Network off: every way to reach a network peer fails with EPERM — the set codex's Linux
+//!   sandbox denies, minus the calls that are harmless once no network socket can exist
+//!   (send/recv on connected UNIX sockets, get/setsockopt), which everyday tools use to talk to
+//!   their own children over `socketpair`.
+//! - Read-only (`plan`): changing a file's mode, owner, times or extended attributes, which
+//!   Landlock does not control at all.
 
 use std::collections::BTreeMap;
 
@@ -10,14 +15,66 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-pub(super) fn deny_network() -> Result<(), String> {
-    let program = filter().map_err(|err| format!("could not build the seccomp filter: {err}"))?;
+use super::{Network, Policy};
+
+pub(super) fn install(policy: &Policy) -> Result<(), String> {
+    let program = filter(policy.network, policy.read_only())
+        .map_err(|err| format!("could not build the seccomp filter: {err}"))?;
     seccompiler::apply_filter(&program)
         .map_err(|err| format!("could not install the seccomp filter: {err}"))
 }
 
-fn filter() -> Result<BpfProgram, seccompiler::Error> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
+fn filter(network: Network, read_only: bool) -> Result<BpfProgram, seccompiler::Error> {
+    let mut rules: Rules = BTreeMap::new();
+    deny_terminal_injection(&mut rules)?;
+    if network == Network::Off {
+        deny_network(&mut rules)?;
+    }
+    if read_only {
+        for syscall in metadata_syscalls() {
+            rules.insert(syscall, vec![]);
+        }
+    }
+    add_x32_denials(&mut rules, network, read_only);
+
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+    // Everything else is allowed; syscalls of another architecture (i386's socketcall through
+    // `int 0x80`) kill the process: seccompiler checks the audit arch first.
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    Ok(filter.try_into()?)
+}
+
+fn deny_terminal_injection(rules: &mut Rules) -> Result<(), seccompiler::Error> {
+    // The request number is an `unsigned int`: compare the low 32 bits only.
+    let request = |value: u64| -> Result<SeccompRule, seccompiler::Error> {
+        SeccompRule::new(vec![SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            value,
+        )?])
+        .map_err(Into::into)
+    };
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![request(TIOCSTI)?, request(TIOCLINUX)?],
+    );
+    Ok(())
+}
+
+/// `TIOCSTI` and `TIOCLINUX` (include/uapi/asm-generic/ioctls.h; the libc crate exports only the
+/// first, with a type that differs between libcs).
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+
+fn deny_network(rules: &mut Rules) -> Result<(), seccompiler::Error> {
     // Denied outright. `connect` also covers UNIX sockets: seccomp cannot read the address, and
     // a UNIX socket (a proxy, docker.sock) is a way out too.
     for syscall in [
@@ -37,17 +94,36 @@ fn filter() -> Result<BpfProgram, seccompiler::Error> {
     ] {
         rules.insert(syscall, vec![]);
     }
-    // Sockets only for AF_UNIX: pipes between a tool and its children, not the network.
+    // Sockets only for AF_UNIX, and only connection-oriented ones: pipes between a tool and its
+    // children, not the network. A datagram socket needs no `connect` to reach a named socket:
+    // `sendto`/`sendmsg` with an address do, and seccomp cannot read `sendmsg`'s address (it is
+    // inside the message header), so datagram sockets are not created at all. (AF_UNIX turns
+    // SOCK_RAW into SOCK_DGRAM.) Stream and seqpacket sockets ignore or refuse an address.
     let not_unix = SeccompRule::new(vec![SeccompCondition::new(
         0,
         SeccompCmpArgLen::Dword,
         SeccompCmpOp::Ne,
         libc::AF_UNIX as u64,
     )?])?;
-    rules.insert(libc::SYS_socket, vec![not_unix.clone()]);
-    rules.insert(libc::SYS_socketpair, vec![not_unix]);
+    let of_type = |kind: libc::c_int| -> Result<SeccompRule, seccompiler::Error> {
+        SeccompRule::new(vec![SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            // The type argument also carries SOCK_NONBLOCK and SOCK_CLOEXEC.
+            SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+            kind as u64,
+        )?])
+        .map_err(Into::into)
+    };
+    let socket_rules = vec![
+        not_unix,
+        of_type(libc::SOCK_DGRAM)?,
+        of_type(libc::SOCK_RAW)?,
+    ];
+    rules.insert(libc::SYS_socket, socket_rules.clone());
+    rules.insert(libc::SYS_socketpair, socket_rules);
     // `send()` is `sendto(.., NULL, 0)` in glibc: only a datagram with an explicit address is
-    // denied.
+    // denied (no datagram socket can exist, but an inherited one could).
     let with_address = SeccompRule::new(vec![SeccompCondition::new(
         4,
         SeccompCmpArgLen::Qword,
@@ -55,25 +131,62 @@ fn filter() -> Result<BpfProgram, seccompiler::Error> {
         0,
     )?])?;
     rules.insert(libc::SYS_sendto, vec![with_address]);
-    add_x32_denials(&mut rules);
+    Ok(())
+}
 
-    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-    // Everything else is allowed; syscalls of another architecture (i386's socketcall through
-    // `int 0x80`) kill the process: seccompiler checks the audit arch first.
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )?;
-    Ok(filter.try_into()?)
+/// `SOCK_TYPE_MASK` (include/linux/net.h).
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+/// Syscalls that change a file's metadata, none of which Landlock checks. The newest ones have
+/// the same number on every architecture (the unified syscall table).
+fn metadata_syscalls() -> Vec<i64> {
+    const FCHMODAT2: i64 = 452;
+    const SETXATTRAT: i64 = 463;
+    const REMOVEXATTRAT: i64 = 466;
+    let mut calls = vec![
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        FCHMODAT2,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        SETXATTRAT,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        REMOVEXATTRAT,
+    ];
+    // Older calls that newer architectures (aarch64, riscv64) never had.
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    calls
 }
 
 /// x32 binaries run with the x86_64 audit arch but their own syscall numbers (bit 30 set), so the
 /// arch check does not stop them: deny their socket calls by number, all families included.
 #[cfg(target_arch = "x86_64")]
-fn add_x32_denials(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) {
+fn add_x32_denials(rules: &mut Rules, network: Network, read_only: bool) {
     const X32: i64 = 0x4000_0000;
+    // x32's ioctl is its own number (514): deny it whole, x32 binaries are vanishingly rare.
+    rules.insert(514 | X32, vec![]);
+    if read_only {
+        for syscall in metadata_syscalls() {
+            rules.insert(syscall | X32, vec![]);
+        }
+    }
+    if network == Network::On {
+        return;
+    }
     let common = [
         libc::SYS_socket,
         libc::SYS_socketpair,
@@ -99,13 +212,18 @@ fn add_x32_denials(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn add_x32_denials(_rules: &mut BTreeMap<i64, Vec<SeccompRule>>) {}
+fn add_x32_denials(_rules: &mut Rules, _network: Network, _read_only: bool) {}
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn filter_compiles_for_this_arch() {
-        let program = super::filter().unwrap();
-        assert!(!program.is_empty());
+        use super::Network;
+        for network in [Network::On, Network::Off] {
+            for read_only in [false, true] {
+                let program = super::filter(network, read_only).unwrap();
+                assert!(!program.is_empty());
+            }
+        }
     }
 }

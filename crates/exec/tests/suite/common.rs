@@ -20,7 +20,8 @@ pub fn spec(dir: &Path, command: &str) -> CommandSpec {
         cwd: dir.to_owned(),
         timeout: Duration::from_secs(30),
         sandbox: Sandbox::None,
-        spill_path: dir.join("spill/out.log"),
+        spill_dir: dir.join("spill"),
+        env_remove: vec![],
         max_bytes: 4096,
         max_lines: 100,
     }

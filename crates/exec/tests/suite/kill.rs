@@ -24,7 +24,8 @@ async fn timeout_kills_the_command() {
 }
 
 /// Runs `command` (which writes its background child's pid to `pid`), cancels it once that pid
-/// is there, and returns the output, the cancel latency and the grandchild's pid.
+/// is there, and returns the output, the cancel latency, the grandchild's pid and the command's
+/// process group (read while it ran).
 async fn cancel_after_pid(
     command: &str,
 ) -> (ferrite_core::exec::CommandOutput, Duration, i32, i32) {
@@ -44,30 +45,46 @@ async fn cancel_after_pid(
         let grandchild = read_pid(&pid_file).await;
         // Let the command settle into its wait.
         tokio::time::sleep(Duration::from_millis(100)).await;
+        let leader = leader
+            .lock()
+            .unwrap()
+            .expect("the leader's pid was printed");
+        let stat = std::fs::read_to_string(format!("/proc/{leader}/stat")).unwrap();
+        let group: i32 = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            group_members(group) >= 2,
+            "leader and grandchild share a group"
+        );
         cancel.cancel();
-        (grandchild, Instant::now())
+        (grandchild, group, Instant::now())
     };
-    let (output, (grandchild, cancelled_at)) = tokio::join!(run, canceller);
+    let (output, (grandchild, group, cancelled_at)) = tokio::join!(run, canceller);
     let latency = cancelled_at.elapsed();
-    let leader = leader.lock().unwrap().unwrap();
-    (output.unwrap(), latency, grandchild, leader)
+    (output.unwrap(), latency, grandchild, group)
 }
 
 #[tokio::test]
 async fn cancel_kills_the_whole_group_promptly() {
-    let (output, latency, grandchild, leader) =
+    let (output, latency, grandchild, group) =
         cancel_after_pid("sleep 100 & echo $! > pid; sleep 100").await;
     eprintln!("cancel latency (command handles TERM): {latency:?}");
     assert_eq!(output.exit, Exit::Cancelled);
     assert!(latency < Duration::from_secs(1), "{latency:?}");
     assert_dead(grandchild).await;
-    assert_dead(leader).await;
-    assert_eq!(group_members(leader), 0);
+    assert_eq!(group_members(group), 0);
 }
 
 #[tokio::test]
 async fn cancel_kills_a_command_that_ignores_term_after_the_grace_period() {
-    let (output, latency, grandchild, leader) =
+    let (output, latency, grandchild, group) =
         cancel_after_pid("trap '' TERM; sleep 100 & echo $! > pid; while :; do sleep 1; done")
             .await;
     eprintln!("cancel latency (command ignores TERM): {latency:?}");
@@ -75,7 +92,7 @@ async fn cancel_kills_a_command_that_ignores_term_after_the_grace_period() {
     assert!(latency >= Duration::from_secs(2), "{latency:?}");
     assert!(latency < Duration::from_millis(2500), "{latency:?}");
     assert_dead(grandchild).await;
-    assert_eq!(group_members(leader), 0);
+    assert_eq!(group_members(group), 0);
 }
 
 /// The leader exits while a background child still holds the output pipes open: the run must
@@ -101,31 +118,36 @@ async fn background_children_die_with_the_leader() {
     assert_dead(grandchild).await;
 }
 
-/// A process that left the group (`setsid`) cannot be killed with it; it still holds the pipes.
-/// The run returns anyway, shortly after the leader.
+/// A process that left the group (`setsid`) or was double-forked away still dies with the
+/// command: the supervisor is its subreaper. The run returns as soon as the command is done.
 #[tokio::test]
-async fn a_process_that_escaped_the_group_does_not_hang_the_run() {
+async fn processes_that_left_the_group_die_with_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let (output, _) = run(
         &runner(),
         spec(
             dir.path(),
-            "setsid sh -c 'echo $$ > pid; exec sleep 30' & sleep 0.2; echo done",
+            "setsid sh -c 'echo $$ > pid; exec sleep 30' & \
+             (sh -c 'echo $$ > pid2; exec sleep 31' &) ; sleep 0.2; echo done",
         ),
     )
     .await;
     let elapsed = started.elapsed();
     let escaped = read_pid(&dir.path().join("pid")).await;
-    // Clean up what we could not kill ourselves.
-    let _ = std::process::Command::new("kill")
-        .arg("-9")
-        .arg(escaped.to_string())
-        .status();
+    let orphan = read_pid(&dir.path().join("pid2")).await;
     let output = output.unwrap();
     assert_eq!(output.exit, Exit::Code(0));
     assert_eq!(output.excerpt, "done\n");
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    assert!(
+        !alive(escaped),
+        "the setsid process is gone when the run returns"
+    );
+    assert!(
+        !alive(orphan),
+        "the double-forked process is gone when the run returns"
+    );
 }
 
 /// Dropping the run (session closed, agent shutting down) kills the group too.

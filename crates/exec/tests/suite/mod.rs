@@ -2,6 +2,7 @@
 //! own.)
 
 mod common;
+mod escape;
 mod kill;
 mod output;
 mod sandbox;

@@ -11,9 +11,10 @@ use pretty_assertions::assert_eq;
 
 use super::common::{run, runner, spec};
 
-fn restricted(writable: &[&Path], network: bool) -> Sandbox {
+pub fn restricted(writable: &[&Path], network: bool) -> Sandbox {
     Sandbox::Restricted {
         writable: writable.iter().map(|p| p.to_path_buf()).collect(),
+        hidden: vec![],
         network,
     }
 }
@@ -21,7 +22,7 @@ fn restricted(writable: &[&Path], network: bool) -> Sandbox {
 /// Runs `command` in `cwd` under `sandbox`; `None` when the runner said the sandbox is
 /// unavailable, after checking that this is what the probe predicted and the message is the
 /// documented one.
-async fn run_sandboxed(
+pub async fn run_sandboxed(
     runner: &ExecRunner,
     cwd: &Path,
     command: &str,
@@ -30,14 +31,14 @@ async fn run_sandboxed(
     let support = runner.sandbox_support();
     let needs_network_off = matches!(sandbox, Sandbox::Restricted { network: false, .. });
     let mut spec = spec(cwd, command);
-    spec.spill_path = std::env::temp_dir().join(format!(
-        "ferrite-exec-test-{}-{}.log",
+    spec.spill_dir = std::env::temp_dir().join(format!(
+        "ferrite-exec-test-{}-{}",
         std::process::id(),
         rand_suffix()
     ));
     spec.sandbox = sandbox;
     let (result, _) = run(runner, spec.clone()).await;
-    let _ = std::fs::remove_file(&spec.spill_path);
+    let _ = std::fs::remove_dir_all(&spec.spill_dir);
     if support.filesystem && (support.network || !needs_network_off) {
         Some(result.unwrap())
     } else {
@@ -52,7 +53,7 @@ async fn run_sandboxed(
     }
 }
 
-fn rand_suffix() -> u64 {
+pub fn rand_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
