@@ -19,7 +19,8 @@
 //!   and `sudo -s` (parsed recursively), after leading `VAR=x` assignments, and after the wrappers
 //!   `env`, `command`, `builtin`, `exec`, `nice`, `nohup`, `setsid`, `time`, `timeout`, `stdbuf`,
 //!   `ionice`, `xargs`, `sudo`, `doas`, `busybox` and `find -exec/-execdir/-ok/-okdir` (each with
-//!   its own options skipped). A wrapped command is reported both whole and unwrapped, so a deny
+//!   its own options skipped), and rarer ones (`chroot`, `strace`, `flock`, ...: every suffix of
+//!   their arguments, see [`wrappers`]). A wrapped command is reported both whole and unwrapped, so a deny
 //!   rule may name either. [`Script::hidden`] lists the ways the line hides what it runs: a
 //!   program name computed at run time (`$X`, `$(...)`, a glob or brace word, `$'...'`), `eval`,
 //!   a script string that is not literal, a shell reading its commands from its input

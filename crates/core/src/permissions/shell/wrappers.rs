@@ -148,9 +148,75 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
             );
             joined_script(&args[i.min(args.len())..])
         }
+        "script" | "flock" => match string_option(args, "-c", "--command") {
+            Some(script) => Unwrapped::Script(script),
+            None => every_operand_suffix(args),
+        },
         p if SHELLS.contains(&p) => shell(p, args),
+        p if RARE_WRAPPERS.contains(&p) => every_operand_suffix(args),
         _ => Unwrapped::Nothing,
     }
+}
+
+/// Wrappers whose options are not modelled one by one: every suffix of their arguments that
+/// starts with a literal non-option word is taken as a command that may run (more than runs,
+/// which is the safe side for deny rules).
+const RARE_WRAPPERS: &[&str] = &[
+    "chroot",
+    "unshare",
+    "nsenter",
+    "strace",
+    "ltrace",
+    "parallel",
+    "caffeinate",
+    "firejail",
+    "bwrap",
+    "systemd-run",
+    "taskset",
+    "numactl",
+    "chrt",
+    "prlimit",
+    "cpulimit",
+    "faketime",
+    "torsocks",
+    "proxychains",
+    "proxychains4",
+    "unbuffer",
+    "rlwrap",
+    "entr",
+    "xvfb-run",
+    "dbus-run-session",
+    "ssh-agent",
+    "sg",
+    "runuser",
+    "setpriv",
+    "catchsegv",
+    "valgrind",
+    "gdb",
+];
+
+fn every_operand_suffix(args: &[Word]) -> Unwrapped<'_> {
+    Unwrapped::Commands(
+        (0..args.len())
+            .filter(|&i| args[i].literal().is_some_and(|s| !s.starts_with('-')))
+            .map(|i| &args[i..])
+            .collect(),
+    )
+}
+
+/// The value of `-c STRING` / `--command=STRING` / `--command STRING`.
+fn string_option(args: &[Word], short: &str, long: &str) -> Option<Word> {
+    let mut iter = args.iter();
+    while let Some(w) = iter.next() {
+        let Some(s) = w.literal() else { continue };
+        if let Some(v) = s.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+            return Some(Word::Literal(v.to_owned()));
+        }
+        if s == short || s == long {
+            return iter.next().cloned();
+        }
+    }
+    None
 }
 
 /// The words as one script (`watch a b` runs `sh -c "a b"`).
@@ -241,20 +307,10 @@ fn sudo(args: &[Word]) -> Unwrapped<'_> {
 }
 
 fn su(args: &[Word]) -> Unwrapped<'_> {
-    let mut iter = args.iter();
-    while let Some(w) = iter.next() {
-        let Some(s) = w.literal() else { continue };
-        if let Some(v) = s.strip_prefix("--command=") {
-            return Unwrapped::Script(Word::Literal(v.to_owned()));
-        }
-        if s == "-c" || s == "--command" {
-            return match iter.next() {
-                Some(script) => Unwrapped::Script(script.clone()),
-                None => Unwrapped::Nothing,
-            };
-        }
+    match string_option(args, "-c", "--command") {
+        Some(script) => Unwrapped::Script(script),
+        None => Unwrapped::Nothing,
     }
-    Unwrapped::Nothing
 }
 
 /// `find ... -exec CMD {} ;` (also `-execdir`, `-ok`, `-okdir`): every such command.
