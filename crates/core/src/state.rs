@@ -163,30 +163,47 @@ impl SessionState {
         let mut out: Vec<Message> = Vec::new();
         let mut open_calls: Vec<String> = Vec::new();
         let mut results: Vec<ToolResultPart> = Vec::new();
-        let flush =
-            |out: &mut Vec<Message>, open: &mut Vec<String>, results: &mut Vec<ToolResultPart>| {
-                if open.is_empty() {
-                    return;
-                }
-                let answered: HashSet<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
-                let mut ordered = Vec::with_capacity(open.len());
-                for id in open.iter() {
-                    if answered.contains(id.as_str()) {
-                        if let Some(r) = results.iter().find(|r| r.call_id == *id) {
-                            ordered.push(r.clone());
-                        }
-                    } else {
-                        ordered.push(ToolResultPart {
-                            call_id: id.clone(),
-                            content: INTERRUPTED_TOOL_RESULT.into(),
-                            is_error: true,
-                        });
+        // Images tools returned (`read` of a PNG, an MCP screenshot), by call id. Every API takes
+        // images in a user message, so they follow the results as one (see `docs/tools.md`).
+        let mut images: Vec<(String, Vec<UserPart>)> = Vec::new();
+        let flush = |out: &mut Vec<Message>,
+                     open: &mut Vec<String>,
+                     results: &mut Vec<ToolResultPart>,
+                     images: &mut Vec<(String, Vec<UserPart>)>| {
+            if open.is_empty() {
+                return;
+            }
+            let answered: HashSet<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
+            let mut ordered = Vec::with_capacity(open.len());
+            for id in open.iter() {
+                if answered.contains(id.as_str()) {
+                    if let Some(r) = results.iter().find(|r| r.call_id == *id) {
+                        ordered.push(r.clone());
                     }
+                } else {
+                    ordered.push(ToolResultPart {
+                        call_id: id.clone(),
+                        content: INTERRUPTED_TOOL_RESULT.into(),
+                        is_error: true,
+                    });
                 }
-                out.push(Message::ToolResults { results: ordered });
-                open.clear();
-                results.clear();
-            };
+            }
+            out.push(Message::ToolResults { results: ordered });
+            let mut content = Vec::new();
+            for (id, parts) in images.drain(..) {
+                if open.contains(&id) && !parts.is_empty() {
+                    content.push(UserPart::Text {
+                        text: format!("The image(s) returned by tool call {id}:"),
+                    });
+                    content.extend(parts);
+                }
+            }
+            if !content.is_empty() {
+                out.push(Message::User { content });
+            }
+            open.clear();
+            results.clear();
+        };
         // Everything before the last compaction is replaced by its summary.
         let start = self
             .history
@@ -203,13 +220,13 @@ impl SessionState {
                     });
                 }
                 EntryKind::UserMessage { content } => {
-                    flush(&mut out, &mut open_calls, &mut results);
+                    flush(&mut out, &mut open_calls, &mut results, &mut images);
                     out.push(Message::User {
                         content: user_parts(content),
                     });
                 }
                 EntryKind::Assistant { content } => {
-                    flush(&mut out, &mut open_calls, &mut results);
+                    flush(&mut out, &mut open_calls, &mut results, &mut images);
                     if content.is_empty() {
                         continue;
                     }
@@ -230,9 +247,27 @@ impl SessionState {
                     call_id,
                     output,
                     is_error,
-                    ..
+                    update,
                 } => {
                     if open_calls.iter().any(|c| c == call_id) {
+                        let parts: Vec<UserPart> = update
+                            .content
+                            .iter()
+                            .flatten()
+                            .filter_map(|c| match c {
+                                crate::content::ToolContent::Image { mime_type, data } => {
+                                    Some(UserPart::Image {
+                                        mime_type: mime_type.clone(),
+                                        data: data.clone(),
+                                    })
+                                }
+                                crate::content::ToolContent::Text { .. }
+                                | crate::content::ToolContent::Diff { .. } => None,
+                            })
+                            .collect();
+                        if !parts.is_empty() {
+                            images.push((call_id.clone(), parts));
+                        }
                         results.push(ToolResultPart {
                             call_id: call_id.clone(),
                             content: output.clone(),
@@ -252,7 +287,7 @@ impl SessionState {
                 | EntryKind::Title { .. } => {}
             }
         }
-        flush(&mut out, &mut open_calls, &mut results);
+        flush(&mut out, &mut open_calls, &mut results, &mut images);
         out
     }
 }

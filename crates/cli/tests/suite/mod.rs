@@ -6,6 +6,7 @@ mod compaction;
 mod compaction_replay;
 mod durability;
 mod file_safety;
+mod images;
 mod many_sessions;
 mod mcp;
 mod ordering;

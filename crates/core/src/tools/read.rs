@@ -105,6 +105,9 @@ impl Tool for Read {
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
             let limits = ctx.limits;
+            if let Some(mime) = image_type(&path) {
+                return blocking(move || read_image(&path, &shown, mime)).await;
+            }
             if let Some(client) = ctx.client_fs.as_ref()
                 && ctx.recorder.read_from_client(
                     ctx.fs_delegation,
@@ -137,6 +140,73 @@ impl Tool for Read {
             })
         })
     }
+}
+
+/// The largest image `read` attaches: base64 of it stays within the 5 MB per image the providers
+/// accept. Larger images are refused with a clear result (they are not scaled down: decoding
+/// and re-encoding images would need an image codec this binary does not carry).
+const MAX_IMAGE_BYTES: u64 = 3_750_000;
+
+/// The media type of an image file, by extension.
+fn image_type(path: &Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
+/// Whether `bytes` start like an image of `mime`: a `.png` that is really text is read as text.
+fn has_image_signature(bytes: &[u8], mime: &str) -> bool {
+    match mime {
+        "image/png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "image/jpeg" => bytes.starts_with(&[0xFF, 0xD8, 0xFF]),
+        "image/gif" => bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a"),
+        "image/webp" => bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP",
+        _ => false,
+    }
+}
+
+/// An image file, attached for the model to see (and shown in the editor's card).
+fn read_image(path: &Path, shown: &str, mime: &'static str) -> Result<ToolOutput, ToolError> {
+    use base64::Engine as _;
+    let respond = ToolError::RespondToModel;
+    let file = crate::tools::fsops::open_read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => respond(format!(
+            "{shown} does not exist. Check the path, or use `find` to locate the file."
+        )),
+        _ => respond(format!("cannot read {shown}: {e}")),
+    })?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > MAX_IMAGE_BYTES {
+        return Err(respond(format!(
+            "{shown} is an image of {len} bytes, larger than the {MAX_IMAGE_BYTES} bytes that can \
+             be attached; ask the user for a smaller version."
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(MAX_IMAGE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
+    if !has_image_signature(&bytes, mime) {
+        return Err(respond(format!(
+            "{shown} is named like an image ({mime}) but its content is not one."
+        )));
+    }
+    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    Ok(ToolOutput {
+        text: format!(
+            "{shown} is an image ({mime}, {} bytes); it is attached below for you to look at.",
+            bytes.len()
+        ),
+        content: vec![crate::content::ToolContent::Image {
+            mime_type: mime.to_owned(),
+            data,
+        }],
+    })
 }
 
 fn read_page(
