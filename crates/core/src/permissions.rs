@@ -26,7 +26,7 @@ mod store;
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::content::ToolCallView;
@@ -69,7 +69,7 @@ pub struct Rule {
 enum Spec {
     Any,
     Command(CommandPattern),
-    Glob(GlobMatcher),
+    Glob(GlobSet),
     /// `web_fetch(domain:docs.rs)`, `web_fetch(domain:*.python.org)` (subdomains only).
     Domain(String),
 }
@@ -128,13 +128,19 @@ impl Rule {
                     ));
                 }
             },
-            Some(s) if FILE_TOOLS.contains(&tool) => Spec::Glob(
-                GlobBuilder::new(s)
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|e| err(&e.to_string()))?
-                    .compile_matcher(),
-            ),
+            Some(s) if FILE_TOOLS.contains(&tool) => {
+                // `dir/**` also matches `dir` itself (`ls dir`, `grep … dir`).
+                let mut set = GlobSetBuilder::new();
+                for pattern in std::iter::once(s).chain(s.strip_suffix("/**")) {
+                    set.add(
+                        GlobBuilder::new(pattern)
+                            .literal_separator(true)
+                            .build()
+                            .map_err(|e| err(&e.to_string()))?,
+                    );
+                }
+                Spec::Glob(set.build().map_err(|e| err(&e.to_string()))?)
+            }
             Some(_) => {
                 return Err(err(&format!(
                     "`{tool}` rules take no specifier: write `{tool}`"

@@ -477,6 +477,16 @@ mod tests {
             rule("grep", &read(&["/etc/hosts"]), OptionKind::AllowAlways).as_deref(),
             Some("read(/etc/**)")
         );
+        // The stored rule covers what the label says, the directory itself included.
+        let stored = rule("ls", &read(&["/etc/hosts"]), OptionKind::AllowAlways).unwrap();
+        let rules = super::super::Rules::from_strings(&[stored], &[]).unwrap();
+        for path in ["/etc", "/etc/hosts", "/etc/ssl/certs/x.pem"] {
+            assert!(
+                rules.allowed("ls", &read(&[path]), None, &[PathBuf::from("/ws")]),
+                "{path}"
+            );
+        }
+        assert!(!rules.allowed("ls", &read(&["/etcetera"]), None, &[PathBuf::from("/ws")]));
         assert_eq!(
             labels("read", &read(&["/ws/docs/a.md"]))[1],
             "allow_always: Always allow reading files under docs/ in this workspace"
