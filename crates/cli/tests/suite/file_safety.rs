@@ -194,3 +194,32 @@ async fn ferrite_files_are_private() {
     assert_eq!(mode(&r.world.home().join("sessions")), 0o700);
     assert_eq!(mode(&r.world.session_file(&r.sid)), 0o600);
 }
+
+#[tokio::test]
+async fn errors_never_echo_a_huge_client_string() {
+    let mut r = start(World::new(), None, &[]).await;
+    let big = "m".repeat(4 << 20);
+    for (method, params) in [
+        (
+            "session/set_mode",
+            json!({"sessionId": r.sid, "modeId": big}),
+        ),
+        (
+            "session/set_config_option",
+            json!({"sessionId": r.sid, "configId": big, "value": "x"}),
+        ),
+        (
+            "session/set_config_option",
+            json!({"sessionId": r.sid, "configId": "mode", "value": big}),
+        ),
+    ] {
+        let res = r.client.request(method, params).await;
+        let err = res.error.expect("an error");
+        let text = err.to_string();
+        assert!(text.len() < 2_000, "{method}: {} bytes", text.len());
+        assert!(
+            text.contains("mmmm"),
+            "{method}: still names what was wrong: {text}"
+        );
+    }
+}
