@@ -116,6 +116,11 @@ pub fn error_line(id: &Value, code: i64, message: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
 }
 
+pub fn error_line_with_data(id: &Value, code: i64, message: &str, data: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
+        .to_string()
+}
+
 pub fn notification_line(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }

@@ -124,7 +124,7 @@ fn main() -> ExitCode {
                 prompt: prompt.join(" "),
             },
         ),
-        Command::Login { provider } => commands::auth::login(&home, provider.as_deref()),
+        Command::Login { provider } => commands::auth::login(&home, &env, provider.as_deref()),
         Command::Logout { provider } => commands::auth::logout(&home, provider.as_deref()),
         Command::Sessions { command } => match command {
             SessionsCommand::List { cwd } => commands::sessions::list(&home, cwd),

@@ -33,21 +33,37 @@ impl World {
     }
 
     pub fn spawn(&self) -> AcpClient {
-        AcpClient::spawn(Path::new(BIN), self.home(), &[])
+        self.spawn_env(&[])
     }
 
+    /// `ferrite acp` with [`KEYLESS_DEFAULT`] plus `env` (which wins; `("FERRITE_MODEL", "")`
+    /// takes the default model away).
     pub fn spawn_env(&self, env: &[(&str, &str)]) -> AcpClient {
-        AcpClient::spawn(Path::new(BIN), self.home(), env)
+        // No retries against the refusing default address: a prompt fails at once.
+        let mut all = vec![("FERRITE_MAX_RETRIES".to_owned(), "0".to_owned())];
+        all.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        self.spawn_acp(all)
     }
 
-    /// `ferrite acp` with extra environment variables (e.g. a provider's base URL).
+    /// `ferrite acp` with extra environment variables (e.g. a provider's base URL), after
+    /// [`KEYLESS_DEFAULT`].
     pub fn spawn_acp(&self, env: Vec<(String, String)>) -> AcpClient {
+        let mut all: Vec<(String, String)> = KEYLESS_DEFAULT
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        all.extend(env);
         AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
             bin: Path::new(BIN),
             home: self.home(),
             args: &["acp"],
-            env,
+            env: all,
         })
+    }
+
+    /// `ferrite acp` with exactly `env`: no default model (first-run tests).
+    pub fn spawn_bare(&self, env: &[(&str, &str)]) -> AcpClient {
+        AcpClient::spawn(Path::new(BIN), self.home(), env)
     }
 
     pub async fn client(&self) -> AcpClient {
@@ -64,6 +80,14 @@ impl World {
         self.home().join("sessions").join(format!("{id}.jsonl"))
     }
 }
+
+/// What every test agent gets unless a test says otherwise: a keyless default model, so
+/// `session/new` works without keys (contract §3: with no usable model it answers -32000). The
+/// Ollama address refuses connections, so a prompt fails as a provider error.
+pub const KEYLESS_DEFAULT: [(&str, &str); 2] = [
+    ("FERRITE_MODEL", "ollama/test-model"),
+    ("OLLAMA_HOST", "127.0.0.1:9"),
+];
 
 pub fn sid(new_session_result: &Value) -> String {
     new_session_result["sessionId"].as_str().unwrap().to_owned()
