@@ -357,6 +357,7 @@ pub(crate) async fn new_session(s: Arc<Server>, id: Value, params: Value) {
             s.out.reply(&id, to_value(resp)).await;
             send_usage(&s, &sid, &opened.usage).await;
             after_open(&s, &sid, &cwd, &unsupported).await;
+            s.runtime.discover_in_background();
             opened.notices.release();
         }
     }
@@ -430,6 +431,7 @@ pub(crate) async fn open_session(s: Arc<Server>, id: Value, params: Value, repla
     if let Some(cwd) = cwd {
         after_open(&s, &sid, &cwd, &unsupported).await;
     }
+    s.runtime.discover_in_background();
     opened.notices.release();
 }
 

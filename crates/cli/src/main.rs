@@ -55,6 +55,8 @@ enum Command {
     },
     /// Check config, credentials, sandbox support and providers, and say what to fix.
     Doctor,
+    /// List the usable models: id, provider, context window, where the facts come from.
+    Models,
 }
 
 #[derive(Subcommand)]
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
             SessionsCommand::Delete { id } => commands::sessions::delete(&home, &id),
         },
         Command::Doctor => commands::doctor::run(&home, &env),
+        Command::Models => commands::models::run(home, env),
     };
     match result {
         Ok(code) => code,

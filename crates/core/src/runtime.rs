@@ -3,6 +3,7 @@
 //! ordered channel. A turn runs as its own task under the session task, which supervises it: a
 //! turn that panics or ignores a cancel still ends with exactly one `TurnEnded`.
 
+pub mod discovery;
 mod notices;
 mod task;
 
@@ -197,6 +198,8 @@ enum Op {
     Close {
         reply: oneshot::Sender<()>,
     },
+    /// Provider listings changed: rebuild the catalog and tell the editor if the options did.
+    Refresh,
 }
 
 struct Snapshot {
@@ -328,8 +331,9 @@ impl SessionHandle {
 /// All sessions of this process.
 pub struct Runtime {
     services: Arc<Services>,
+    discovery: Arc<discovery::DiscoveryState>,
     events: mpsc::Sender<SessionEvent>,
-    sessions: Mutex<HashMap<SessionId, SessionHandle>>,
+    sessions: Arc<Mutex<HashMap<SessionId, SessionHandle>>>,
     next_turn: Arc<AtomicU64>,
 }
 
@@ -342,8 +346,9 @@ impl Runtime {
         let (events, rx) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
         let rt = Runtime {
             services: Arc::new(services),
+            discovery: Arc::default(),
             events,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Arc::default(),
             next_turn: Arc::new(AtomicU64::new(1)),
         };
         (rt, rx)
@@ -508,6 +513,38 @@ impl Runtime {
             usage,
             notices,
         }
+    }
+
+    /// Starts model discovery in the background (at most once a minute; see [`discovery`]):
+    /// when the providers' listings changed, every open session gets its refreshed `model`
+    /// option. Never waited for: call it after answering the request that opened a session.
+    pub fn discover_in_background(&self) {
+        let Some(timeout) = discovery::settings(&self.services) else {
+            return;
+        };
+        if self.services.connector.is_none() || !self.discovery.claim() {
+            return;
+        }
+        let services = self.services.clone();
+        let sessions = self.sessions.clone();
+        tokio::spawn(async move {
+            let Ok((config, catalog)) = services.context(None) else {
+                return;
+            };
+            let (_, changed) = discovery::run(&services, &config, &catalog, timeout).await;
+            if changed {
+                // Sessions opened while discovery ran built their catalog from the old cache.
+                let open: Vec<SessionHandle> = sessions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .values()
+                    .cloned()
+                    .collect();
+                for h in open {
+                    let _ = h.ops.try_send(Op::Refresh);
+                }
+            }
+        });
     }
 
     /// Copies a session at its latest entry into a new session whose header names its parent.

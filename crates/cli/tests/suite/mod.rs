@@ -2,6 +2,7 @@ mod cli;
 mod clientfs;
 mod common;
 mod compaction;
+mod discovery;
 mod durability;
 mod first_run;
 mod mcp;

@@ -242,6 +242,9 @@ pub(super) async fn session_task(
                     running: running.is_some(),
                 });
             }
+            Ok(Some(Op::Refresh)) => {
+                refresh_catalog(&core, &mut ctx, &services, &events, &session).await;
+            }
             Ok(Some(Op::Close { reply })) => {
                 if let Some(mut r) = running.take() {
                     r.cancel.cancel();
@@ -277,6 +280,40 @@ pub(super) async fn session_task(
     drop(core);
     if let Some(reply) = closed_reply {
         let _ = reply.send(());
+    }
+}
+
+/// Rebuilds the session's catalog (new provider listings) and sends the `model` option again
+/// when what the editor shows changed.
+async fn refresh_catalog(
+    core: &Mutex<SessionCore>,
+    ctx: &mut SessionCtx,
+    services: &Services,
+    events: &mpsc::Sender<SessionEvent>,
+    session: &SessionId,
+) {
+    let cwd = lock(core).state.cwd.clone();
+    let catalog = match services.context(Some(&cwd)) {
+        Ok((_, catalog)) => catalog,
+        Err(e) => {
+            tracing::warn!(session = %session, error = %e, "could not refresh the model list");
+            return;
+        }
+    };
+    let (before, after) = {
+        let core = lock(core);
+        let before = ctx.settings(&core.state);
+        ctx.catalog = catalog;
+        (before, ctx.settings(&core.state))
+    };
+    if before != after {
+        let _ = events
+            .send(SessionEvent {
+                session: session.clone(),
+                turn: None,
+                event: Event::SettingsChanged(after),
+            })
+            .await;
     }
 }
 
