@@ -482,7 +482,12 @@ async fn handle(
         {
             return answer;
         }
-        shared.queue.pop_front().or_else(|| shared.fallback.clone())
+        // Only a model call takes a queued reply: a listing or a stray path must not eat one.
+        if api.is_some() {
+            shared.queue.pop_front().or_else(|| shared.fallback.clone())
+        } else {
+            None
+        }
     };
     let Some(api) = api else {
         return http_reply(
