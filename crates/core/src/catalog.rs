@@ -439,6 +439,17 @@ impl Catalog {
                 return DefaultModel::Chosen(m.id.clone());
             }
         }
+        // No key anywhere, but a local server reported models last time (discovery): one of
+        // those is a usable model, so the user is not sent to a login they do not need.
+        if let Some(m) = self.models.iter().find(|m| {
+            m.source == FactSource::Listing
+                && matches!(
+                    self.provider(&m.provider).map(|p| &p.key_source),
+                    Some(KeySource::NotNeeded)
+                )
+        }) {
+            return DefaultModel::Chosen(m.id.clone());
+        }
         DefaultModel::NoneConfigured
     }
 
@@ -714,6 +725,11 @@ mod tests {
             },
         );
         let c = c.with_listings(&l);
+        assert_eq!(
+            c.default_model(&Config::default(), &env),
+            DefaultModel::Chosen("ollama/llama3.2:latest".into()),
+            "with no key, a model a local server listed is the default"
+        );
         let m = c.resolve("ollama/llama3.2:latest").unwrap();
         assert_eq!((m.context_window, m.source), (131_072, FactSource::Listing));
         assert!(
