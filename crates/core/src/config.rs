@@ -553,6 +553,44 @@ models = [{ id = "qwen3-coder", context_window = 131072 }]
     }
 
     #[test]
+    fn provider_entries_built_in_names_and_model_facts() {
+        // A built-in's name may only add model facts.
+        let c = Config::from_user_toml(
+            "[providers.anthropic]\nmodels = [{ id = \"claude-x\", max_output_tokens = 4096, reasoning = true, price = { input = 1.0, output = 2.0, cache_read = 0.1 } }]\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap();
+        let m = &c.providers["anthropic"].models[0];
+        assert_eq!(m.max_output_tokens, Some(4096));
+        assert_eq!(m.price.unwrap().cache_read, Some(0.1));
+        // Any other name needs its API and URL.
+        let err = Config::from_user_toml(
+            "[providers.mine]\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("providers.mine.api"), "{err}");
+        let err = Config::from_user_toml(
+            "[providers.mine]\napi = \"openai-chat\"\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("providers.mine.base_url"), "{err}");
+        let err = Config::from_user_toml(
+            "[providers.openai]\nmodels = [{ id = \"m\", price = { input = -1.0, output = 2.0 } }]\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("price"), "{err}");
+        let err = Config::from_user_toml(
+            "[providers.openai]\nmodels = [{ id = \"m\", window = 5 }]\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("window"), "{err}");
+    }
+
+    #[test]
     fn unknown_key_names_key_and_file() {
         let err = Config::from_user_toml("colour = 1\n", Path::new("/h/config.toml")).unwrap_err();
         let msg = err.to_string();
