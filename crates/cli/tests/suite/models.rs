@@ -216,3 +216,31 @@ async fn cost_is_reported_and_survives_a_reload() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("cost ${expected:.4}")), "{text}");
 }
+
+#[tokio::test]
+async fn an_effort_the_model_refuses_is_reported_as_such() {
+    // Nothing is known about this model, so the effort is passed through; the server refuses.
+    let mut r = rig_with(Api::Chat, &[("FERRITE_MODEL", "openai-chat/plain-model")]).await;
+    r.client
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": r.sid, "configId": "reasoning_effort", "value": "high"}),
+        )
+        .await
+        .ok();
+    r.fake.push(Reply::error(
+        400,
+        r#"{"error":{"message":"Unrecognized request argument supplied: reasoning_effort","type":"invalid_request_error"}}"#,
+    ));
+    let (before, answer) = r.prompt("hi").await;
+    assert_eq!(r.requests()[0].body["reasoning_effort"], "high");
+    assert_eq!(
+        answer["_meta"]["ferrite"]["turnFailure"]["terminalStatus"],
+        "provider_error"
+    );
+    let text = agent_text_of(&before);
+    assert!(
+        text.contains("reasoning effort `high`") && text.contains("default"),
+        "{text}"
+    );
+}
