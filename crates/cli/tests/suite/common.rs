@@ -36,22 +36,32 @@ impl World {
         self.spawn_env(&[])
     }
 
-    /// `ferrite acp` with [`KEYLESS_DEFAULT`] plus `env` (which wins; `("FERRITE_MODEL", "")`
-    /// takes the default model away).
+    /// `ferrite acp` with `env`, and [`TEST_DEFAULT_MODEL`] unless `env` or the config chooses
+    /// a model (see [`Self::spawn_acp`]).
     pub fn spawn_env(&self, env: &[(&str, &str)]) -> AcpClient {
-        // No retries against the refusing default address: a prompt fails at once.
-        let mut all = vec![("FERRITE_MAX_RETRIES".to_owned(), "0".to_owned())];
-        all.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-        self.spawn_acp(all)
+        self.spawn_acp(
+            env.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
     }
 
-    /// `ferrite acp` with extra environment variables (e.g. a provider's base URL), after
-    /// [`KEYLESS_DEFAULT`].
+    /// `ferrite acp` with extra environment variables (e.g. a provider's base URL), plus
+    /// [`TEST_DEFAULT_MODEL`] when neither they nor the config choose a model.
     pub fn spawn_acp(&self, env: Vec<(String, String)>) -> AcpClient {
-        let mut all: Vec<(String, String)> = KEYLESS_DEFAULT
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        // Only when nothing else would choose a model: a test that gives a key or a model
+        // (environment or config) gets the default of contract §3.
+        let chooses = env.iter().any(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "FERRITE_MODEL" | "ANTHROPIC_API_KEY" | "OPENAI_API_KEY"
+            )
+        }) || std::fs::read_to_string(self.home().join("config.toml"))
+            .is_ok_and(|c| c.lines().any(|l| l.trim_start().starts_with("model")));
+        let mut all = Vec::new();
+        if !chooses {
+            all.push(("FERRITE_MODEL".to_owned(), TEST_DEFAULT_MODEL.to_owned()));
+        }
         all.extend(env);
         AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
             bin: Path::new(BIN),
@@ -81,13 +91,12 @@ impl World {
     }
 }
 
-/// What every test agent gets unless a test says otherwise: a keyless default model, so
-/// `session/new` works without keys (contract §3: with no usable model it answers -32000). The
-/// Ollama address refuses connections, so a prompt fails as a provider error.
-pub const KEYLESS_DEFAULT: [(&str, &str); 2] = [
-    ("FERRITE_MODEL", "ollama/test-model"),
-    ("OLLAMA_HOST", "127.0.0.1:9"),
-];
+/// The default model of every test agent unless a test sets `FERRITE_MODEL`: with no usable
+/// model at all `session/new` answers -32000 (contract §3), so tests that only need a session
+/// get this model of no known provider. It needs no key, so sessions open; every prompt fails
+/// at once as a `configuration_error` (`unknown_provider`) with no network and no retries —
+/// what an agent without a provider did before -32000 was required.
+pub const TEST_DEFAULT_MODEL: &str = "nowhere/test-model";
 
 pub fn sid(new_session_result: &Value) -> String {
     new_session_result["sessionId"].as_str().unwrap().to_owned()

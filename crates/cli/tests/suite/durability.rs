@@ -19,10 +19,7 @@ fn user_texts(messages: &[Value]) -> Vec<String> {
 #[tokio::test]
 async fn sigkill_while_appending_loses_nothing_before_the_last_complete_entry() {
     let w = World::new();
-    // A model of no known provider: every turn fails at once as a configuration error, with no
-    // network in the way, so prompts come quickly.
-    let mut c = w.spawn_bare(&[("FERRITE_MODEL", "nowhere/instant")]);
-    c.initialize().await;
+    let mut c = w.client().await;
     let s = sid(&c.new_session(&w.ws()).await);
     // Prompts one after another (a second one while a turn runs would be refused), and the
     // process killed at an arbitrary moment in the middle of them.

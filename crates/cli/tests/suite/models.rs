@@ -244,3 +244,33 @@ async fn an_effort_the_model_refuses_is_reported_as_such() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn ferrite_run_takes_an_open_model_id() {
+    let w = World::new();
+    let fake = ferrite_test_support::fake_provider::FakeProvider::start()
+        .await
+        .unwrap();
+    fake.push(Script::new().text("from an unlisted model"));
+    let env = super::turns::provider_env(&fake, Api::Chat);
+    let (home, ws) = (w.home().to_owned(), w.ws());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(BIN)
+            .args(["run", "--model", "openai-chat/lab/unlisted:2b", "hi"])
+            .current_dir(ws)
+            .env_clear()
+            .env("FERRITE_HOME", home)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("from an unlisted model"));
+    assert_eq!(fake.requests()[0].body["model"], "lab/unlisted:2b");
+}
