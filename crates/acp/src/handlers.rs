@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema as acp;
-use ferrite_core::catalog::KeySource;
+use ferrite_core::catalog::{DefaultModel, KeySource};
 use ferrite_core::credentials::Credentials;
 use ferrite_core::events::SettingChange;
 use ferrite_core::ids::SessionId;
@@ -35,6 +35,11 @@ fn meta(v: Value) -> Option<Map<String, Value>> {
 }
 
 pub(crate) fn initialize(s: &Server, params: Value) -> Reply {
+    // Read from the raw JSON: the schema crate's `ClientCapabilities` has no `auth` field yet.
+    let terminal_auth = params
+        .pointer("/clientCapabilities/auth/terminal")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let req: acp::InitializeRequest = parse(params)?;
     {
         let mut client = s.client();
@@ -57,7 +62,9 @@ pub(crate) fn initialize(s: &Server, params: Value) -> Reply {
         .map(|m| {
             json!({
                 "id": m.id, "name": m.name, "provider": m.provider,
-                "contextWindow": m.context_window, "reasoning": m.reasoning, "webSearch": m.web_search,
+                "contextWindow": m.context_window, "maxOutputTokens": m.max_output_tokens,
+                "reasoning": m.takes_effort(), "webSearch": m.web_search,
+                "price": m.price, "source": m.source.id(),
                 "available": catalog.is_usable(&m.provider),
             })
         })
@@ -89,26 +96,30 @@ pub(crate) fn initialize(s: &Server, params: Value) -> Reply {
                 .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
         )
         .auth(acp::AgentAuthCapabilities::new().logout(acp::LogoutCapabilities::new()));
-    let auth_methods = vec![
-        acp::AuthMethod::Agent(
-            acp::AuthMethodAgent::new("api-key", "API key").description(
-                "Store an API key: `_meta.provider` names the provider, `_meta.token` is the key"
-                    .to_owned(),
-            ),
+    let mut auth_methods = vec![acp::AuthMethod::Agent(
+        acp::AuthMethodAgent::new("api-key", "API key").description(
+            "Uses ANTHROPIC_API_KEY / OPENAI_API_KEY or a key stored by `ferrite login`; \
+             `_meta.provider` and `_meta.token` store a key"
+                .to_owned(),
         ),
-        acp::AuthMethod::Terminal(
+    )];
+    // The ACP schema: advertised only to clients that enabled terminal authentication.
+    if terminal_auth {
+        auth_methods.push(acp::AuthMethod::Terminal(
             acp::AuthMethodTerminal::new("ferrite-login", "Log in from a terminal")
                 .args(vec!["login".into()])
                 .description(
                     "Runs `ferrite login`, which asks for a provider's API key".to_owned(),
                 ),
-        ),
-    ];
+        ));
+    }
     to_value(
         acp::InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(caps)
             .auth_methods(auth_methods)
-            .agent_info(acp::Implementation::new("ferrite", s.version.clone()))
+            .agent_info(
+                acp::Implementation::new("ferrite", s.version.clone()).title("Ferrite".to_owned()),
+            )
             .meta(meta(json!({ "ferrite": ferrite }))),
     )
 }
@@ -120,34 +131,51 @@ fn meta_str<'a>(m: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a str>
 pub(crate) fn authenticate(s: &Server, params: Value) -> Reply {
     let req: acp::AuthenticateRequest = parse(params)?;
     match &*req.method_id.0 {
-        "api-key" => {}
-        "ferrite-login" => {
-            return Err(Fail::params(
-                "the `ferrite-login` method runs in a terminal: run `ferrite login`",
-            ));
-        }
+        // After the terminal login ran, the client asks again: the same check as `api-key`.
+        "api-key" | "ferrite-login" => {}
         _ => return Err(Fail::params("unknown auth method; use `api-key`")),
     }
     let m = req.meta.as_ref();
-    let provider =
-        meta_str(m, "provider").ok_or_else(|| Fail::params("`_meta.provider` is required"))?;
-    let token = meta_str(m, "token")
-        .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| Fail::params("`_meta.token` is required"))?;
     let services = s.runtime.services();
-    let (_, catalog) = services
+    let token = meta_str(m, "token").filter(|t| !t.trim().is_empty());
+    if let Some(token) = token {
+        let provider = meta_str(m, "provider")
+            .ok_or_else(|| Fail::params("`_meta.provider` is required with `_meta.token`"))?;
+        let (_, catalog) = services
+            .context(None)
+            .map_err(|e| Fail::internal(e.to_string()))?;
+        match catalog.provider(provider).map(|p| &p.key_source) {
+            Some(KeySource::Env(_)) => {}
+            Some(KeySource::NotNeeded) => {
+                return Err(Fail::params(format!("provider `{provider}` takes no key")));
+            }
+            None => {
+                let known: Vec<String> = catalog
+                    .keyed_providers()
+                    .iter()
+                    .map(|p| p.name.clone())
+                    .collect();
+                return Err(Fail::params(format!(
+                    "unknown provider `{provider}`; providers that take a key: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+        Credentials::store(&services.home, provider, token.trim())
+            .map_err(|e| Fail::internal(e.to_string()))?;
+    }
+    // Called with `{methodId}` alone (how clients call an agent method): the environment and
+    // credentials.json are read again, and it succeeds when a model is now usable.
+    let (config, catalog) = services
         .context(None)
         .map_err(|e| Fail::internal(e.to_string()))?;
-    match catalog.provider(provider).map(|p| &p.key_source) {
-        Some(KeySource::Env(_)) => {}
-        Some(KeySource::NotNeeded) => {
-            return Err(Fail::params(format!("provider `{provider}` takes no key")));
-        }
-        None => return Err(Fail::params("unknown provider")),
+    match catalog.default_model(&config, &services.env) {
+        DefaultModel::Chosen(model) => match catalog.auth_needed_for(&model) {
+            None => Ok(json!({})),
+            Some(need) => Err(Fail::auth_required(&need)),
+        },
+        DefaultModel::NoneConfigured => Err(Fail::auth_required(&catalog.nothing_configured())),
     }
-    Credentials::store(&services.home, provider, token.trim())
-        .map_err(|e| Fail::internal(e.to_string()))?;
-    Ok(json!({}))
 }
 
 pub(crate) fn logout(s: &Server, params: Value) -> Reply {
@@ -245,6 +273,14 @@ async fn after_open(s: &Server, id: &SessionId, cwd: &Path, unsupported_mcp: &[S
     }
 }
 
+/// The `usage_update` right after a session opens: occupancy from the log (0 for a new one)
+/// and the running cost, so the editor's meter is right before the first prompt.
+async fn send_usage(s: &Server, id: &SessionId, usage: &ferrite_core::events::Event) {
+    for u in mapping::updates(usage, false) {
+        s.out.update(id, u).await;
+    }
+}
+
 #[derive(Deserialize)]
 struct HarnessMeta {
     #[serde(default)]
@@ -275,6 +311,7 @@ pub(crate) async fn new_session(s: Arc<Server>, id: Value, params: Value) {
                 additional_directories: req.additional_directories,
                 harness,
                 mcp_servers,
+                model: None,
             })
             .await?;
         Ok((opened, cwd, unsupported))
@@ -289,7 +326,9 @@ pub(crate) async fn new_session(s: Arc<Server>, id: Value, params: Value) {
                 .config_options(mapping::config_options(&opened.settings))
                 .meta(ferrite_meta(&sid, None));
             s.out.reply(&id, to_value(resp)).await;
+            send_usage(&s, &sid, &opened.usage).await;
             after_open(&s, &sid, &cwd, &unsupported).await;
+            s.runtime.discover_in_background();
             opened.notices.release();
         }
     }
@@ -345,6 +384,7 @@ pub(crate) async fn open_session(s: Arc<Server>, id: Value, params: Value, repla
         )
     };
     s.out.reply(&id, body).await;
+    send_usage(&s, &sid, &opened.usage).await;
     if let Some(title) = opened.title.clone() {
         // Editors that list sessions show the title of a loaded one too.
         let info = acp::SessionInfoUpdate::new().title(title);
@@ -362,6 +402,7 @@ pub(crate) async fn open_session(s: Arc<Server>, id: Value, params: Value, repla
     if let Some(cwd) = cwd {
         after_open(&s, &sid, &cwd, &unsupported).await;
     }
+    s.runtime.discover_in_background();
     opened.notices.release();
 }
 

@@ -237,7 +237,9 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
                 .title(title.clone())
                 .updated_at(ferrite_core::time::now_rfc3339()),
         )],
-        Event::Usage { used, size } => vec![U::UsageUpdate(acp::UsageUpdate::new(*used, *size))],
+        Event::Usage { used, size, cost } => vec![U::UsageUpdate(
+            acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
+        )],
         Event::Notice { text } if notices => {
             vec![U::Notice(acp::Notice::new(
                 acp::NoticeSeverity::Warning,

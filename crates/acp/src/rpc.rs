@@ -160,6 +160,12 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+pub fn error_line_with_data(id: &Value, code: i64, message: &str, data: Value) -> String {
+    let message = bounded_message(message);
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
+        .to_string()
+}
+
 pub fn notification_line(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }

@@ -37,19 +37,32 @@ pub struct ServeOptions {
 pub(crate) struct Fail {
     pub code: i64,
     pub message: String,
+    /// The error's `data`, when there is more than the message to say.
+    pub data: Option<Value>,
 }
 
 impl Fail {
+    /// -32000: the user must set up a provider; `data` says what would do (contract §3/§9).
+    pub fn auth_required(need: &ferrite_core::catalog::AuthNeeded) -> Self {
+        Self {
+            code: rpc::AUTH_REQUIRED,
+            message: format!("Authentication required: {}", need.message),
+            data: serde_json::to_value(need).ok(),
+        }
+    }
+
     pub fn params(message: impl Into<String>) -> Self {
         Self {
             code: rpc::INVALID_PARAMS,
             message: message.into(),
+            data: None,
         }
     }
     pub fn internal(message: impl Into<String>) -> Self {
         Self {
             code: rpc::INTERNAL_ERROR,
             message: message.into(),
+            data: None,
         }
     }
 }
@@ -59,10 +72,7 @@ impl From<RuntimeError> for Fail {
         match e {
             RuntimeError::Invalid(m) => Fail::params(m),
             RuntimeError::UnknownSession => Fail::params("unknown session"),
-            RuntimeError::AuthRequired(m) => Fail {
-                code: rpc::AUTH_REQUIRED,
-                message: format!("Authentication required: {m}"),
-            },
+            RuntimeError::AuthRequired(need) => Fail::auth_required(&need),
             RuntimeError::Refused(r) => Fail::from(r),
             RuntimeError::Config(c) => Fail::internal(c.to_string()),
             RuntimeError::Store(ferrite_core::log::StoreError::Locked) => {
@@ -97,6 +107,11 @@ impl Out {
     pub async fn reply(&self, id: &Value, reply: Reply) {
         let line = match reply {
             Ok(v) => rpc::result_line(id, v),
+            Err(Fail {
+                code,
+                message,
+                data: Some(data),
+            }) => rpc::error_line_with_data(id, code, &message, data),
             Err(f) => rpc::error_line(id, f.code, &f.message),
         };
         self.line(line).await;

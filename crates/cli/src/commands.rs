@@ -3,6 +3,7 @@
 pub mod acp;
 pub mod auth;
 pub mod doctor;
+pub mod models;
 pub mod run;
 pub mod sessions;
 

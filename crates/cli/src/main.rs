@@ -55,6 +55,8 @@ enum Command {
     },
     /// Check config, credentials, sandbox support and providers, and say what to fix.
     Doctor,
+    /// List the usable models: id, provider, context window, where the facts come from.
+    Models,
 }
 
 #[derive(Subcommand)]
@@ -127,7 +129,7 @@ fn main() -> ExitCode {
                 prompt: prompt.join(" "),
             },
         ),
-        Command::Login { provider } => commands::auth::login(&home, provider.as_deref()),
+        Command::Login { provider } => commands::auth::login(&home, &env, provider.as_deref()),
         Command::Logout { provider } => commands::auth::logout(&home, provider.as_deref()),
         Command::Sessions { command } => match command {
             SessionsCommand::List { cwd } => commands::sessions::list(&home, cwd),
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
             SessionsCommand::Delete { id } => commands::sessions::delete(&home, &id),
         },
         Command::Doctor => commands::doctor::run(&home, &env),
+        Command::Models => commands::models::run(home, env),
     };
     match result {
         Ok(code) => code,

@@ -2,9 +2,18 @@
 //! each key comes from. Rebuilt for every new session so a model added to `config.toml` shows up
 //! without restarting the agent.
 
+mod builtin;
+mod listing;
+
+pub use builtin::{DEFAULT_ANTHROPIC_MAX_OUTPUT, DEFAULT_CONTEXT_WINDOW};
+pub use listing::{ListedModel, Listings, ProviderListing};
+
+use serde::{Deserialize, Serialize};
+
 use crate::config::{ApiKind, Config};
 use crate::credentials::Credentials;
 use crate::env::Env;
+use crate::model::Usage;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySource {
@@ -24,7 +33,102 @@ pub struct Provider {
     pub key_source: KeySource,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a model takes a reasoning effort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningStyle {
+    /// It takes none: `reasoning_effort` other than `default` is refused.
+    None,
+    /// Anthropic extended thinking with a token budget.
+    Budget,
+    /// Anthropic adaptive thinking (`thinking.type = "adaptive"` + `output_config.effort`).
+    Adaptive,
+    /// OpenAI reasoning models (`reasoning.effort`, `reasoning_effort`).
+    Effort,
+    /// Nothing is known: an effort the user picks is passed through, and a provider that
+    /// rejects it says so.
+    Unknown,
+}
+
+impl ReasoningStyle {
+    /// Whether a `reasoning_effort` other than `default` may be chosen.
+    pub fn takes_effort(self) -> bool {
+        match self {
+            ReasoningStyle::None => false,
+            ReasoningStyle::Budget
+            | ReasoningStyle::Adaptive
+            | ReasoningStyle::Effort
+            | ReasoningStyle::Unknown => true,
+        }
+    }
+
+    /// Known to reason (returns reasoning items that must be sent back).
+    pub fn is_reasoner(self) -> bool {
+        match self {
+            ReasoningStyle::Budget | ReasoningStyle::Adaptive | ReasoningStyle::Effort => true,
+            ReasoningStyle::None | ReasoningStyle::Unknown => false,
+        }
+    }
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// What one response cost, in USD. Cached reads and writes are billed at their own rates
+    /// (the input rate when the rate is unknown); `input_tokens` includes both.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let cached = usage.cached_input_tokens + usage.cache_write_tokens;
+        let plain = usage.input_tokens.saturating_sub(cached);
+        let per_token = |tokens: u64, rate: f64| tokens as f64 * rate / 1_000_000.0;
+        per_token(plain, self.input)
+            + per_token(
+                usage.cached_input_tokens,
+                self.cache_read.unwrap_or(self.input),
+            )
+            + per_token(
+                usage.cache_write_tokens,
+                self.cache_write.unwrap_or(self.input),
+            )
+            + per_token(usage.output_tokens, self.output)
+    }
+}
+
+/// Where the facts about a model come from (shown by `ferrite models`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactSource {
+    /// The built-in catalog (`catalog/models.toml`).
+    Catalog,
+    /// `[providers.NAME] models` in config.toml.
+    Config,
+    /// The provider's own model listing.
+    Listing,
+    /// Nothing is known: the documented defaults.
+    Default,
+}
+
+impl FactSource {
+    pub fn id(self) -> &'static str {
+        match self {
+            FactSource::Catalog => "catalog",
+            FactSource::Config => "config",
+            FactSource::Listing => "listing",
+            FactSource::Default => "default",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelInfo {
     /// `provider/model`.
     pub id: String,
@@ -33,15 +137,42 @@ pub struct ModelInfo {
     pub model: String,
     pub name: String,
     pub context_window: u64,
-    /// Whether `reasoning_effort` other than `default` can be sent.
-    pub reasoning: bool,
+    /// The most output tokens the model accepts in one response; `None` when unknown (then
+    /// none is asked for on the OpenAI APIs).
+    pub max_output_tokens: Option<u32>,
+    pub reasoning: ReasoningStyle,
     /// Whether the provider offers a hosted web search for this model.
     pub web_search: bool,
+    pub price: Option<Price>,
+    pub source: FactSource,
+}
+
+impl ModelInfo {
+    /// Whether `reasoning_effort` other than `default` can be sent.
+    pub fn takes_effort(&self) -> bool {
+        self.reasoning.takes_effort()
+    }
+}
+
+/// A model id that cannot be used, whatever the keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelIdError {
+    #[error(
+        "`{0}` is not a model id: write it as provider/model (e.g. anthropic/claude-sonnet-4-5)"
+    )]
+    Malformed(String),
+    #[error("unknown provider `{provider}` in model `{id}`; known providers: {}", known.join(", "))]
+    UnknownProvider {
+        id: String,
+        provider: String,
+        known: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone)]
 pub struct Catalog {
     pub providers: Vec<Provider>,
+    /// Every model something is known about: the built-in catalog, config, provider listings.
     pub models: Vec<ModelInfo>,
     keys: Vec<(String, String)>,
 }
@@ -54,84 +185,19 @@ pub enum DefaultModel {
     NoneConfigured,
 }
 
-struct Builtin {
-    provider: &'static str,
-    model: &'static str,
-    name: &'static str,
-    window: u64,
-    reasoning: bool,
-    web_search: bool,
+/// What the user must do before any model can be used (the -32000 of contract §3/§9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthNeeded {
+    pub message: String,
+    /// The provider the chosen model needs a key for; `None` when no model is chosen at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Environment variables any one of which would do.
+    pub env: Vec<String>,
+    /// Providers `ferrite login` / `authenticate` can store a key for.
+    pub login_providers: Vec<String>,
 }
-
-const BUILTIN_MODELS: &[Builtin] = &[
-    Builtin {
-        provider: "anthropic",
-        model: "claude-sonnet-4-5",
-        name: "Claude Sonnet 4.5",
-        window: 200_000,
-        reasoning: true,
-        web_search: true,
-    },
-    Builtin {
-        provider: "anthropic",
-        model: "claude-opus-4-1",
-        name: "Claude Opus 4.1",
-        window: 200_000,
-        reasoning: true,
-        web_search: true,
-    },
-    Builtin {
-        provider: "anthropic",
-        model: "claude-haiku-4-5",
-        name: "Claude Haiku 4.5",
-        window: 200_000,
-        reasoning: true,
-        web_search: true,
-    },
-    Builtin {
-        provider: "openai",
-        model: "gpt-5",
-        name: "GPT-5",
-        window: 400_000,
-        reasoning: true,
-        web_search: true,
-    },
-    Builtin {
-        provider: "openai",
-        model: "gpt-5-mini",
-        name: "GPT-5 mini",
-        window: 400_000,
-        reasoning: true,
-        web_search: true,
-    },
-    Builtin {
-        provider: "openai",
-        model: "gpt-4.1",
-        name: "GPT-4.1",
-        window: 1_047_576,
-        reasoning: false,
-        web_search: true,
-    },
-    Builtin {
-        provider: "openai-chat",
-        model: "gpt-4o",
-        name: "GPT-4o (Chat Completions)",
-        window: 128_000,
-        reasoning: false,
-        web_search: false,
-    },
-    Builtin {
-        provider: "ollama",
-        model: "qwen3-coder",
-        name: "Qwen3 Coder (Ollama)",
-        window: 262_144,
-        reasoning: false,
-        web_search: false,
-    },
-];
-
-/// Context window assumed for a configured model that does not state one.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
 impl Catalog {
     pub fn build(config: &Config, env: &Env, creds: &Credentials) -> Catalog {
@@ -169,49 +235,55 @@ impl Catalog {
                 key_source: KeySource::NotNeeded,
             },
         ];
-        let mut models: Vec<ModelInfo> = BUILTIN_MODELS
-            .iter()
-            .map(|b| ModelInfo {
-                id: format!("{}/{}", b.provider, b.model),
-                provider: b.provider.into(),
-                model: b.model.into(),
-                name: b.name.into(),
-                context_window: b.window,
-                reasoning: b.reasoning,
-                web_search: b.web_search,
-            })
-            .collect();
+        let mut models: Vec<ModelInfo> = builtin::models().to_vec();
         for (name, p) in &config.providers {
-            let provider = Provider {
-                name: name.clone(),
-                api: p.api,
-                base_url: p.base_url.trim_end_matches('/').to_owned(),
-                key_source: match &p.api_key_env {
-                    Some(var) => KeySource::Env(vec![var.clone()]),
-                    None => KeySource::NotNeeded,
+            let existing = providers.iter().position(|x| x.name == *name);
+            let provider = match existing {
+                Some(i) => {
+                    // A built-in's name: what is given replaces the built-in's (e.g. a proxy
+                    // for openai); what is left out stays.
+                    let b = &providers[i];
+                    Provider {
+                        name: name.clone(),
+                        api: p.api.unwrap_or(b.api),
+                        base_url: p
+                            .base_url
+                            .as_deref()
+                            .map(|u| u.trim_end_matches('/').to_owned())
+                            .unwrap_or_else(|| b.base_url.clone()),
+                        key_source: match &p.api_key_env {
+                            Some(var) => KeySource::Env(vec![var.clone()]),
+                            None => b.key_source.clone(),
+                        },
+                    }
+                }
+                None => Provider {
+                    name: name.clone(),
+                    api: p.api.unwrap_or(ApiKind::OpenAiChat),
+                    base_url: p
+                        .base_url
+                        .as_deref()
+                        .unwrap_or_default()
+                        .trim_end_matches('/')
+                        .to_owned(),
+                    key_source: match &p.api_key_env {
+                        Some(var) => KeySource::Env(vec![var.clone()]),
+                        None => KeySource::NotNeeded,
+                    },
                 },
             };
-            // A configured provider with a built-in's name replaces it (e.g. a proxy for openai).
-            providers.retain(|existing| existing.name != *name);
-            providers.push(provider);
             for m in &p.models {
                 let id = format!("{name}/{}", m.id);
-                models.retain(|existing| existing.id != id);
-                models.push(ModelInfo {
-                    id,
-                    provider: name.clone(),
-                    model: m.id.clone(),
-                    name: m
-                        .name
-                        .clone()
-                        .unwrap_or_else(|| format!("{} ({name})", m.id)),
-                    context_window: m.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
-                    reasoning: matches!(
-                        p.api,
-                        ApiKind::OpenAiChat | ApiKind::OpenAiResponses | ApiKind::Anthropic
-                    ),
-                    web_search: false,
-                });
+                let mut info = match models.iter().position(|x| x.id == id) {
+                    Some(i) => models.remove(i),
+                    None => builtin::defaults(name, &m.id, provider.api),
+                };
+                apply_entry(&mut info, m, provider.api);
+                models.push(info);
+            }
+            match existing {
+                Some(i) => providers[i] = provider,
+                None => providers.push(provider),
             }
         }
         let keys = providers
@@ -238,8 +310,76 @@ impl Catalog {
         }
     }
 
+    /// Adds what providers reported about their models: new models, and facts the catalog and
+    /// config left open.
+    pub fn with_listings(mut self, listings: &Listings) -> Catalog {
+        for p in &self.providers {
+            for listed in listings.models_of(&p.name, &p.base_url) {
+                let id = format!("{}/{}", p.name, listed.id);
+                match self.models.iter_mut().find(|m| m.id == id) {
+                    Some(known) => {
+                        if known.source == FactSource::Default {
+                            known.source = FactSource::Listing;
+                        }
+                        if known.max_output_tokens.is_none() {
+                            known.max_output_tokens = listed.max_output_tokens;
+                        }
+                    }
+                    None => {
+                        let mut info = builtin::defaults(&p.name, &listed.id, p.api);
+                        if let Some(w) = listed.context_window {
+                            info.context_window = w;
+                        }
+                        if listed.max_output_tokens.is_some() {
+                            info.max_output_tokens = listed.max_output_tokens;
+                        }
+                        info.source = FactSource::Listing;
+                        self.models.push(info);
+                    }
+                }
+            }
+        }
+        self
+    }
+
+    /// The model the catalog, config or a listing knows by this exact id.
     pub fn model(&self, id: &str) -> Option<&ModelInfo> {
         self.models.iter().find(|m| m.id == id)
+    }
+
+    /// What is known about any `provider/model` of a known provider: its entry, else the
+    /// entry it is a dated snapshot of (`claude-haiku-4-5-20251001`), else (for
+    /// `openai-chat`) the `openai` entry without hosted web search, else the defaults.
+    pub fn resolve(&self, id: &str) -> Result<ModelInfo, ModelIdError> {
+        let (provider_name, model) = split_model_id(id)?;
+        let Some(provider) = self.provider(provider_name) else {
+            return Err(ModelIdError::UnknownProvider {
+                id: id.to_owned(),
+                provider: provider_name.to_owned(),
+                known: self.providers.iter().map(|p| p.name.clone()).collect(),
+            });
+        };
+        if let Some(m) = self.model(id) {
+            return Ok(m.clone());
+        }
+        if let Some(base) = strip_date_suffix(model)
+            && let Some(m) = self.model(&format!("{provider_name}/{base}"))
+        {
+            let mut m = m.clone();
+            m.id = id.to_owned();
+            m.model = model.to_owned();
+            return Ok(m);
+        }
+        if provider_name == "openai-chat"
+            && let Some(m) = self.model(&format!("openai/{model}"))
+        {
+            let mut m = m.clone();
+            m.id = id.to_owned();
+            m.provider = provider_name.to_owned();
+            m.web_search = false;
+            return Ok(m);
+        }
+        Ok(builtin::defaults(provider_name, model, provider.api))
     }
 
     pub fn provider(&self, name: &str) -> Option<&Provider> {
@@ -268,6 +408,24 @@ impl Catalog {
         self.keys.iter().map(|(p, _)| p.clone()).collect()
     }
 
+    /// Providers that take a key (what `ferrite login` offers).
+    pub fn keyed_providers(&self) -> Vec<&Provider> {
+        self.providers
+            .iter()
+            .filter(|p| matches!(p.key_source, KeySource::Env(_)))
+            .collect()
+    }
+
+    /// The models a user can pick now: known models of providers that have a key or need
+    /// none. `openai-chat` repeats `openai`'s models on another API, so it lists only models
+    /// declared for it.
+    pub fn usable_models(&self) -> Vec<&ModelInfo> {
+        self.models
+            .iter()
+            .filter(|m| self.is_usable(&m.provider))
+            .collect()
+    }
+
     /// `FERRITE_MODEL`, else `model` in config, else the first model of the first provider
     /// that has a key (contract §3).
     pub fn default_model(&self, config: &Config, env: &Env) -> DefaultModel {
@@ -281,28 +439,125 @@ impl Catalog {
                 return DefaultModel::Chosen(m.id.clone());
             }
         }
+        // No key anywhere, but a local server reported models last time (discovery): one of
+        // those is a usable model, so the user is not sent to a login they do not need.
+        if let Some(m) = self.models.iter().find(|m| {
+            m.source == FactSource::Listing
+                && matches!(
+                    self.provider(&m.provider).map(|p| &p.key_source),
+                    Some(KeySource::NotNeeded)
+                )
+        }) {
+            return DefaultModel::Chosen(m.id.clone());
+        }
         DefaultModel::NoneConfigured
     }
 
     /// What the user should do so that `model` can be used, or `None` when it can.
     pub fn unusable_reason(&self, model: &str) -> Option<String> {
-        let Some(info) = self.model(model) else {
-            return Some(format!(
-                "Unknown model `{model}`. Pick one of the models listed in the `model` option, or \
-                 declare it under [providers.NAME] models in FERRITE_HOME/config.toml."
-            ));
-        };
-        let provider = self.provider(&info.provider)?;
+        if let Err(e) = self.resolve(model) {
+            return Some(format!("{e}."));
+        }
+        self.auth_needed_for(model).map(|a| a.message)
+    }
+
+    /// The key `model`'s provider lacks, if it needs one. `None` for unknown providers too
+    /// (that is not something a login fixes).
+    pub fn auth_needed_for(&self, model: &str) -> Option<AuthNeeded> {
+        let (provider_name, _) = split_model_id(model).ok()?;
+        let provider = self.provider(provider_name)?;
         match &provider.key_source {
             KeySource::NotNeeded => None,
-            KeySource::Env(vars) if self.key(&provider.name).is_none() => Some(format!(
-                "No API key for provider `{}`. Set {} or run `ferrite login {}`.",
-                provider.name,
-                vars.join(" or "),
-                provider.name
-            )),
-            KeySource::Env(_) => None,
+            KeySource::Env(_) if self.key(&provider.name).is_some() => None,
+            KeySource::Env(vars) => Some(AuthNeeded {
+                message: format!(
+                    "No API key for provider `{}` (model `{model}`). Set {} or run `ferrite login {}`, or pick a model of another provider.",
+                    provider.name,
+                    vars.join(" or "),
+                    provider.name
+                ),
+                provider: Some(provider.name.clone()),
+                env: vars.clone(),
+                login_providers: self.login_names(),
+            }),
         }
+    }
+
+    /// Why no model at all can be used (no default, no key anywhere).
+    pub fn nothing_configured(&self) -> AuthNeeded {
+        let mut env: Vec<String> = self
+            .keyed_providers()
+            .iter()
+            .flat_map(|p| match &p.key_source {
+                KeySource::Env(vars) => vars.clone(),
+                KeySource::NotNeeded => vec![],
+            })
+            .collect();
+        env.dedup();
+        env.push("FERRITE_MODEL".into());
+        AuthNeeded {
+            message: NO_PROVIDER_MESSAGE.to_owned(),
+            provider: None,
+            env,
+            login_providers: self.login_names(),
+        }
+    }
+
+    fn login_names(&self) -> Vec<String> {
+        self.keyed_providers()
+            .iter()
+            .map(|p| p.name.clone())
+            .collect()
+    }
+}
+
+/// `provider/model`, split at the first `/`: the model part may itself hold `/` and `:`.
+pub fn split_model_id(id: &str) -> Result<(&str, &str), ModelIdError> {
+    match id.split_once('/') {
+        Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
+        Some(_) | None => Err(ModelIdError::Malformed(id.to_owned())),
+    }
+}
+
+/// `claude-haiku-4-5-20251001` → `claude-haiku-4-5`: a dated snapshot has its alias's facts.
+fn strip_date_suffix(model: &str) -> Option<&str> {
+    let (base, date) = model.rsplit_once('-')?;
+    (date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit())).then_some(base)
+}
+
+fn apply_entry(info: &mut ModelInfo, m: &crate::config::ModelEntry, api: ApiKind) {
+    info.source = FactSource::Config;
+    if let Some(name) = &m.name {
+        info.name = name.clone();
+    } else if info.name == m.id {
+        info.name = format!("{} ({})", m.id, info.provider);
+    }
+    if let Some(w) = m.context_window {
+        info.context_window = w;
+    }
+    if let Some(out) = m.max_output_tokens {
+        info.max_output_tokens = Some(out);
+    }
+    match m.reasoning {
+        Some(false) => info.reasoning = ReasoningStyle::None,
+        Some(true) if !info.reasoning.is_reasoner() => {
+            info.reasoning = match info.reasoning {
+                ReasoningStyle::None | ReasoningStyle::Unknown => match api {
+                    ApiKind::Anthropic => ReasoningStyle::Budget,
+                    ApiKind::OpenAiResponses | ApiKind::OpenAiChat => ReasoningStyle::Effort,
+                },
+                other => other,
+            }
+        }
+        Some(true) | None => {}
+    }
+    if let Some(p) = m.price {
+        info.price = Some(Price {
+            input: p.input,
+            output: p.output,
+            cache_read: p.cache_read,
+            cache_write: p.cache_write,
+        });
     }
 }
 
@@ -344,6 +599,10 @@ mod tests {
                 .contains("ANTHROPIC_API_KEY")
         );
         assert_eq!(c.unusable_reason("ollama/qwen3-coder"), None);
+        let need = c.nothing_configured();
+        assert!(need.env.contains(&"ANTHROPIC_API_KEY".to_owned()));
+        assert!(need.env.contains(&"FERRITE_MODEL".to_owned()));
+        assert_eq!(need.login_providers, ["anthropic", "openai", "openai-chat"]);
     }
 
     #[test]
@@ -352,7 +611,7 @@ mod tests {
         let c = Catalog::build(&Config::default(), &env, &Credentials::default());
         assert_eq!(
             c.default_model(&Config::default(), &env),
-            DefaultModel::Chosen("openai/gpt-5".into())
+            DefaultModel::Chosen("openai/gpt-5.5".into())
         );
         let cfg = Config {
             model: Some("openai/gpt-4.1".into()),
@@ -370,6 +629,115 @@ mod tests {
             c.default_model(&cfg, &env2),
             DefaultModel::Chosen("ollama/qwen3-coder".into())
         );
+    }
+
+    #[test]
+    fn any_model_of_a_known_provider_resolves() {
+        let c = Catalog::build(&Config::default(), &Env::default(), &Credentials::default());
+        let m = c.resolve("ollama/qwen3-coder:30b").unwrap();
+        assert_eq!(
+            (m.provider.as_str(), m.model.as_str()),
+            ("ollama", "qwen3-coder:30b")
+        );
+        assert_eq!(m.source, FactSource::Default);
+        assert_eq!(m.max_output_tokens, None);
+        assert_eq!(m.context_window, DEFAULT_CONTEXT_WINDOW);
+        let m = c.resolve("openai-chat/anthropic/claude-x:free").unwrap();
+        assert_eq!(m.model, "anthropic/claude-x:free");
+        let m = c.resolve("anthropic/claude-haiku-4-5-20251001").unwrap();
+        assert_eq!(m.source, FactSource::Catalog);
+        assert_eq!(m.model, "claude-haiku-4-5-20251001");
+        assert_eq!(m.max_output_tokens, Some(64_000));
+        let m = c.resolve("anthropic/claude-someday-9").unwrap();
+        assert_eq!(m.max_output_tokens, Some(DEFAULT_ANTHROPIC_MAX_OUTPUT));
+        assert_eq!(m.reasoning, ReasoningStyle::Adaptive);
+        let m = c.resolve("openai-chat/gpt-4o").unwrap();
+        assert!(!m.web_search);
+        assert_eq!(m.max_output_tokens, Some(16_384));
+        let e = c.resolve("nobody/x").unwrap_err().to_string();
+        assert!(e.contains("anthropic, openai, openai-chat, ollama"), "{e}");
+        assert!(matches!(
+            c.resolve("gpt-5"),
+            Err(ModelIdError::Malformed(_))
+        ));
+        assert!(matches!(
+            c.resolve("openai/"),
+            Err(ModelIdError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn config_entries_override_catalog_facts() {
+        let cfg = Config::from_user_toml(
+            "[providers.anthropic]\nmodels = [{ id = \"claude-sonnet-4-5\", max_output_tokens = 1000, price = { input = 1.0, output = 2.0 } }, { id = \"claude-new\", context_window = 5000, reasoning = false }]\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap();
+        let env = Env::from_pairs([("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")]);
+        let c = Catalog::build(&cfg, &env, &Credentials::default());
+        assert_eq!(
+            c.provider("anthropic").unwrap().base_url,
+            "http://127.0.0.1:1"
+        );
+        let m = c.resolve("anthropic/claude-sonnet-4-5").unwrap();
+        assert_eq!(m.max_output_tokens, Some(1000));
+        assert_eq!(m.context_window, 200_000);
+        assert_eq!(m.price.unwrap().input, 1.0);
+        assert_eq!(m.source, FactSource::Config);
+        let m = c.resolve("anthropic/claude-new").unwrap();
+        assert_eq!(m.context_window, 5000);
+        assert_eq!(m.reasoning, ReasoningStyle::None);
+    }
+
+    #[test]
+    fn cost_counts_cache_reads_and_writes_at_their_rates() {
+        let p = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: Some(0.3),
+            cache_write: Some(3.75),
+        };
+        let u = Usage {
+            input_tokens: 1_000_000 + 2_000_000 + 1_000_000,
+            output_tokens: 100_000,
+            cached_input_tokens: 2_000_000,
+            cache_write_tokens: 1_000_000,
+        };
+        let cost = p.cost(&u);
+        assert!((cost - (3.0 + 0.6 + 3.75 + 1.5)).abs() < 1e-9, "{cost}");
+    }
+
+    #[test]
+    fn listings_add_models_and_facts() {
+        let env = Env::from_pairs([("OLLAMA_HOST", "127.0.0.1:5")]);
+        let c = Catalog::build(&Config::default(), &env, &Credentials::default());
+        let mut l = Listings::default();
+        l.providers.insert(
+            "ollama".into(),
+            ProviderListing {
+                base_url: "http://127.0.0.1:5/v1".into(),
+                fetched_at: 0,
+                models: vec![ListedModel {
+                    id: "llama3.2:latest".into(),
+                    context_window: Some(131_072),
+                    max_output_tokens: None,
+                }],
+            },
+        );
+        let c = c.with_listings(&l);
+        assert_eq!(
+            c.default_model(&Config::default(), &env),
+            DefaultModel::Chosen("ollama/llama3.2:latest".into()),
+            "with no key, a model a local server listed is the default"
+        );
+        let m = c.resolve("ollama/llama3.2:latest").unwrap();
+        assert_eq!((m.context_window, m.source), (131_072, FactSource::Listing));
+        assert!(
+            c.usable_models()
+                .iter()
+                .any(|m| m.id == "ollama/llama3.2:latest")
+        );
+        assert!(!c.usable_models().iter().any(|m| m.provider == "anthropic"));
     }
 
     #[test]

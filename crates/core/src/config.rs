@@ -38,6 +38,8 @@ impl ApiKind {
     }
 }
 
+/// A `[providers.NAME] models` entry: facts that add to or override what the built-in catalog
+/// (or the provider's own listing) says about a model (contract §10).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelEntry {
@@ -46,13 +48,38 @@ pub struct ModelEntry {
     pub context_window: Option<u64>,
     #[serde(default)]
     pub name: Option<String>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    #[serde(default)]
+    pub reasoning: Option<bool>,
+    #[serde(default)]
+    pub price: Option<PriceEntry>,
 }
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceEntry {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+/// The providers ferrite knows without configuration (contract §3). A `[providers.NAME]` with
+/// one of these names may leave out `api` and `base_url` and only add model facts.
+pub const BUILTIN_PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-chat", "ollama"];
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
-    pub api: ApiKind,
-    pub base_url: String,
+    /// Required unless the name is a built-in provider's.
+    #[serde(default)]
+    pub api: Option<ApiKind>,
+    #[serde(default)]
+    pub base_url: Option<String>,
     #[serde(default)]
     pub api_key_env: Option<String>,
     #[serde(default)]
@@ -514,9 +541,21 @@ fn validate_provider(name: &str, p: &ProviderConfig) -> Result<(), String> {
             "provider name `{name}` must be non-empty and contain no `/`"
         ));
     }
-    if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
+    let builtin = BUILTIN_PROVIDERS.contains(&name);
+    match &p.base_url {
+        Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+            return Err(format!(
+                "`providers.{name}.base_url` must start with http:// or https://"
+            ));
+        }
+        None if !builtin => {
+            return Err(format!("`providers.{name}.base_url` is required"));
+        }
+        Some(_) | None => {}
+    }
+    if p.api.is_none() && !builtin {
         return Err(format!(
-            "`providers.{name}.base_url` must start with http:// or https://"
+            "`providers.{name}.api` is required: \"anthropic\", \"openai-responses\" or \"openai-chat\""
         ));
     }
     for m in &p.models {
@@ -530,6 +569,26 @@ fn validate_provider(name: &str, p: &ProviderConfig) -> Result<(), String> {
                 "`providers.{name}.models.{}.context_window` must be > 0",
                 m.id
             ));
+        }
+        if m.max_output_tokens == Some(0) {
+            return Err(format!(
+                "`providers.{name}.models.{}.max_output_tokens` must be > 0",
+                m.id
+            ));
+        }
+        if let Some(price) = &m.price {
+            let all = [
+                Some(price.input),
+                Some(price.output),
+                price.cache_read,
+                price.cache_write,
+            ];
+            if all.into_iter().flatten().any(|v| !v.is_finite() || v < 0.0) {
+                return Err(format!(
+                    "`providers.{name}.models.{}.price` must hold non-negative numbers (USD per 1M tokens)",
+                    m.id
+                ));
+            }
         }
     }
     Ok(())
@@ -592,8 +651,46 @@ models = [{ id = "qwen3-coder", context_window = 131072 }]
         assert_eq!(c.permissions.deny, vec!["read(**/.env)".to_string()]);
         assert!(c.sandbox_network);
         assert_eq!(c.tools.bash_timeout_secs, 600);
-        assert_eq!(c.providers["local"].api, ApiKind::OpenAiChat);
+        assert_eq!(c.providers["local"].api, Some(ApiKind::OpenAiChat));
         assert_eq!(c.providers["local"].models[0].context_window, Some(131072));
+    }
+
+    #[test]
+    fn provider_entries_built_in_names_and_model_facts() {
+        // A built-in's name may only add model facts.
+        let c = Config::from_user_toml(
+            "[providers.anthropic]\nmodels = [{ id = \"claude-x\", max_output_tokens = 4096, reasoning = true, price = { input = 1.0, output = 2.0, cache_read = 0.1 } }]\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap();
+        let m = &c.providers["anthropic"].models[0];
+        assert_eq!(m.max_output_tokens, Some(4096));
+        assert_eq!(m.price.unwrap().cache_read, Some(0.1));
+        // Any other name needs its API and URL.
+        let err = Config::from_user_toml(
+            "[providers.mine]\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("providers.mine.api"), "{err}");
+        let err = Config::from_user_toml(
+            "[providers.mine]\napi = \"openai-chat\"\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("providers.mine.base_url"), "{err}");
+        let err = Config::from_user_toml(
+            "[providers.openai]\nmodels = [{ id = \"m\", price = { input = -1.0, output = 2.0 } }]\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("price"), "{err}");
+        let err = Config::from_user_toml(
+            "[providers.openai]\nmodels = [{ id = \"m\", window = 5 }]\n",
+            Path::new("/c.toml"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("window"), "{err}");
     }
 
     #[test]

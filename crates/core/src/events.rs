@@ -36,10 +36,12 @@ pub enum Event {
     TitleChanged {
         title: String,
     },
-    /// Context occupancy after a model call.
+    /// Context occupancy after a model call (and when a session opens), with the session's
+    /// running cost in USD when the price of its models is known.
     Usage {
         used: u64,
         size: u64,
+        cost: Option<f64>,
     },
     /// A notice for the user that is not part of the conversation.
     Notice {

@@ -150,6 +150,16 @@ pub enum EntryKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failure: Option<TurnFailure>,
     },
+    /// What one model call used: the tokens it reports, the context it leaves occupied, and
+    /// what it cost (USD) when the model's price was known. Summed on load for the session's
+    /// running cost.
+    Usage {
+        model: String,
+        usage: crate::model::Usage,
+        context_tokens: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]

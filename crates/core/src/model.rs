@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::Provider;
+use crate::catalog::{ListedModel, Provider};
 use crate::modes::Effort;
 
 /// One request to a model: everything needed to produce the next assistant message.
@@ -21,12 +21,16 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub effort: Effort,
-    /// Whether the model reasons (can take an effort, returns reasoning items). Some APIs
-    /// refuse reasoning parameters for models that do not.
+    /// Whether the model is known to reason (returns reasoning items). Some APIs refuse
+    /// reasoning parameters for models that do not.
     pub reasoning: bool,
+    /// Anthropic: the model takes adaptive thinking rather than a thinking budget.
+    pub adaptive_thinking: bool,
     /// Turn on the provider's hosted web search.
     pub web_search: bool,
-    pub max_output_tokens: u32,
+    /// The most output tokens to allow: within the model's limit and what its context window
+    /// leaves. `None`: the limit is unknown, so none is sent where the API allows that.
+    pub max_output_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +157,9 @@ pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cached_input_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic bills them at a higher rate).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -195,6 +202,8 @@ pub enum ModelErrorKind {
     InvalidResponse,
     /// The provider is not set up (no key, unknown API) — a configuration problem.
     Configuration,
+    /// The provider does not know the model name (404 / `model_not_found`).
+    ModelNotFound,
     Cancelled,
 }
 
@@ -219,6 +228,7 @@ impl ModelError {
             ModelErrorKind::Provider { code } => code.clone(),
             ModelErrorKind::InvalidResponse => "invalid_response".into(),
             ModelErrorKind::Configuration => "no_provider".into(),
+            ModelErrorKind::ModelNotFound => "model_not_found".into(),
             ModelErrorKind::Cancelled => "cancelled".into(),
         };
         sanitize_error_kind(&raw)
@@ -226,7 +236,9 @@ impl ModelError {
 
     pub fn terminal_status(&self) -> TerminalStatus {
         match self.kind {
-            ModelErrorKind::Configuration => TerminalStatus::ConfigurationError,
+            ModelErrorKind::Configuration | ModelErrorKind::ModelNotFound => {
+                TerminalStatus::ConfigurationError
+            }
             ModelErrorKind::Cancelled => TerminalStatus::Interrupted,
             ModelErrorKind::Http { .. }
             | ModelErrorKind::Auth
@@ -291,6 +303,10 @@ pub trait ModelClient: Send + Sync {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
 }
 
+/// What a provider's model listing yields.
+pub type ListingFuture =
+    Pin<Box<dyn std::future::Future<Output = Result<Vec<ListedModel>, ModelError>> + Send>>;
+
 /// Builds clients for providers of the catalog.
 pub trait ModelConnector: Send + Sync {
     fn connect(
@@ -298,6 +314,18 @@ pub trait ModelConnector: Send + Sync {
         provider: &Provider,
         api_key: Option<&str>,
     ) -> Result<Arc<dyn ModelClient>, ModelError>;
+
+    /// The models `provider`'s server reports (`GET /v1/models`; Ollama's native listing),
+    /// within `timeout`. Connectors that cannot list report none.
+    fn list_models(
+        &self,
+        provider: &Provider,
+        api_key: Option<&str>,
+        timeout: std::time::Duration,
+    ) -> ListingFuture {
+        let _ = (provider, api_key, timeout);
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! ordered channel. A turn runs as its own task under the session task, which supervises it: a
 //! turn that panics or ignores a cancel still ends with exactly one `TurnEnded`.
 
+pub mod discovery;
 mod notices;
 mod task;
 
@@ -112,8 +113,19 @@ impl Services {
             tracing::warn!(error = %e, "ignoring unreadable credentials");
             Credentials::default()
         });
-        let catalog = Catalog::build(&config, &self.env, &creds);
+        let catalog = Catalog::build(&config, &self.env, &creds)
+            .with_listings(&crate::catalog::Listings::load(&self.home));
         Ok((config, catalog))
+    }
+
+    /// The catalog for `config` with fresh credentials and the cached provider listings.
+    pub fn catalog(&self, config: &Config) -> Catalog {
+        let creds = Credentials::load(&self.home).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "ignoring unreadable credentials");
+            Credentials::default()
+        });
+        Catalog::build(config, &self.env, &creds)
+            .with_listings(&crate::catalog::Listings::load(&self.home))
     }
 }
 
@@ -124,9 +136,10 @@ pub enum RuntimeError {
     Invalid(String),
     #[error("unknown session")]
     UnknownSession,
-    /// The default model's provider needs a key and has none (-32000).
-    #[error("{0}")]
-    AuthRequired(String),
+    /// No model can be used, or the default model's provider needs a key and has none
+    /// (-32000).
+    #[error("{}", .0.message)]
+    AuthRequired(crate::catalog::AuthNeeded),
     #[error(transparent)]
     Refused(#[from] Refusal),
     #[error(transparent)]
@@ -150,6 +163,8 @@ pub struct NewSession {
     pub harness: Harness,
     /// MCP servers from the client; `[mcp_servers]` of config are added to them.
     pub mcp_servers: Vec<McpServerSpec>,
+    /// The session's model instead of the default (`ferrite run --model`).
+    pub model: Option<String>,
 }
 
 /// A session that is open in this process, with what the editor needs to show it.
@@ -161,6 +176,9 @@ pub struct Opened {
     pub replay: Vec<Event>,
     /// The session's title, if it has one yet.
     pub title: Option<String>,
+    /// Context occupancy and running cost, for the `usage_update` sent once the client knows
+    /// the session (an [`Event::Usage`]).
+    pub usage: Event,
     /// Holds the session's notices (e.g. an MCP server that failed to start) until the client
     /// knows the session: call [`NoticeGate::release`] after answering.
     pub notices: NoticeGate,
@@ -186,10 +204,13 @@ enum Op {
     /// Idle and least recently used among many: give the log's descriptor back until the next
     /// write (ignored while a turn runs).
     Release,
+    /// Provider listings changed: rebuild the catalog and tell the editor if the options did.
+    Refresh,
 }
 
 struct Snapshot {
     settings: Settings,
+    usage: Event,
     replay: Vec<Event>,
     parent: Option<SessionId>,
     title: Option<String>,
@@ -326,8 +347,9 @@ impl SessionHandle {
 /// All sessions of this process.
 pub struct Runtime {
     services: Arc<Services>,
+    discovery: Arc<discovery::DiscoveryState>,
     events: mpsc::Sender<SessionEvent>,
-    sessions: Mutex<HashMap<SessionId, SessionHandle>>,
+    sessions: Arc<Mutex<HashMap<SessionId, SessionHandle>>>,
     next_turn: Arc<AtomicU64>,
     /// How many sessions keep their log open (see [`Runtime::park_least_recently_used`]).
     max_resident: usize,
@@ -359,8 +381,9 @@ impl Runtime {
         let (events, rx) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
         let rt = Runtime {
             services: Arc::new(services),
+            discovery: Arc::default(),
             events,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Arc::default(),
             next_turn: Arc::new(AtomicU64::new(1)),
             max_resident: max_resident_sessions(),
         };
@@ -401,16 +424,27 @@ impl Runtime {
             check_dir(d, "additionalDirectories")?;
         }
         let (config, catalog) = self.services.context(Some(&req.cwd))?;
-        let model = match catalog.default_model(&config, &self.services.env) {
-            DefaultModel::Chosen(m) => {
-                if catalog.model(&m).is_some()
-                    && let Some(reason) = catalog.unusable_reason(&m)
-                {
-                    return Err(RuntimeError::AuthRequired(reason));
-                }
-                Some(m)
+        // Contract §3/§9: no usable model at all, or a default whose provider lacks its key,
+        // is -32000 so the editor offers its login; a keyless default never needs one.
+        let chosen = match req.model {
+            Some(m) => {
+                catalog
+                    .resolve(&m)
+                    .map_err(|e| RuntimeError::Invalid(e.to_string()))?;
+                DefaultModel::Chosen(m)
             }
-            DefaultModel::NoneConfigured => None,
+            None => catalog.default_model(&config, &self.services.env),
+        };
+        let model = match chosen {
+            DefaultModel::Chosen(m) => {
+                if let Some(need) = catalog.auth_needed_for(&m) {
+                    return Err(RuntimeError::AuthRequired(need));
+                }
+                m
+            }
+            DefaultModel::NoneConfigured => {
+                return Err(RuntimeError::AuthRequired(catalog.nothing_configured()));
+            }
         };
         let id = SessionId::generate();
         let header = Header::new(
@@ -426,10 +460,10 @@ impl Runtime {
         let mode = req.harness.default_mode().min(ceiling);
         log.append(EntryKind::Mode { mode })?;
         state.apply(EntryKind::Mode { mode });
-        if let Some(m) = model {
-            log.append(EntryKind::Model { model: m.clone() })?;
-            state.apply(EntryKind::Model { model: m });
-        }
+        log.append(EntryKind::Model {
+            model: model.clone(),
+        })?;
+        state.apply(EntryKind::Model { model });
         log.sync()?;
         let servers = mcp_specs(&config, req.mcp_servers, &state.cwd);
         Ok(self.spawn(state, log, catalog, ceiling, false, servers))
@@ -456,6 +490,7 @@ impl Runtime {
                 parent: snap.parent,
                 replay: if replay { snap.replay } else { vec![] },
                 title: snap.title,
+                usage: snap.usage,
                 notices,
             });
         }
@@ -495,6 +530,8 @@ impl Runtime {
         let title = state.title.clone();
         let ctx = SessionCtx { catalog, ceiling };
         let settings = ctx.settings(&state);
+        let usage = ctx.usage(&state);
+        let context_tokens = state.context_tokens;
         let events = if replay { state.replay() } else { vec![] };
         let core = Arc::new(Mutex::new(SessionCore {
             state,
@@ -502,7 +539,7 @@ impl Runtime {
             sandbox_warned: Default::default(),
             extra_tools,
             disk_changes: Default::default(),
-            context_tokens: 0,
+            context_tokens,
             nested_instructions: Default::default(),
         }));
         let (ops_tx, ops_rx) = mpsc::channel(64);
@@ -528,8 +565,41 @@ impl Runtime {
             parent,
             replay: events,
             title,
+            usage,
             notices,
         }
+    }
+
+    /// Starts model discovery in the background (at most once a minute; see [`discovery`]):
+    /// when the providers' listings changed, every open session gets its refreshed `model`
+    /// option. Never waited for: call it after answering the request that opened a session.
+    pub fn discover_in_background(&self) {
+        let Some(timeout) = discovery::settings(&self.services) else {
+            return;
+        };
+        if self.services.connector.is_none() || !self.discovery.claim() {
+            return;
+        }
+        let services = self.services.clone();
+        let sessions = self.sessions.clone();
+        tokio::spawn(async move {
+            let Ok((config, catalog)) = services.context(None) else {
+                return;
+            };
+            let (_, changed) = discovery::run(&services, &config, &catalog, timeout).await;
+            if changed {
+                // Sessions opened while discovery ran built their catalog from the old cache.
+                let open: Vec<SessionHandle> = sessions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .values()
+                    .cloned()
+                    .collect();
+                for h in open {
+                    let _ = h.ops.try_send(Op::Refresh);
+                }
+            }
+        });
     }
 
     /// Copies a session at its latest entry into a new session whose header names its parent.
@@ -642,11 +712,28 @@ pub(crate) fn ceiling(config: &Config, harness: Harness) -> Mode {
     harness.ceiling().min(config.max_mode)
 }
 
+/// A session's context occupancy and running cost. The cost is shown (0 at first) as soon as
+/// the session's model has a known price.
+pub(crate) fn usage_for(state: &SessionState, catalog: &Catalog) -> Event {
+    let info = state.model.as_deref().and_then(|m| catalog.resolve(m).ok());
+    let size = info
+        .as_ref()
+        .map_or(crate::catalog::DEFAULT_CONTEXT_WINDOW, |m| m.context_window);
+    let cost = state
+        .cost_usd
+        .or_else(|| info.as_ref().and_then(|m| m.price).map(|_| 0.0));
+    Event::Usage {
+        used: state.context_tokens,
+        size,
+        cost,
+    }
+}
+
 /// A session's settings as the editor sees them.
 pub(crate) fn settings_for(state: &SessionState, catalog: &Catalog, ceiling: Mode) -> Settings {
-    let models: Vec<(String, String)> = catalog
-        .models
-        .iter()
+    let mut models: Vec<(String, String)> = catalog
+        .usable_models()
+        .into_iter()
         .map(|m| (m.id.clone(), m.name.clone()))
         .collect();
     let model = state
@@ -654,6 +741,14 @@ pub(crate) fn settings_for(state: &SessionState, catalog: &Catalog, ceiling: Mod
         .clone()
         .or_else(|| models.first().map(|m| m.0.clone()))
         .unwrap_or_default();
+    // The current model is always among the choices, listed or not (an open model id).
+    if !model.is_empty() && !models.iter().any(|(id, _)| *id == model) {
+        let name = catalog
+            .resolve(&model)
+            .map(|m| m.name)
+            .unwrap_or_else(|_| model.clone());
+        models.insert(0, (model.clone(), name));
+    }
     Settings {
         mode: state.mode,
         available_modes: Mode::ALL.into_iter().filter(|m| *m <= ceiling).collect(),

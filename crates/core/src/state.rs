@@ -32,6 +32,10 @@ pub struct SessionState {
     pub plan: Vec<PlanEntry>,
     /// The conversational entries in order (settings entries are folded into the fields above).
     pub history: Vec<EntryKind>,
+    /// Tokens in context after the last model call (0 before any).
+    pub context_tokens: u64,
+    /// The session's running cost in USD; `None` until a call with a known price.
+    pub cost_usd: Option<f64>,
 }
 
 /// Text the model gets for a tool call that never finished (crash, cancel).
@@ -53,6 +57,8 @@ impl SessionState {
             title: None,
             plan: vec![],
             history: vec![],
+            context_tokens: 0,
+            cost_usd: None,
         }
     }
 
@@ -80,6 +86,16 @@ impl SessionState {
             EntryKind::Effort { effort } => self.effort = effort,
             EntryKind::WebSearch { enabled } => self.web_search = enabled,
             EntryKind::Title { title } => self.title = Some(title),
+            EntryKind::Usage {
+                context_tokens,
+                cost_usd,
+                ..
+            } => {
+                self.context_tokens = context_tokens;
+                if let Some(c) = cost_usd {
+                    *self.cost_usd.get_or_insert(0.0) += c;
+                }
+            }
             EntryKind::Plan { entries } => {
                 self.plan = entries.clone();
                 self.history.push(EntryKind::Plan { entries });
@@ -147,6 +163,7 @@ impl SessionState {
                 }),
                 EntryKind::TurnEnd { failure: None, .. }
                 | EntryKind::Mode { .. }
+                | EntryKind::Usage { .. }
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
@@ -281,6 +298,7 @@ impl SessionState {
                 | EntryKind::Plan { .. }
                 | EntryKind::TurnEnd { .. }
                 | EntryKind::Mode { .. }
+                | EntryKind::Usage { .. }
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }

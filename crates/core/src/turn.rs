@@ -3,6 +3,7 @@
 
 mod compact;
 mod exit_plan;
+mod model_call;
 mod permission;
 mod sandbox;
 
@@ -16,10 +17,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Catalog, DefaultModel, NO_PROVIDER_MESSAGE};
+use crate::catalog::{Catalog, DefaultModel, NO_PROVIDER_MESSAGE, ReasoningStyle};
 use crate::config::Config;
 use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolStatus, UserContent};
-use crate::credentials::Credentials;
 use crate::events::{Event, SessionEvent, TurnOptions, TurnOutcome};
 use crate::exec::{CommandRunner, Sandbox};
 use crate::ids::{SessionId, TurnId};
@@ -34,6 +34,8 @@ use crate::permissions::Approver;
 use crate::runtime::Services;
 use crate::state::SessionState;
 use crate::tools::{OutputLimits, ToolContext, ToolError, ToolRegistry};
+pub(crate) use model_call::record_usage;
+use model_call::{ModelOrigin, explain_model_error, output_limit};
 
 /// The state a session's task and its turn share. Locked only for short, non-async sections.
 pub(crate) struct SessionCore {
@@ -368,15 +370,18 @@ async fn run_turn_inner(
             e.to_string(),
         ));
     }
-    let creds = Credentials::load(&services.home).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "ignoring unreadable credentials");
-        Credentials::default()
-    });
-    let catalog = Catalog::build(&config, &services.env, &creds);
-    let model_id = match req.options.model.clone().or(session_model) {
-        Some(m) => m,
-        None => match catalog.default_model(&config, &services.env) {
-            DefaultModel::Chosen(m) => m,
+    let catalog = services.catalog(&config);
+    let (model_id, origin) = match (req.options.model.clone(), session_model) {
+        (Some(m), _) => (m, ModelOrigin::Prompt),
+        (None, Some(m)) => {
+            let origin = ModelOrigin::of_session_model(&m, &config, &services.env);
+            (m, origin)
+        }
+        (None, None) => match catalog.default_model(&config, &services.env) {
+            DefaultModel::Chosen(m) => {
+                let origin = ModelOrigin::of_session_model(&m, &config, &services.env);
+                (m, origin)
+            }
             DefaultModel::NoneConfigured => {
                 return Ok(failure(
                     TerminalStatus::ConfigurationError,
@@ -386,21 +391,23 @@ async fn run_turn_inner(
             }
         },
     };
-    if let Some(reason) = catalog.unusable_reason(&model_id) {
-        let kind = if catalog.model(&model_id).is_none() {
-            "unknown_model"
-        } else {
-            "no_api_key"
-        };
-        return Ok(failure(TerminalStatus::ConfigurationError, kind, reason));
-    }
-    let Some(info) = catalog.model(&model_id).cloned() else {
+    let info = match catalog.resolve(&model_id) {
+        Ok(info) => info,
+        Err(e) => {
+            return Ok(failure(
+                TerminalStatus::ConfigurationError,
+                "unknown_provider",
+                format!("{e} (the model was set by {}).", origin.describe()),
+            ));
+        }
+    };
+    if let Some(need) = catalog.auth_needed_for(&model_id) {
         return Ok(failure(
             TerminalStatus::ConfigurationError,
-            "unknown_model",
-            format!("Unknown model `{model_id}`."),
+            "no_api_key",
+            need.message,
         ));
-    };
+    }
     let Some(connector) = services.connector.as_ref() else {
         return Ok(failure(
             TerminalStatus::ConfigurationError,
@@ -480,9 +487,10 @@ async fn run_turn_inner(
             messages,
             tools: env.specs(rec),
             effort,
-            reasoning: info.reasoning,
+            reasoning: info.reasoning.is_reasoner(),
+            adaptive_thinking: info.reasoning == ReasoningStyle::Adaptive,
             web_search,
-            max_output_tokens: 32_000,
+            max_output_tokens: output_limit(&info, lock(&rec.core).context_tokens),
         };
         let mut stream = client.stream(request, cancel.child_token());
         let mut partial_text = String::new();
@@ -564,7 +572,9 @@ async fn run_turn_inner(
                 }
                 Some(Err(e)) => {
                     record_partial(rec, &partial_text, &partial_thought)?;
-                    return Ok(model_failure(&e));
+                    return Ok(model_failure(&explain_model_error(
+                        e, &info, origin, effort,
+                    )));
                 }
                 None => {
                     record_partial(rec, &partial_text, &partial_thought)?;
@@ -579,12 +589,7 @@ async fn run_turn_inner(
         rec.record(EntryKind::Assistant {
             content: response.content.clone(),
         })?;
-        lock(&rec.core).context_tokens = response.usage.context_tokens();
-        rec.emit(Event::Usage {
-            used: response.usage.context_tokens(),
-            size: info.context_window,
-        })
-        .await;
+        record_usage(rec, &info, &response.usage, response.usage.context_tokens()).await?;
         rec.sync()?;
 
         let calls: Vec<(String, String, String)> = response

@@ -26,25 +26,46 @@ fn thinking_budget(effort: Effort) -> Option<u32> {
     }
 }
 
+/// The smallest thinking budget the API takes.
+const MIN_THINKING_BUDGET: u32 = 1024;
+/// Room kept for the answer after the thinking when the budget has to shrink to fit.
+const ANSWER_ROOM: u32 = 1024;
+
+fn effort_name(effort: Effort) -> Option<&'static str> {
+    match effort {
+        Effort::Default => None,
+        Effort::Low => Some("low"),
+        Effort::Medium => Some("medium"),
+        Effort::High => Some("high"),
+    }
+}
+
 pub(crate) fn request_body(req: &ModelRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
-    let requested = req.max_output_tokens.max(1);
-    let max_tokens = match thinking_budget(req.effort) {
-        // `max_tokens` must exceed the budget, and the answer after the thinking needs room too.
-        Some(budget) => {
+    // The Messages API requires `max_tokens`; the turn loop always knows a limit for it (the
+    // catalog's, config's, or the documented default).
+    let max_tokens = req
+        .max_output_tokens
+        .unwrap_or(ferrite_core::catalog::DEFAULT_ANTHROPIC_MAX_OUTPUT)
+        .max(1);
+    if req.adaptive_thinking {
+        // Claude 4.6+: the model decides how much to think; the effort steers it.
+        if let Some(effort) = effort_name(req.effort) {
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
+            body.insert("output_config".into(), json!({"effort": effort}));
+        }
+    } else if let Some(wanted) = thinking_budget(req.effort) {
+        // The budget counts against `max_tokens`, which is the model's hard limit here: it
+        // shrinks to leave the answer room, and thinking is left out when too little is left.
+        let budget = wanted.min(max_tokens.saturating_sub(ANSWER_ROOM));
+        if budget >= MIN_THINKING_BUDGET {
             body.insert(
                 "thinking".into(),
                 json!({"type": "enabled", "budget_tokens": budget}),
             );
-            if requested > budget {
-                requested
-            } else {
-                budget.saturating_add(requested)
-            }
         }
-        None => requested,
-    };
+    }
     body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
     if !req.system.is_empty() {
@@ -519,6 +540,7 @@ impl Decoder {
                 + u.cache_creation_input_tokens.unwrap_or(0),
             output_tokens: u.output_tokens.unwrap_or(0),
             cached_input_tokens: cache_read,
+            cache_write_tokens: u.cache_creation_input_tokens.unwrap_or(0),
         };
         ModelResponse {
             content,

@@ -82,6 +82,7 @@ pub(crate) fn from_status(
         413 => ModelErrorKind::ContextLength,
         _ if is_quota(code_text) => ModelErrorKind::Quota,
         _ if is_context_length(code_text, &detail) => ModelErrorKind::ContextLength,
+        _ if is_model_not_found(status, code_text, &detail) => ModelErrorKind::ModelNotFound,
         _ => ModelErrorKind::Http { status },
     };
     let what = match &code {
@@ -144,7 +145,30 @@ pub(crate) fn is_retryable_kind(kind: &ModelErrorKind) -> bool {
         | ModelErrorKind::ContextLength
         | ModelErrorKind::InvalidResponse
         | ModelErrorKind::Configuration
+        | ModelErrorKind::ModelNotFound
         | ModelErrorKind::Cancelled => false,
+    }
+}
+
+/// The provider does not know the model name: OpenAI's `model_not_found`, Anthropic's 404
+/// `not_found_error` ("model: x"), Ollama's "model \"x\" not found, try pulling it first", and
+/// the like from compatible servers. A 404 that does not mention a model (a wrong base URL)
+/// stays an HTTP error.
+fn is_model_not_found(status: u16, code: &str, message: &str) -> bool {
+    if code == "model_not_found" {
+        return true;
+    }
+    let lower = message.to_ascii_lowercase();
+    let about_model = lower.contains("model");
+    let missing = lower.contains("not found")
+        || lower.contains("does not exist")
+        || lower.contains("not_found")
+        || lower.contains("unknown model")
+        || lower.contains("no such model");
+    match status {
+        404 => about_model && (missing || code == "not_found_error" || lower.starts_with("model:")),
+        400 | 422 => about_model && missing,
+        _ => false,
     }
 }
 
@@ -253,6 +277,39 @@ mod tests {
         assert_eq!(
             from_status(503, "", "x", None).kind,
             ModelErrorKind::Http { status: 503 }
+        );
+    }
+
+    #[test]
+    fn unknown_model_names_are_model_not_found() {
+        let cases = [
+            (
+                404,
+                r#"{"error":{"message":"The model `gpt-9` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#,
+            ),
+            (
+                404,
+                r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-nine"}}"#,
+            ),
+            (
+                404,
+                r#"{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error"}}"#,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"The model 'x' does not exist","type":"invalid_request_error"}}"#,
+            ),
+        ];
+        for (status, body) in cases {
+            assert_eq!(
+                from_status(status, body, "p", None).kind,
+                ModelErrorKind::ModelNotFound,
+                "{body}"
+            );
+        }
+        assert_eq!(
+            from_status(404, "404 page not found", "p", None).kind,
+            ModelErrorKind::Http { status: 404 }
         );
     }
 

@@ -7,6 +7,7 @@ mod anthropic;
 mod client;
 mod decode;
 mod error;
+mod listing;
 mod openai_chat;
 mod openai_responses;
 mod options;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use ferrite_core::catalog::Provider;
 use ferrite_core::config::ApiKind;
 use ferrite_core::env::Env;
-use ferrite_core::model::{ModelClient, ModelConnector, ModelError, ModelErrorKind};
+use ferrite_core::model::{ListingFuture, ModelClient, ModelConnector, ModelError, ModelErrorKind};
 
 pub use decode::decode_sse;
 pub use options::LlmOptions;
@@ -113,5 +114,17 @@ impl ModelConnector for Connector {
                 options: self.options.clone(),
             }),
         }))
+    }
+
+    fn list_models(
+        &self,
+        provider: &Provider,
+        api_key: Option<&str>,
+        timeout: std::time::Duration,
+    ) -> ListingFuture {
+        let http = self.http();
+        let provider = provider.clone();
+        let api_key = api_key.filter(|k| !k.is_empty()).map(str::to_owned);
+        Box::pin(async move { listing::list(http?, provider, api_key, timeout).await })
     }
 }

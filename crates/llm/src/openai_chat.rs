@@ -54,8 +54,10 @@ pub(crate) fn request_body(req: &ModelRequest) -> Value {
     }
     // `max_tokens` rather than the newer `max_completion_tokens`: every compatible server
     // (llama.cpp, vLLM, Ollama, LM Studio) understands it.
-    if req.max_output_tokens > 0 {
-        body.insert("max_tokens".into(), json!(req.max_output_tokens));
+    // With no known limit nothing is sent: the server's own limit applies (a guess above it
+    // is answered with 400 by several compatible servers).
+    if let Some(max) = req.max_output_tokens {
+        body.insert("max_tokens".into(), json!(max));
     }
     Value::Object(body)
 }
@@ -407,6 +409,7 @@ impl Decoder {
                     .prompt_tokens_details
                     .and_then(|d| d.cached_tokens)
                     .unwrap_or(0),
+                cache_write_tokens: 0,
             },
         }));
         self.done = true;

@@ -58,8 +58,10 @@ pub(crate) fn request_body(req: &ModelRequest) -> Value {
             json!({"effort": effort, "summary": "auto"}),
         );
     }
-    if req.max_output_tokens > 0 {
-        body.insert("max_output_tokens".into(), json!(req.max_output_tokens));
+    // With no known limit nothing is sent: the server's own limit applies (a guess above it
+    // is answered with 400 by several compatible servers).
+    if let Some(max) = req.max_output_tokens {
+        body.insert("max_output_tokens".into(), json!(max));
     }
     Value::Object(body)
 }
@@ -432,6 +434,7 @@ impl Decoder {
                     .input_tokens_details
                     .and_then(|d| d.cached_tokens)
                     .unwrap_or(0),
+                cache_write_tokens: 0,
             },
         }
     }

@@ -324,6 +324,19 @@ struct Shared {
     queue: VecDeque<Reply>,
     fallback: Option<Reply>,
     requests: Vec<RecordedRequest>,
+    /// Model-listing requests (discovery, `ferrite doctor`), kept apart so `requests()` stays
+    /// the model calls.
+    listing_requests: Vec<RecordedRequest>,
+    listing: Option<Listing>,
+}
+
+/// The models the server says it has (model discovery).
+#[derive(Debug, Clone, PartialEq)]
+enum Listing {
+    /// `GET /v1/models` only, vLLM-style (`max_model_len` when a window is given).
+    OpenAi(Vec<(String, Option<u64>)>),
+    /// Ollama: `GET /api/tags`, `POST /api/show` (context length), and `GET /v1/models`.
+    Ollama(Vec<(String, u64)>),
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -380,14 +393,41 @@ impl FakeProvider {
         lock(&self.state).fallback = Some(reply.into());
     }
 
+    /// Answers `GET /v1/models` with these models (vLLM-style: `max_model_len` is the window).
+    pub fn set_openai_models(&self, models: &[(&str, Option<u64>)]) {
+        lock(&self.state).listing = Some(Listing::OpenAi(
+            models
+                .iter()
+                .map(|(id, w)| ((*id).to_owned(), *w))
+                .collect(),
+        ));
+    }
+
+    /// Answers like Ollama: `GET /api/tags`, `POST /api/show` with each model's context length,
+    /// and `GET /v1/models`.
+    pub fn set_ollama_models(&self, models: &[(&str, u64)]) {
+        lock(&self.state).listing = Some(Listing::Ollama(
+            models
+                .iter()
+                .map(|(id, w)| ((*id).to_owned(), *w))
+                .collect(),
+        ));
+    }
+
     /// Replies queued and not yet served.
     pub fn pending(&self) -> usize {
         lock(&self.state).queue.len()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order, except model listings.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.state).requests.clone()
+    }
+
+    /// The model-listing requests received so far (`GET …/models`, `GET /api/tags`,
+    /// `POST /api/show`), in arrival order.
+    pub fn listing_requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.state).listing_requests.clone()
     }
 
     /// Runs until the server stops (for the binary, which serves until it is killed).
@@ -411,9 +451,14 @@ async fn handle(
 ) -> Response {
     let path = uri.path().to_owned();
     let api = WireApi::from_path(&path);
+    let listing_body = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
     let reply = {
         let mut shared = lock(&state);
-        shared.requests.push(RecordedRequest {
+        let is_listing = matches!(
+            (method.as_str(), path.as_str()),
+            ("GET", "/api/tags") | ("POST", "/api/show")
+        ) || (method == Method::GET && path.ends_with("/models"));
+        let recorded = RecordedRequest {
             method: method.to_string(),
             path: path.clone(),
             headers: headers
@@ -427,8 +472,22 @@ async fn handle(
                 .collect(),
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
             api,
-        });
-        shared.queue.pop_front().or_else(|| shared.fallback.clone())
+        };
+        if is_listing {
+            shared.listing_requests.push(recorded);
+        } else {
+            shared.requests.push(recorded);
+        }
+        if let Some(answer) = listing_answer(shared.listing.as_ref(), &method, &path, &listing_body)
+        {
+            return answer;
+        }
+        // Only a model call takes a queued reply: a listing or a stray path must not eat one.
+        if api.is_some() {
+            shared.queue.pop_front().or_else(|| shared.fallback.clone())
+        } else {
+            None
+        }
     };
     let Some(api) = api else {
         return http_reply(
@@ -466,6 +525,44 @@ async fn handle(
             "text/event-stream; charset=utf-8",
             render::render(api, &script),
         ),
+    }
+}
+
+/// The answer to a model-listing request, when the server has a listing and this is one.
+fn listing_answer(
+    listing: Option<&Listing>,
+    method: &Method,
+    path: &str,
+    body: &Value,
+) -> Option<Response> {
+    let listing = listing?;
+    let json = |v: Value| Some(http_reply(200, &[], &v.to_string()));
+    match (method.as_str(), path, listing) {
+        ("GET", "/v1/models", Listing::OpenAi(models)) => json(serde_json::json!({
+            "object": "list",
+            "data": models.iter().map(|(id, w)| {
+                let mut m = serde_json::json!({"id": id, "object": "model", "owned_by": "fake"});
+                if let Some(w) = w {
+                    m["max_model_len"] = (*w).into();
+                }
+                m
+            }).collect::<Vec<_>>(),
+        })),
+        ("GET", "/v1/models", Listing::Ollama(models)) => json(serde_json::json!({
+            "object": "list",
+            "data": models.iter().map(|(id, _)| serde_json::json!({"id": id, "object": "model"})).collect::<Vec<_>>(),
+        })),
+        ("GET", "/api/tags", Listing::Ollama(models)) => json(serde_json::json!({
+            "models": models.iter().map(|(id, _)| serde_json::json!({"name": id, "model": id})).collect::<Vec<_>>(),
+        })),
+        ("POST", "/api/show", Listing::Ollama(models)) => {
+            let wanted = body.get("model").and_then(Value::as_str)?;
+            let (_, window) = models.iter().find(|(id, _)| id == wanted)?;
+            json(
+                serde_json::json!({"model_info": {"general.architecture": "llama", "llama.context_length": window}}),
+            )
+        }
+        _ => None,
     }
 }
 

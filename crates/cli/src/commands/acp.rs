@@ -1,5 +1,6 @@
 //! `ferrite acp`: the agent editors start.
 
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -7,7 +8,17 @@ use ferrite_acp::ServeOptions;
 use ferrite_core::env::Env;
 use ferrite_core::runtime::Runtime;
 
+/// Said once on stderr when a person starts `ferrite acp` in a terminal instead of an editor.
+pub const TERMINAL_HINT: &str = "ferrite acp: waiting for an editor to speak the Agent Client \
+Protocol on stdin/stdout (configure your editor as in README.md, section \"Use it from an \
+editor\"); to work from this shell, run `ferrite run \"...\"` instead. Ctrl-D quits.";
+
 pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
+    if std::io::stdin().is_terminal() {
+        // An editor always pipes stdin; a terminal means someone typed the command. The
+        // agent keeps serving either way (contract §9: stdout stays ACP only).
+        let _ = writeln!(std::io::stderr(), "{TERMINAL_HINT}");
+    }
     let rt = super::runtime()?;
     let result = rt.block_on(async move {
         let (runtime, events) = Runtime::new(super::services(home, env));

@@ -5,32 +5,145 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use ferrite_core::catalog::KeySource;
+use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
+use ferrite_core::env::Env;
 
-pub fn login(home: &Path, provider: Option<&str>) -> anyhow::Result<ExitCode> {
-    let provider = provider.unwrap_or("anthropic");
+pub fn login(home: &Path, env: &Env, provider: Option<&str>) -> anyhow::Result<ExitCode> {
     let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        let mut err = std::io::stderr();
-        write!(err, "API key for {provider}: ")?;
+    let interactive = stdin.is_terminal();
+    let mut input = stdin.lock();
+    let mut err = std::io::stderr();
+    let providers = keyed_providers(home, env);
+    let provider = match provider {
+        Some(p) => {
+            if !providers.iter().any(|(name, _)| name == p) {
+                anyhow::bail!(
+                    "provider `{p}` takes no key here; providers that do: {}",
+                    names(&providers)
+                );
+            }
+            p.to_owned()
+        }
+        // Piped input is the key itself: guessing a provider (or reading the key as one) would
+        // be wrong, so the provider must be named.
+        None if !interactive => anyhow::bail!(
+            "name the provider: `ferrite login PROVIDER` ({})",
+            names(&providers)
+        ),
+        None => pick_provider(&mut input, &mut err, &providers)?,
+    };
+    if interactive {
+        write!(err, "API key for {provider} (not shown): ")?;
         err.flush()?;
     }
-    let mut key = String::new();
-    stdin
-        .lock()
-        .read_line(&mut key)
-        .context("reading the key from stdin")?;
+    let key = {
+        // The key is typed at a terminal: it must not be echoed (shoulder-surfing, screen
+        // recordings, terminal scrollback).
+        let _quiet = interactive.then(NoEcho::start).flatten();
+        let mut key = String::new();
+        input
+            .read_line(&mut key)
+            .context("reading the key from stdin")?;
+        key
+    };
+    if interactive {
+        writeln!(err)?;
+    }
     let key = key.trim();
     if key.is_empty() {
         anyhow::bail!("no key given (paste it, or pipe it on stdin)");
     }
-    Credentials::store(home, provider, key)?;
+    Credentials::store(home, &provider, key)?;
     writeln!(
-        std::io::stderr(),
+        err,
         "Stored the {provider} key in {}",
         ferrite_core::credentials::credentials_path(home).display()
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Built-in and configured providers that take a key, with the variables that hold it.
+fn keyed_providers(home: &Path, env: &Env) -> Vec<(String, Vec<String>)> {
+    let cwd = std::env::current_dir().ok();
+    let config = Config::load(home, cwd.as_deref()).unwrap_or_default();
+    let catalog = ferrite_core::catalog::Catalog::build(&config, env, &Credentials::default());
+    catalog
+        .keyed_providers()
+        .into_iter()
+        .map(|p| {
+            let vars = match &p.key_source {
+                KeySource::Env(v) => v.clone(),
+                KeySource::NotNeeded => vec![],
+            };
+            (p.name.clone(), vars)
+        })
+        .collect()
+}
+
+fn names(providers: &[(String, Vec<String>)]) -> String {
+    providers
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Asks at the terminal which provider the key is for: a number or a name from the list.
+fn pick_provider(
+    input: &mut impl BufRead,
+    err: &mut impl Write,
+    providers: &[(String, Vec<String>)],
+) -> anyhow::Result<String> {
+    writeln!(err, "Which provider is the key for?")?;
+    for (i, (name, vars)) in providers.iter().enumerate() {
+        writeln!(err, "  {}. {name:<14} (or set {})", i + 1, vars.join(" / "))?;
+    }
+    write!(err, "Provider [1-{}, or a name]: ", providers.len())?;
+    err.flush()?;
+    let mut line = String::new();
+    input.read_line(&mut line).context("reading the provider")?;
+    let answer = line.trim();
+    let by_number = answer
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| providers.get(i));
+    let by_name = providers.iter().find(|(n, _)| n == answer);
+    match by_number.or(by_name) {
+        Some((name, _)) => Ok(name.clone()),
+        None => anyhow::bail!(
+            "`{answer}` is not one of the providers: {}",
+            names(providers)
+        ),
+    }
+}
+
+/// Terminal echo off until dropped (restored even when reading fails).
+struct NoEcho {
+    saved: rustix::termios::Termios,
+}
+
+impl NoEcho {
+    fn start() -> Option<Self> {
+        let stdin = std::io::stdin();
+        let saved = rustix::termios::tcgetattr(&stdin).ok()?;
+        let mut quiet = saved.clone();
+        quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
+        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &quiet).ok()?;
+        Some(Self { saved })
+    }
+}
+
+impl Drop for NoEcho {
+    fn drop(&mut self) {
+        let _ = rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            &self.saved,
+        );
+    }
 }
 
 pub fn logout(home: &Path, provider: Option<&str>) -> anyhow::Result<ExitCode> {

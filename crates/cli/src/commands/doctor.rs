@@ -8,7 +8,55 @@ use ferrite_core::catalog::{Catalog, DefaultModel, KeySource};
 use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
 use ferrite_core::env::Env;
+use ferrite_core::model::ModelErrorKind;
 use ferrite_core::permissions::StoredRules;
+
+/// How long one provider may take to answer doctor's listing request.
+const PROVIDER_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// Contacts every provider that can be called (a key, or none needed) with a cheap, read-only
+/// request (its model listing), all at once, and says for each what happened.
+fn check_providers(catalog: &Catalog, env: &Env) -> anyhow::Result<Vec<String>> {
+    let connector = super::connector(env);
+    let rt = super::runtime()?;
+    let checks = catalog.providers.iter().map(|p| {
+        let key = catalog.key(&p.name);
+        let connector = connector.clone();
+        async move {
+            let key_note = match &p.key_source {
+                KeySource::NotNeeded => "no key needed",
+                KeySource::Env(_) if key.is_some() => "key found",
+                KeySource::Env(vars) => {
+                    return format!(
+                        "no key (set {} or run `ferrite login {}`)",
+                        vars.join(" or "),
+                        p.name
+                    );
+                }
+            };
+            let Some(connector) = connector else {
+                return format!("{key_note}; not contacted (no HTTP client)");
+            };
+            match connector.list_models(p, key, PROVIDER_CHECK_TIMEOUT).await {
+                Ok(models) => {
+                    let accepted = if key.is_some() { ", key accepted" } else { "" };
+                    format!(
+                        "{key_note}; reachable{accepted}, {} models listed",
+                        models.len()
+                    )
+                }
+                Err(e) => match e.kind {
+                    ModelErrorKind::Auth => format!("{key_note}; reachable, KEY REJECTED: {e}"),
+                    ModelErrorKind::Connection | ModelErrorKind::IdleTimeout => {
+                        format!("{key_note}; UNREACHABLE: {e}")
+                    }
+                    _ => format!("{key_note}; reachable, but listing failed: {e}"),
+                },
+            }
+        }
+    });
+    Ok(rt.block_on(futures::future::join_all(checks)))
+}
 
 pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
@@ -48,23 +96,15 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     };
     let catalog = Catalog::build(&config, env, &creds);
     writeln!(out, "providers:")?;
-    for p in &catalog.providers {
-        let key = match &p.key_source {
-            KeySource::NotNeeded => "no key needed".to_owned(),
-            KeySource::Env(vars) if catalog.key(&p.name).is_some() => "key found".to_owned(),
-            KeySource::Env(vars) => format!(
-                "no key (set {} or run `ferrite login {}`)",
-                vars.join(" or "),
-                p.name
-            ),
-        };
+    let checks = check_providers(&catalog, env)?;
+    for (p, check) in catalog.providers.iter().zip(checks) {
         writeln!(
             out,
             "  {:<12} {:<17} {}  [{}]",
             p.name,
             p.api.id(),
             p.base_url,
-            key
+            check
         )?;
     }
     match catalog.default_model(&config, env) {

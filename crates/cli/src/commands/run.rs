@@ -52,6 +52,7 @@ async fn turn(
                     additional_directories: vec![],
                     harness: Harness::Code,
                     mcp_servers: vec![],
+                    model: args.model.clone(),
                 })
                 .await?
         }
@@ -62,7 +63,7 @@ async fn turn(
         let mode: Mode = mode.parse()?;
         handle.change(SettingChange::Mode(mode)).await?;
     }
-    if let Some(model) = &args.model {
+    if let (Some(model), Some(_)) = (&args.model, &args.session) {
         handle.change(SettingChange::Model(model.clone())).await?;
     }
     handle

@@ -49,6 +49,18 @@ pub fn show(home: &Path, id: &str) -> anyhow::Result<ExitCode> {
         state.mode,
         state.model.as_deref().unwrap_or("-")
     )?;
+    match state.cost_usd {
+        Some(cost) => writeln!(
+            out,
+            "context {} tokens  cost ${cost:.4} (USD)",
+            state.context_tokens
+        )?,
+        None => writeln!(
+            out,
+            "context {} tokens  cost unknown (no price for the model)",
+            state.context_tokens
+        )?,
+    }
     for event in state.replay() {
         match event {
             Event::UserMessage { content } => {

@@ -44,21 +44,47 @@ impl World {
     }
 
     pub fn spawn(&self) -> AcpClient {
-        AcpClient::spawn(Path::new(BIN), self.home(), &[])
+        self.spawn_env(&[])
     }
 
+    /// `ferrite acp` with `env`, and [`TEST_DEFAULT_MODEL`] unless `env` or the config chooses
+    /// a model (see [`Self::spawn_acp`]).
     pub fn spawn_env(&self, env: &[(&str, &str)]) -> AcpClient {
-        AcpClient::spawn(Path::new(BIN), self.home(), env)
+        self.spawn_acp(
+            env.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
     }
 
-    /// `ferrite acp` with extra environment variables (e.g. a provider's base URL).
+    /// `ferrite acp` with extra environment variables (e.g. a provider's base URL), plus
+    /// [`TEST_DEFAULT_MODEL`] when neither they nor the config choose a model.
     pub fn spawn_acp(&self, env: Vec<(String, String)>) -> AcpClient {
+        // Only when nothing else would choose a model: a test that gives a key or a model
+        // (environment or config) gets the default of contract §3.
+        let chooses = env.iter().any(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "FERRITE_MODEL" | "ANTHROPIC_API_KEY" | "OPENAI_API_KEY"
+            )
+        }) || std::fs::read_to_string(self.home().join("config.toml"))
+            .is_ok_and(|c| c.lines().any(|l| l.trim_start().starts_with("model")));
+        let mut all = Vec::new();
+        if !chooses {
+            all.push(("FERRITE_MODEL".to_owned(), TEST_DEFAULT_MODEL.to_owned()));
+        }
+        all.extend(env);
         AcpClient::spawn_with(ferrite_test_support::acp_client::Spawn {
             bin: Path::new(BIN),
             home: self.home(),
             args: &["acp"],
-            env,
+            env: all,
         })
+    }
+
+    /// `ferrite acp` with exactly `env`: no default model (first-run tests).
+    pub fn spawn_bare(&self, env: &[(&str, &str)]) -> AcpClient {
+        AcpClient::spawn(Path::new(BIN), self.home(), env)
     }
 
     pub async fn client(&self) -> AcpClient {
@@ -75,6 +101,13 @@ impl World {
         self.home().join("sessions").join(format!("{id}.jsonl"))
     }
 }
+
+/// The default model of every test agent unless a test sets `FERRITE_MODEL`: with no usable
+/// model at all `session/new` answers -32000 (contract §3), so tests that only need a session
+/// get this model of no known provider. It needs no key, so sessions open; every prompt fails
+/// at once as a `configuration_error` (`unknown_provider`) with no network and no retries —
+/// what an agent without a provider did before -32000 was required.
+pub const TEST_DEFAULT_MODEL: &str = "nowhere/test-model";
 
 pub fn sid(new_session_result: &Value) -> String {
     new_session_result["sessionId"].as_str().unwrap().to_owned()

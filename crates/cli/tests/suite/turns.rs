@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::common::*;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {
     Anthropic,
     Responses,
@@ -130,9 +130,10 @@ async fn text_and_thinking_stream_to_the_editor_for_each_api() {
             json!({"stopReason": "end_turn"}),
             "{api:?}: a clean turn has no turnFailure"
         );
+        // The last one: the first is the session's opening `usage_update` (0 tokens).
         let usage = updates(&before)
             .into_iter()
-            .find(|(k, _)| k == "usage_update")
+            .rfind(|(k, _)| k == "usage_update")
             .expect("usage_update")
             .1;
         assert_eq!(usage["used"], 105, "{api:?}");

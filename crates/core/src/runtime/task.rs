@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{CANCEL_GRACE, CLOSE_GRACE, Faults, Op, Services, Snapshot, settings_for};
+use super::{CANCEL_GRACE, CLOSE_GRACE, Faults, Op, Services, Snapshot, settings_for, usage_for};
 use crate::catalog::Catalog;
 use crate::events::{
     Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
@@ -44,13 +44,20 @@ impl SessionCtx {
         settings_for(state, &self.catalog, self.ceiling)
     }
 
+    pub(super) fn usage(&self, state: &SessionState) -> Event {
+        usage_for(state, &self.catalog)
+    }
+
     /// Validates a change against the session and returns the entries that record it.
     fn plan_change(
         &self,
         state: &SessionState,
         change: &SettingChange,
     ) -> Result<Vec<EntryKind>, Refusal> {
-        let current_model = state.model.as_deref().and_then(|m| self.catalog.model(m));
+        let current_model = state
+            .model
+            .as_deref()
+            .and_then(|m| self.catalog.resolve(m).ok());
         match change {
             SettingChange::Mode(m) => {
                 if *m > self.ceiling {
@@ -62,12 +69,13 @@ impl SessionCtx {
                 Ok(vec![EntryKind::Mode { mode: *m }])
             }
             SettingChange::Model(id) => {
-                let Some(info) = self.catalog.model(id) else {
-                    return Err(Refusal::Invalid(format!("unknown model `{id}`")));
-                };
+                let info = self
+                    .catalog
+                    .resolve(id)
+                    .map_err(|e| Refusal::Invalid(e.to_string()))?;
                 let mut out = vec![EntryKind::Model { model: id.clone() }];
                 // Choices the new model cannot honour fall back rather than fail later.
-                if !info.reasoning && state.effort != Effort::Default {
+                if !info.takes_effort() && state.effort != Effort::Default {
                     out.push(EntryKind::Effort {
                         effort: Effort::Default,
                     });
@@ -78,7 +86,9 @@ impl SessionCtx {
                 Ok(out)
             }
             SettingChange::Effort(e) => {
-                if *e != Effort::Default && current_model.is_some_and(|m| !m.reasoning) {
+                if *e != Effort::Default
+                    && current_model.as_ref().is_some_and(|m| !m.takes_effort())
+                {
                     return Err(Refusal::Invalid(format!(
                         "model `{}` does not take a reasoning effort",
                         state.model.as_deref().unwrap_or_default()
@@ -87,7 +97,7 @@ impl SessionCtx {
                 Ok(vec![EntryKind::Effort { effort: *e }])
             }
             SettingChange::WebSearch(on) => {
-                if *on && !current_model.is_some_and(|m| m.web_search) {
+                if *on && !current_model.as_ref().is_some_and(|m| m.web_search) {
                     return Err(Refusal::Invalid(format!(
                         "model `{}` has no hosted web search",
                         state.model.as_deref().unwrap_or("(none)")
@@ -255,11 +265,15 @@ pub(super) async fn session_task(
                 let core = lock(&core);
                 let _ = reply.send(Snapshot {
                     settings: ctx.settings(&core.state),
+                    usage: ctx.usage(&core.state),
                     replay: core.state.replay(),
                     parent: core.state.parent.clone(),
                     title: core.state.title.clone(),
                     running: running.is_some(),
                 });
+            }
+            Ok(Some(Op::Refresh)) => {
+                refresh_catalog(&core, &mut ctx, &services, &events, &session).await;
             }
             Ok(Some(Op::Close { reply })) => {
                 if let Some(mut r) = running.take() {
@@ -299,6 +313,40 @@ pub(super) async fn session_task(
     }
 }
 
+/// Rebuilds the session's catalog (new provider listings) and sends the `model` option again
+/// when what the editor shows changed.
+async fn refresh_catalog(
+    core: &Mutex<SessionCore>,
+    ctx: &mut SessionCtx,
+    services: &Services,
+    events: &mpsc::Sender<SessionEvent>,
+    session: &SessionId,
+) {
+    let cwd = lock(core).state.cwd.clone();
+    let catalog = match services.context(Some(&cwd)) {
+        Ok((_, catalog)) => catalog,
+        Err(e) => {
+            tracing::warn!(session = %session, error = %e, "could not refresh the model list");
+            return;
+        }
+    };
+    let (before, after) = {
+        let core = lock(core);
+        let before = ctx.settings(&core.state);
+        ctx.catalog = catalog;
+        (before, ctx.settings(&core.state))
+    };
+    if before != after {
+        let _ = events
+            .send(SessionEvent {
+                session: session.clone(),
+                turn: None,
+                event: Event::SettingsChanged(after),
+            })
+            .await;
+    }
+}
+
 fn interrupted(kind: &str, message: &str) -> TurnOutcome {
     TurnOutcome {
         stop: StopReason::EndTurn,
@@ -313,21 +361,21 @@ fn interrupted(kind: &str, message: &str) -> TurnOutcome {
 fn check_turn_options(ctx: &SessionCtx, state: &SessionState, o: &TurnOptions) -> Option<Refusal> {
     let model_id = o.model.as_deref().or(state.model.as_deref());
     if let Some(m) = &o.model
-        && ctx.catalog.model(m).is_none()
+        && let Err(e) = ctx.catalog.resolve(m)
     {
-        return Some(Refusal::Invalid(format!("unknown model `{m}`")));
+        return Some(Refusal::Invalid(e.to_string()));
     }
-    let info = model_id.and_then(|m| ctx.catalog.model(m));
+    let info = model_id.and_then(|m| ctx.catalog.resolve(m).ok());
     if let Some(e) = o.effort
         && e != Effort::Default
-        && info.is_some_and(|m| !m.reasoning)
+        && info.as_ref().is_some_and(|m| !m.takes_effort())
     {
         return Some(Refusal::Invalid(format!(
             "model `{}` does not take a reasoning effort",
             model_id.unwrap_or_default()
         )));
     }
-    if o.web_search == Some(true) && !info.is_some_and(|m| m.web_search) {
+    if o.web_search == Some(true) && !info.as_ref().is_some_and(|m| m.web_search) {
         return Some(Refusal::Invalid(format!(
             "model `{}` has no hosted web search",
             model_id.unwrap_or("(none)")

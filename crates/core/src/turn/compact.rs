@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::ModelInfo;
+use crate::catalog::{ModelInfo, ReasoningStyle};
 use crate::content::UserContent;
 use crate::events::Event;
 use crate::log::{EntryKind, StoreError};
@@ -23,6 +23,9 @@ const INSTRUCTIONS: &str = "Summarize the conversation so far so that the work c
 the summary alone: the user's goals and constraints, decisions made, files read or changed (with \
 paths), commands run and their outcomes, the current state, and the next steps. Be specific and \
 concise; do not call tools.";
+
+/// The longest summary asked for.
+const SUMMARY_MAX_TOKENS: u32 = 8_000;
 
 /// `Some(extra instructions)` when the prompt is `/compact [instructions]`.
 pub(crate) fn requested(content: &[UserContent]) -> Option<String> {
@@ -71,9 +74,10 @@ pub(crate) async fn run(
         messages,
         tools: vec![],
         effort: Effort::Default,
-        reasoning: info.reasoning,
+        reasoning: info.reasoning.is_reasoner(),
+        adaptive_thinking: info.reasoning == ReasoningStyle::Adaptive,
         web_search: false,
-        max_output_tokens: 8_000,
+        max_output_tokens: info.max_output_tokens.map(|m| m.min(SUMMARY_MAX_TOKENS)),
     };
     let before = lock(&rec.core).context_tokens;
     let mut stream = client.stream(request, cancel.child_token());
@@ -115,15 +119,10 @@ pub(crate) async fn run(
     rec.record(EntryKind::Compaction { summary })?;
     rec.sync()?;
     let after = response.usage.output_tokens;
-    lock(&rec.core).context_tokens = after;
     rec.emit(Event::Notice {
         text: format!("Compacted the conversation: about {before} → {after} tokens in context."),
     })
     .await;
-    rec.emit(Event::Usage {
-        used: after,
-        size: info.context_window,
-    })
-    .await;
+    super::record_usage(rec, info, &response.usage, after).await?;
     Ok(Outcome::Compacted)
 }

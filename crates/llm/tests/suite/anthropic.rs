@@ -30,7 +30,8 @@ async fn streams_text_with_usage_including_cache() {
                 usage: Usage {
                     input_tokens: 100,
                     output_tokens: 7,
-                    cached_input_tokens: 40
+                    cached_input_tokens: 40,
+                    cache_write_tokens: 0
                 },
             }),
         ]
@@ -142,7 +143,7 @@ async fn request_shape_effort_tools_images_and_merged_user_turns() {
     let mut req = request("look");
     req.effort = Effort::High;
     req.web_search = true;
-    req.max_output_tokens = 4000;
+    req.max_output_tokens = Some(64_000);
     req.tools = vec![ToolSpec {
         name: "read".into(),
         description: "Read a file".into(),
@@ -193,7 +194,7 @@ async fn request_shape_effort_tools_images_and_merged_user_turns() {
         body["thinking"],
         json!({"type": "enabled", "budget_tokens": 24576})
     );
-    assert!(body["max_tokens"].as_u64().unwrap() > 24576);
+    assert_eq!(body["max_tokens"], json!(64_000));
     assert_eq!(
         body["tools"],
         json!([
@@ -223,6 +224,7 @@ async fn request_shape_effort_tools_images_and_merged_user_turns() {
         fake.push(Script::new().text("ok"));
         let mut req = request("x");
         req.effort = effort;
+        req.max_output_tokens = Some(32_000);
         complete(&client(API, &fake), req).await;
         let body = fake.requests().last().unwrap().body.clone();
         assert_eq!(body["thinking"]["budget_tokens"], json!(budget));
@@ -331,7 +333,8 @@ async fn tool_input_empty_is_an_object_and_invalid_is_kept_raw() {
             usage: Usage {
                 input_tokens: 10,
                 output_tokens: 9,
-                cached_input_tokens: 3
+                cached_input_tokens: 3,
+                cache_write_tokens: 2
             },
         }
     );
@@ -399,4 +402,41 @@ async fn cut_stream_is_stream_cut() {
     assert_eq!(events, vec![ModelEvent::TextDelta("half".into())]);
     assert_eq!(error.unwrap().kind, ModelErrorKind::StreamCut);
     assert_eq!(fake.requests().len(), 1, "output was yielded: no retry");
+}
+
+#[tokio::test]
+async fn thinking_fits_the_models_output_limit_and_adaptive_models_get_adaptive() {
+    let fake = fake().await;
+    // A small model limit: the budget shrinks to leave the answer room, never past the limit.
+    fake.push(Script::new().text("ok"));
+    let mut req = request("think");
+    req.effort = Effort::High;
+    req.max_output_tokens = Some(4000);
+    complete(&client(API, &fake), req).await;
+    let body = &fake.requests()[0].body;
+    assert_eq!(body["max_tokens"], json!(4000));
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2976})
+    );
+    // Too small for any thinking budget: no thinking rather than a request the API refuses.
+    fake.push(Script::new().text("ok"));
+    let mut req = request("think");
+    req.effort = Effort::Low;
+    req.max_output_tokens = Some(1500);
+    complete(&client(API, &fake), req).await;
+    let body = &fake.requests()[1].body;
+    assert_eq!(body["max_tokens"], json!(1500));
+    assert!(body.get("thinking").is_none(), "{body}");
+    // Claude 4.6+: adaptive thinking steered by the effort.
+    fake.push(Script::new().text("ok"));
+    let mut req = request("think");
+    req.effort = Effort::Medium;
+    req.adaptive_thinking = true;
+    req.max_output_tokens = Some(128_000);
+    complete(&client(API, &fake), req).await;
+    let body = &fake.requests()[2].body;
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(body["output_config"], json!({"effort": "medium"}));
+    assert_eq!(body["max_tokens"], json!(128_000));
 }

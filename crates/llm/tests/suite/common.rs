@@ -61,7 +61,8 @@ pub fn request(text: &str) -> ModelRequest {
         tools: vec![],
         effort: Effort::Default,
         web_search: false,
-        max_output_tokens: 1000,
+        adaptive_thinking: false,
+        max_output_tokens: Some(1000),
     }
 }
 

@@ -47,7 +47,8 @@ async fn streams_text_and_sends_the_documented_request() {
                 usage: Usage {
                     input_tokens: 30,
                     output_tokens: 2,
-                    cached_input_tokens: 10
+                    cached_input_tokens: 10,
+                    cache_write_tokens: 0
                 },
             }),
         ]
@@ -253,7 +254,8 @@ async fn whole_calls_in_one_chunk_usage_in_finish_chunk_and_no_done() {
             usage: Usage {
                 input_tokens: 7,
                 output_tokens: 4,
-                cached_input_tokens: 0
+                cached_input_tokens: 0,
+                cache_write_tokens: 0
             },
         }
     );
@@ -325,7 +327,8 @@ async fn think_tags_split_across_chunks() {
         Usage {
             input_tokens: 9,
             output_tokens: 3,
-            cached_input_tokens: 2
+            cached_input_tokens: 2,
+            cache_write_tokens: 0
         }
     );
 }

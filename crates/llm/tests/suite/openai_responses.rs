@@ -30,7 +30,8 @@ async fn streams_text_and_sends_the_documented_request() {
                 usage: Usage {
                     input_tokens: 50,
                     output_tokens: 4,
-                    cached_input_tokens: 20
+                    cached_input_tokens: 20,
+                    cache_write_tokens: 0
                 },
             }),
         ]

@@ -134,7 +134,7 @@ async fn client_errors_are_not_retried() {
         (
             404,
             r#"{"error":{"message":"no such model"}}"#,
-            ModelErrorKind::Http { status: 404 },
+            ModelErrorKind::ModelNotFound,
         ),
         (
             429,
