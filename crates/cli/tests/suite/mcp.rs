@@ -149,6 +149,15 @@ async fn stdio_server_tools_round_trip() {
         r.tool_messages(1)[3].contains("[image: image/png"),
         "the model gets a description"
     );
+    // ... and the image itself, as user content right after the tool results.
+    let msgs = r.fake.requests()[1].body["messages"].clone();
+    let last = msgs.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user", "{last}");
+    assert!(
+        last["content"].to_string().contains("\"type\":\"image_url\""),
+        "the model sees the image: {last}"
+    );
+    assert!(last["content"].to_string().contains("m4"), "{last}");
     let title = ferrite_test_support::updates(&before)
         .into_iter()
         .find(|(k, u)| k == "tool_call" && u["toolCallId"] == "m1")
