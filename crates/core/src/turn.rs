@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, DefaultModel, NO_PROVIDER_MESSAGE};
+use crate::checkpoints::TurnCheckpoint;
 use crate::config::Config;
 use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolStatus, UserContent};
 use crate::credentials::Credentials;
@@ -144,6 +145,8 @@ pub(crate) struct CallEnv {
     pub simulate_no_sandbox: bool,
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: crate::config::FsDelegation,
+    /// Keeps what the turn's tools are about to change, for `/undo`.
+    pub checkpoint: Option<TurnCheckpoint>,
 }
 
 impl CallEnv {
@@ -187,6 +190,7 @@ impl CallEnv {
             simulate_no_sandbox: services.faults.no_sandbox,
             client_fs: services.client_fs.get().cloned(),
             fs_delegation: config.fs_delegation,
+            checkpoint: None,
         }
     }
 
@@ -236,14 +240,17 @@ pub(crate) async fn run_turn(
     req: TurnRequest,
     cancel: CancellationToken,
 ) -> TurnOutcome {
-    match run_turn_inner(&services, &rec, req, &cancel).await {
+    let checkpoint = TurnCheckpoint::new(&services.home, &rec.session);
+    let outcome = match run_turn_inner(&services, &rec, req, &cancel, &checkpoint).await {
         Ok(outcome) => outcome,
         Err(e) => failure(
             TerminalStatus::Interrupted,
             "session_log_write",
             format!("The session log could not be written, so the turn was stopped: {e}"),
         ),
-    }
+    };
+    checkpoint.finish_turn(&rec).await;
+    outcome
 }
 
 async fn run_turn_inner(
@@ -251,6 +258,7 @@ async fn run_turn_inner(
     rec: &Recorder,
     req: TurnRequest,
     cancel: &CancellationToken,
+    checkpoint: &TurnCheckpoint,
 ) -> Result<TurnOutcome, StoreError> {
     let (first_prompt, roots) = {
         let core = lock(&rec.core);
@@ -262,7 +270,8 @@ async fn run_turn_inner(
         None => content,
     };
     let compact_request = compact::requested(&req.content);
-    if compact_request.is_none() {
+    let checkpoint_command = crate::checkpoints::command::requested(&req.content);
+    if compact_request.is_none() && checkpoint_command.is_none() {
         rec.record(EntryKind::UserMessage { content })?;
     }
     if services.faults.panic_turn {
@@ -270,6 +279,7 @@ async fn run_turn_inner(
     }
     if first_prompt
         && compact_request.is_none()
+        && checkpoint_command.is_none()
         && let Some(title) = title_from(&req.content)
     {
         rec.record(EntryKind::Title {
@@ -299,6 +309,11 @@ async fn run_turn_inner(
             ));
         }
     };
+    if let Some(command) = checkpoint_command {
+        let run = crate::checkpoints::command::run(services, rec, &config, roots, command, cancel);
+        return Ok(ended(run.await?));
+    }
+    checkpoint.configure(rec, roots.clone(), config.checkpoints);
     let creds = Credentials::load(&services.home).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "ignoring unreadable credentials");
         Credentials::default()
@@ -363,6 +378,7 @@ async fn run_turn_inner(
         roots,
         req.options.force_ask,
     );
+    env.checkpoint = Some(checkpoint.clone());
     let provider = lock(&rec.core).extra_tools.clone();
     if let Some(provider) = provider {
         // Waits for MCP servers still starting (bounded by their startup timeout).
@@ -743,6 +759,9 @@ async fn run_call(
                    checked (a symlink appeared); the call did not run.";
         finish_call(rec, id, why, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
+    }
+    if let Some(checkpoint) = &env.checkpoint {
+        checkpoint.before_call(rec, &access, env.mode(rec)).await;
     }
     rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
         id: id.to_owned(),

@@ -1,3 +1,4 @@
+mod checkpoints;
 mod cli;
 mod clientfs;
 mod common;
