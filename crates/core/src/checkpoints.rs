@@ -10,6 +10,8 @@
 mod capture;
 pub(crate) mod command;
 mod restore;
+#[cfg(test)]
+mod tests;
 mod tracker;
 
 use std::collections::{BTreeMap, HashSet};
@@ -291,8 +293,18 @@ impl Store {
         out
     }
 
+    /// One more than the highest manifest id (read from the names, not the contents).
     pub fn next_id(&self) -> u64 {
-        self.list().last().map_or(1, |m| m.id + 1)
+        let Ok(rd) = std::fs::read_dir(self.manifests()) else {
+            return 1;
+        };
+        rd.flatten()
+            .filter_map(|d| {
+                let name = d.file_name();
+                name.to_str()?.strip_suffix(".json")?.parse::<u64>().ok()
+            })
+            .max()
+            .map_or(1, |id| id + 1)
     }
 
     /// Writes `m` atomically and durably (tmp + fsync + rename + fsync of the directory), after

@@ -7,7 +7,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capturer, Index};
 use super::restore::{self, Step};
-use super::tracker::first_text;
 use super::{Manifest, Skipped, Store, TurnCheckpoint, undo_message};
 use crate::config::Config;
 use crate::content::{
@@ -29,7 +28,10 @@ pub(crate) enum Command {
 
 /// `Some` when the prompt is `/undo`, `/undo N` or `/checkpoints`.
 pub(crate) fn requested(content: &[UserContent]) -> Option<Command> {
-    let text = first_text(content)?;
+    let text = match content {
+        [UserContent::Text { text }] => text.trim(),
+        _ => return None,
+    };
     if text == "/checkpoints" {
         return Some(Command::List);
     }

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use super::capture::{Capturer, Index, Keep, walk};
 use super::{FileChange, FileState, Manifest, Skipped, Store};
 use crate::config::CheckpointsConfig;
-use crate::content::UserContent;
 use crate::events::Event;
 use crate::ids::SessionId;
 use crate::log::EntryKind;
@@ -296,12 +295,4 @@ fn with_new_parents(paths: Vec<PathBuf>) -> Vec<PathBuf> {
         out.push(p);
     }
     out
-}
-
-/// Whether a prompt is one of the checkpoint commands (`/undo [N]`, `/checkpoints`).
-pub(crate) fn first_text(content: &[UserContent]) -> Option<&str> {
-    match content.first() {
-        Some(UserContent::Text { text }) if content.len() == 1 => Some(text.trim()),
-        Some(_) | None => None,
-    }
 }
