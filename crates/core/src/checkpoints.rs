@@ -3,12 +3,13 @@
 //! `FERRITE_HOME/checkpoints/<session>/`, so `/undo` can put it back. The store never touches the
 //! project's `.git` and does not need git.
 //!
-//! Layout: `objects/<sha256>` (file bytes), `manifests/<id>.json` (one per checkpoint, written
+//! Layout: `packs/` (file bytes by SHA-256, packed: `pack.rs`), `manifests/<id>.json` (one per checkpoint, written
 //! atomically and made durable before the change runs), `index.json` (path → stat + hash, so an
 //! unchanged file is neither re-hashed nor re-copied).
 
 mod capture;
 pub(crate) mod command;
+mod pack;
 mod restore;
 #[cfg(test)]
 mod tests;
@@ -242,8 +243,8 @@ impl Store {
         }
     }
 
-    fn objects(&self) -> PathBuf {
-        self.dir.join("objects")
+    fn packs(&self) -> PathBuf {
+        self.dir.join("packs")
     }
 
     fn manifests(&self) -> PathBuf {
@@ -254,16 +255,12 @@ impl Store {
         self.dir.join("index.json")
     }
 
-    fn blob(&self, hash: &str) -> PathBuf {
-        self.objects().join(hash)
-    }
-
     fn manifest_path(&self, id: u64) -> PathBuf {
         self.manifests().join(format!("{id:08}.json"))
     }
 
     fn ensure(&self) -> std::io::Result<()> {
-        crate::private_fs::create_dir_all(&self.objects())?;
+        crate::private_fs::create_dir_all(&self.packs())?;
         crate::private_fs::create_dir_all(&self.manifests())
     }
 
@@ -307,11 +304,10 @@ impl Store {
             .map_or(1, |id| id + 1)
     }
 
-    /// Writes `m` atomically and durably (tmp + fsync + rename + fsync of the directory), after
-    /// flushing the blobs it names.
+    /// Writes `m` atomically and durably (tmp + fsync + rename + fsync of the directory). The
+    /// blobs it names were made durable when their pack was sealed.
     pub fn save(&self, m: &Manifest) -> std::io::Result<()> {
         self.ensure()?;
-        sync_filesystem(&self.objects())?;
         let bytes = serde_json::to_vec(m).map_err(std::io::Error::other)?;
         write_atomic(&self.manifest_path(m.id), &bytes)
     }
@@ -321,10 +317,6 @@ impl Store {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             Ok(()) | Err(_) => Ok(()),
         }
-    }
-
-    pub fn read_blob(&self, hash: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.blob(hash))
     }
 
     /// Keeps the newest `max_count` checkpoints; then removes blobs neither a checkpoint nor the
@@ -347,13 +339,7 @@ impl Store {
             })
             .collect();
         live.extend(capture::Index::load(self).hashes());
-        for d in std::fs::read_dir(self.objects())?.flatten() {
-            let name = d.file_name();
-            if !live.contains(name.to_string_lossy().as_ref()) {
-                let _ = std::fs::remove_file(d.path());
-            }
-        }
-        Ok(())
+        pack::collect(self, &live)
     }
 }
 
@@ -397,21 +383,6 @@ fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Flushes every blob written since the last call with one `syncfs` instead of one `fsync` per
-/// file (a first snapshot writes thousands).
-fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
-    let d = std::fs::File::open(dir)?;
-    #[cfg(target_os = "linux")]
-    {
-        rustix::fs::syncfs(&d)?;
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        d.sync_all()?;
-    }
-    Ok(())
 }
 
 /// Lower-case hex of a digest.

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::pack::{Blobs, PackWriter};
 use super::{FileState, Store, hex, write_atomic};
 
 /// Whether a captured file's bytes go into the store.
@@ -67,14 +68,43 @@ impl Index {
     }
 }
 
-/// Captures path states into one store.
+/// Captures path states into one store. New blobs go into one pack, sealed by [`Self::seal`].
 pub(crate) struct Capturer<'a> {
-    pub store: &'a Store,
-    pub index: &'a mut Index,
-    pub max_file_bytes: u64,
+    store: &'a Store,
+    index: &'a mut Index,
+    blobs: &'a mut Blobs,
+    pack: Option<PackWriter>,
+    max_file_bytes: u64,
 }
 
-impl Capturer<'_> {
+impl<'a> Capturer<'a> {
+    pub fn new(
+        store: &'a Store,
+        index: &'a mut Index,
+        blobs: &'a mut Blobs,
+        max_file_bytes: u64,
+    ) -> Self {
+        Self {
+            store,
+            index,
+            blobs,
+            pack: None,
+            max_file_bytes,
+        }
+    }
+
+    /// Makes the blobs captured so far durable; call before saving a manifest that names them.
+    pub fn seal(&mut self) -> std::io::Result<()> {
+        match self.pack.take() {
+            Some(p) => p.seal(self.store, self.blobs),
+            None => Ok(()),
+        }
+    }
+
+    fn stored(&self, hash: &str) -> bool {
+        self.blobs.has(hash) || self.pack.as_ref().is_some_and(|p| p.has(hash))
+    }
+
     /// The state of `path` now (`None` for sockets, FIFOs and devices, which are not kept).
     pub fn capture(&mut self, path: &Path, keep: Keep) -> std::io::Result<Option<FileState>> {
         let meta = match std::fs::symlink_metadata(path) {
@@ -111,9 +141,7 @@ impl Capturer<'_> {
                 !e.racy && e.size == size && e.mtime_ns == mtime_ns && e.ino == meta.ino()
             });
         let hash = match known {
-            Some(e) if keep == Keep::HashOnly || self.store.blob(&e.hash).exists() => {
-                e.hash.clone()
-            }
+            Some(e) if keep == Keep::HashOnly || self.stored(&e.hash) => e.hash.clone(),
             Some(_) | None => {
                 let bytes = std::fs::read(path)?;
                 let hash = hex(&Sha256::digest(&bytes));
@@ -142,18 +170,16 @@ impl Capturer<'_> {
         Ok(Some(FileState::File { hash, size, mode }))
     }
 
-    /// Stores a blob unless it is there. Not synced here: [`Store::save`] flushes them all at
-    /// once before the manifest that names them is written.
-    fn put_blob(&self, hash: &str, bytes: &[u8]) -> std::io::Result<()> {
-        let path = self.store.blob(hash);
-        if path.exists() {
+    /// Stores a blob unless it is there.
+    fn put_blob(&mut self, hash: &str, bytes: &[u8]) -> std::io::Result<()> {
+        if self.stored(hash) {
             return Ok(());
         }
-        self.store.ensure()?;
-        let (tmp, mut f) = super::tempfile_in(&self.store.objects())?;
-        std::io::Write::write_all(&mut f, bytes)?;
-        drop(f);
-        std::fs::rename(tmp, path)
+        let pack = match self.pack.as_mut() {
+            Some(p) => p,
+            None => self.pack.insert(PackWriter::open(self.store)?),
+        };
+        pack.add(hash, bytes)
     }
 
     /// Forgets index entries for paths that no longer exist in a walk of the whole workspace.

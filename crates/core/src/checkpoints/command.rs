@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capturer, Index};
+use super::pack::Blobs;
 use super::restore::{self, Step};
 use super::{Manifest, Skipped, Store, TurnCheckpoint, undo_message};
 use crate::config::Config;
@@ -150,11 +151,8 @@ impl Undo<'_> {
         );
         let plan = blocking(move || {
             let mut index = Index::load(&store);
-            let mut cap = Capturer {
-                store: &store,
-                index: &mut index,
-                max_file_bytes: max,
-            };
+            let mut blobs = Blobs::default();
+            let mut cap = Capturer::new(&store, &mut index, &mut blobs, max);
             restore::plan(&mut cap, &undone, &home)
         })
         .await;
@@ -196,10 +194,11 @@ impl Undo<'_> {
         }
         let store = self.store.clone();
         let failed = blocking(move || {
+            let blobs = Blobs::load(&store);
             Ok(approved
                 .iter()
                 .filter_map(|s| {
-                    restore::apply(&store, s).err().map(|e| Skipped {
+                    restore::apply(&store, &blobs, s).err().map(|e| Skipped {
                         path: s.path.clone(),
                         reason: format!("it could not be restored: {e}"),
                     })
@@ -264,9 +263,10 @@ impl Undo<'_> {
         let shown = super::shown(&step.path, &root);
         let (store, s) = (self.store.clone(), step.clone());
         let (old, new) = blocking(move || {
+            let blobs = Blobs::load(&store);
             Ok((
-                restore::text_of(&store, &s.current, Some(&s.path)),
-                restore::text_of(&store, &s.target, None),
+                restore::text_of(&store, &blobs, &s.current, Some(&s.path)),
+                restore::text_of(&store, &blobs, &s.target, None),
             ))
         })
         .await

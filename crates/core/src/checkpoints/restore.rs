@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256};
+
 use super::capture::{Capturer, Keep, walk};
+use super::pack::Blobs;
 use super::{FileState, Manifest, Skipped, Store};
 
 /// One path to put back.
@@ -113,7 +116,7 @@ fn before_of(m: &Manifest, p: &Path) -> FileState {
 
 /// Puts `step.path` back into `step.target`: exact bytes and mode, via a temporary file and a
 /// rename so a reader never sees half a file.
-pub(crate) fn apply(store: &Store, step: &Step) -> std::io::Result<()> {
+pub(crate) fn apply(store: &Store, blobs: &Blobs, step: &Step) -> std::io::Result<()> {
     let path = &step.path;
     let in_the_way = || {
         std::io::Error::other(format!(
@@ -150,7 +153,12 @@ pub(crate) fn apply(store: &Store, step: &Step) -> std::io::Result<()> {
             if matches!(step.current, FileState::Dir { .. }) {
                 return Err(in_the_way());
             }
-            let bytes = store.read_blob(hash)?;
+            let bytes = blobs.read(store, hash)?;
+            if super::hex(&Sha256::digest(&bytes)) != *hash {
+                return Err(std::io::Error::other(
+                    "its saved copy in the checkpoint store is damaged",
+                ));
+            }
             let parent = path.parent().unwrap_or(Path::new("/"));
             std::fs::create_dir_all(parent)?;
             let tmp = parent.join(format!(".ferrite-undo-{}", uuid::Uuid::now_v7().simple()));
@@ -184,14 +192,19 @@ pub(crate) fn apply(store: &Store, step: &Step) -> std::io::Result<()> {
 
 /// The text of a file state for a diff (`None` when it is not text or too large to show): from
 /// the store, or for the current state (whose bytes are not stored) from `on_disk`.
-pub(crate) fn text_of(store: &Store, state: &FileState, on_disk: Option<&Path>) -> Option<String> {
+pub(crate) fn text_of(
+    store: &Store,
+    blobs: &Blobs,
+    state: &FileState,
+    on_disk: Option<&Path>,
+) -> Option<String> {
     const SHOWN_MAX: u64 = 256 * 1024;
     match state {
         FileState::Absent => Some(String::new()),
         FileState::File { hash, size, .. } if *size <= SHOWN_MAX => {
             let bytes = match on_disk {
                 Some(path) => std::fs::read(path).ok()?,
-                None => store.read_blob(hash).ok()?,
+                None => blobs.read(store, hash).ok()?,
             };
             String::from_utf8(bytes).ok()
         }

@@ -3,6 +3,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::capture::{Capturer, Index, Keep, walk};
+use super::pack::Blobs;
 use super::restore;
 use super::*;
 
@@ -55,11 +56,8 @@ fn captures_keep_bytes_once_links_as_links_and_large_files_as_not_kept() {
     put(&ws.join("big.bin"), &[7u8; 100], 0o644);
     std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
     let mut index = Index::default();
-    let mut cap = Capturer {
-        store: &store,
-        index: &mut index,
-        max_file_bytes: 50,
-    };
+    let mut blobs = Blobs::default();
+    let mut cap = Capturer::new(&store, &mut index, &mut blobs, 50);
     let a = cap
         .capture(&ws.join("a.txt"), Keep::Bytes)
         .unwrap()
@@ -77,7 +75,8 @@ fn captures_keep_bytes_once_links_as_links_and_large_files_as_not_kept() {
             ..
         }
     ));
-    assert_eq!(std::fs::read_dir(store.objects()).unwrap().count(), 1);
+    cap.seal().unwrap();
+    assert_eq!(Blobs::load(&store).count(), 1);
     assert!(matches!(
         cap.capture(&ws.join("big.bin"), Keep::Bytes)
             .unwrap()
@@ -104,15 +103,13 @@ fn a_plan_restores_bytes_modes_links_and_removes_created_dirs() {
     std::os::unix::fs::symlink("m.txt", ws.join("ln")).unwrap();
     let paths = ["m.txt", "del.txt", "ln", "new", "new/f.txt"].map(|p| ws.join(p));
     let mut index = Index::default();
-    let mut cap = Capturer {
-        store: &store,
-        index: &mut index,
-        max_file_bytes: 1 << 20,
-    };
+    let mut blobs = Blobs::default();
+    let mut cap = Capturer::new(&store, &mut index, &mut blobs, 1 << 20);
     let mut before = BTreeMap::new();
     for p in &paths {
         before.insert(p.clone(), cap.capture(p, Keep::Bytes).unwrap().unwrap());
     }
+    cap.seal().unwrap();
     // The "turn".
     put(&ws.join("m.txt"), b"after\n", 0o644);
     std::fs::remove_file(ws.join("del.txt")).unwrap();
@@ -137,7 +134,7 @@ fn a_plan_restores_bytes_modes_links_and_removes_created_dirs() {
     let plan = restore::plan(&mut cap, std::slice::from_ref(&m), &ws).unwrap();
     assert!(plan.steps.iter().all(|s| !s.conflict));
     for s in &plan.steps {
-        restore::apply(&store, s).unwrap();
+        restore::apply(&store, &Blobs::load(&store), s).unwrap();
     }
     for (p, b) in &before {
         assert_eq!(
@@ -165,14 +162,12 @@ fn a_plan_restores_bytes_modes_links_and_removes_created_dirs() {
 fn pruning_keeps_the_newest_and_removes_unreferenced_blobs() {
     let (_t, ws, store) = world();
     let mut index = Index::default();
+    let mut blobs = Blobs::default();
     for (id, text) in [(1, "one"), (2, "two"), (3, "three")] {
         put(&ws.join("f"), text.as_bytes(), 0o644);
-        let mut cap = Capturer {
-            store: &store,
-            index: &mut index,
-            max_file_bytes: 1 << 20,
-        };
+        let mut cap = Capturer::new(&store, &mut index, &mut blobs, 1 << 20);
         let state = cap.capture(&ws.join("f"), Keep::Bytes).unwrap().unwrap();
+        cap.seal().unwrap();
         let m = Manifest {
             id,
             turn: id,
@@ -192,7 +187,10 @@ fn pruning_keeps_the_newest_and_removes_unreferenced_blobs() {
         store.list().iter().map(|m| m.id).collect::<Vec<_>>(),
         [2, 3]
     );
-    let blobs = std::fs::read_dir(store.objects()).unwrap().count();
-    assert_eq!(blobs, 2, "\"one\" is gone, \"two\" and \"three\" stay");
+    assert_eq!(
+        Blobs::load(&store).count(),
+        2,
+        "\"one\" is gone, \"two\" and \"three\" stay"
+    );
     assert_eq!(store.next_id(), 4);
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::capture::{Capturer, Index, Keep, walk};
+use super::pack::Blobs;
 use super::{FileChange, FileState, Manifest, Skipped, Store};
 use crate::config::CheckpointsConfig;
 use crate::events::Event;
@@ -29,6 +30,7 @@ struct Inner {
     setup: Option<Setup>,
     pending: Option<Manifest>,
     index: Option<Index>,
+    blobs: Option<Blobs>,
     /// A capture failed this turn: the user was told once that it cannot be fully undone.
     failed: bool,
 }
@@ -58,6 +60,7 @@ impl TurnCheckpoint {
                 setup: None,
                 pending: None,
                 index: None,
+                blobs: None,
                 failed: false,
             })),
         }
@@ -186,10 +189,21 @@ impl Inner {
             before: BTreeMap::new(),
             after: None,
         });
-        let res = self.capture_into(&mut m, &mut index, what, setup.config.max_file_bytes);
+        let mut blobs = self
+            .blobs
+            .take()
+            .unwrap_or_else(|| Blobs::load(&self.store));
+        let res = self.capture_into(
+            &mut m,
+            &mut index,
+            &mut blobs,
+            what,
+            setup.config.max_file_bytes,
+        );
         let saved = res.and_then(|()| self.store.save(&m));
         let indexed = index.save(&self.store);
         self.index = Some(index);
+        self.blobs = Some(blobs);
         self.pending = Some(m);
         saved.and(indexed)
     }
@@ -198,14 +212,11 @@ impl Inner {
         &self,
         m: &mut Manifest,
         index: &mut Index,
+        blobs: &mut Blobs,
         what: What,
         max_file_bytes: u64,
     ) -> std::io::Result<()> {
-        let mut cap = Capturer {
-            store: &self.store,
-            index,
-            max_file_bytes,
-        };
+        let mut cap = Capturer::new(&self.store, index, blobs, max_file_bytes);
         let paths = match what {
             What::Paths(paths) => with_new_parents(paths),
             What::Workspace => {
@@ -215,16 +226,26 @@ impl Inner {
                 all
             }
         };
+        let mut captured = Ok(());
         for p in paths {
             // The first state seen in a turn is its before-state.
             if m.before.contains_key(&p) {
                 continue;
             }
-            if let Some(state) = cap.capture(&p, Keep::Bytes)? {
-                m.before.insert(p, state);
+            match cap.capture(&p, Keep::Bytes) {
+                Ok(Some(state)) => {
+                    m.before.insert(p, state);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    captured = Err(e);
+                    break;
+                }
             }
         }
-        Ok(())
+        // What was captured before a failure is still made durable and usable.
+        let sealed = cap.seal();
+        captured.and(sealed)
     }
 
     fn finish(&mut self) -> std::io::Result<Option<Finished>> {
@@ -238,11 +259,13 @@ impl Inner {
             .index
             .take()
             .unwrap_or_else(|| Index::load(&self.store));
-        let mut cap = Capturer {
-            store: &self.store,
-            index: &mut index,
-            max_file_bytes: setup.config.max_file_bytes,
-        };
+        let mut blobs = self.blobs.take().unwrap_or_default();
+        let mut cap = Capturer::new(
+            &self.store,
+            &mut index,
+            &mut blobs,
+            setup.config.max_file_bytes,
+        );
         let mut paths: BTreeSet<PathBuf> = m.before.keys().cloned().collect();
         if m.full {
             let walked = walk(&m.roots, &self.home);
