@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -193,4 +193,41 @@ fn pruning_keeps_the_newest_and_removes_unreferenced_blobs() {
         "\"one\" is gone, \"two\" and \"three\" stay"
     );
     assert_eq!(store.next_id(), 4);
+}
+
+#[test]
+fn a_mostly_dead_pack_is_rewritten_with_its_live_blobs_and_an_unsealed_one_is_removed() {
+    let (_t, ws, store) = world();
+    put(&ws.join("small"), b"small", 0o644);
+    put(&ws.join("large"), &[1u8; 4096], 0o644);
+    let mut index = Index::default();
+    let mut blobs = Blobs::default();
+    let mut cap = Capturer::new(&store, &mut index, &mut blobs, 1 << 20);
+    let small = cap
+        .capture(&ws.join("small"), Keep::Bytes)
+        .unwrap()
+        .unwrap();
+    cap.capture(&ws.join("large"), Keep::Bytes)
+        .unwrap()
+        .unwrap();
+    cap.seal().unwrap();
+    // A capture that crashed before sealing leaves a pack without an index.
+    put(&ws.join("lost"), b"lost", 0o644);
+    let mut cap = Capturer::new(&store, &mut index, &mut blobs, 1 << 20);
+    cap.capture(&ws.join("lost"), Keep::Bytes).unwrap();
+    drop(cap);
+    let live = HashSet::from([small.hash().unwrap().to_owned()]);
+    pack::collect(&store, &live).unwrap();
+    let packs: Vec<String> = std::fs::read_dir(store.packs())
+        .unwrap()
+        .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        packs.len(),
+        2,
+        "one rewritten pack and its index: {packs:?}"
+    );
+    let after = Blobs::load(&store);
+    assert_eq!(after.count(), 1);
+    assert_eq!(after.read(&store, small.hash().unwrap()).unwrap(), b"small");
 }
