@@ -149,7 +149,7 @@ impl Manifest {
             })
             .map(|(p, _)| Skipped {
                 path: p.clone(),
-                reason: "larger than `checkpoints.max_file_bytes`, so it was not kept".into(),
+                reason: "not kept: larger than `checkpoints.max_file_bytes` (or past the 1 GiB a snapshot may add)".into(),
             })
             .collect()
     }

@@ -41,6 +41,11 @@ pub(crate) struct Index {
     dirty: bool,
 }
 
+/// The most new bytes one capture stores. A session opened on a huge directory (a home
+/// directory, say) must not copy all of it into FERRITE_HOME at the first command: files past
+/// this are listed as not kept, like files over `checkpoints.max_file_bytes`.
+pub(crate) const CAPTURE_MAX_BYTES: u64 = 1 << 30;
+
 /// An mtime this close to the moment of hashing makes an index entry untrusted.
 const RACY_WINDOW: Duration = Duration::from_secs(2);
 
@@ -75,6 +80,9 @@ pub(crate) struct Capturer<'a> {
     blobs: &'a mut Blobs,
     pack: Option<PackWriter>,
     max_file_bytes: u64,
+    /// New bytes stored by this capture, against `budget` ([`CAPTURE_MAX_BYTES`]).
+    written: u64,
+    pub(super) budget: u64,
 }
 
 impl<'a> Capturer<'a> {
@@ -90,6 +98,8 @@ impl<'a> Capturer<'a> {
             blobs,
             pack: None,
             max_file_bytes,
+            written: 0,
+            budget: CAPTURE_MAX_BYTES,
         }
     }
 
@@ -129,12 +139,13 @@ impl<'a> Capturer<'a> {
         }
         let mtime_ns = mtime_ns(&meta);
         let size = meta.len();
+        let not_kept = FileState::NotKept {
+            size,
+            mode,
+            mtime_ns,
+        };
         if size > self.max_file_bytes {
-            return Ok(Some(FileState::NotKept {
-                size,
-                mode,
-                mtime_ns,
-            }));
+            return Ok(Some(not_kept));
         }
         let known =
             self.index.files.get(path).filter(|e| {
@@ -143,6 +154,9 @@ impl<'a> Capturer<'a> {
         let hash = match known {
             Some(e) if keep == Keep::HashOnly || self.stored(&e.hash) => e.hash.clone(),
             Some(_) | None => {
+                if keep == Keep::Bytes && self.written + size > self.budget {
+                    return Ok(Some(not_kept));
+                }
                 let bytes = std::fs::read(path)?;
                 let hash = hex(&Sha256::digest(&bytes));
                 if keep == Keep::Bytes {
@@ -179,7 +193,9 @@ impl<'a> Capturer<'a> {
             Some(p) => p,
             None => self.pack.insert(PackWriter::open(self.store)?),
         };
-        pack.add(hash, bytes)
+        pack.add(hash, bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
     }
 
     /// Forgets index entries for paths that no longer exist in a walk of the whole workspace.

@@ -76,7 +76,7 @@ pub(crate) fn plan(
         if matches!(target, FileState::NotKept { .. }) {
             plan.skipped.push(Skipped {
                 path,
-                reason: "it was larger than `checkpoints.max_file_bytes`, so it was not kept"
+                reason: "its content was not kept (larger than `checkpoints.max_file_bytes`, or past the 1 GiB a snapshot may add)"
                     .into(),
             });
             continue;

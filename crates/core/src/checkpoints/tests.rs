@@ -231,3 +231,22 @@ fn a_mostly_dead_pack_is_rewritten_with_its_live_blobs_and_an_unsealed_one_is_re
     assert_eq!(after.count(), 1);
     assert_eq!(after.read(&store, small.hash().unwrap()).unwrap(), b"small");
 }
+
+#[test]
+fn one_capture_stores_at_most_its_budget_and_lists_the_rest_as_not_kept() {
+    let (_t, ws, store) = world();
+    for name in ["a", "b", "c"] {
+        put(&ws.join(name), &[name.as_bytes()[0]; 10], 0o644);
+    }
+    let mut index = Index::default();
+    let mut blobs = Blobs::default();
+    let mut cap = Capturer::new(&store, &mut index, &mut blobs, 1 << 20);
+    cap.budget = 25;
+    let states: Vec<FileState> = ["a", "b", "c"]
+        .iter()
+        .map(|n| cap.capture(&ws.join(n), Keep::Bytes).unwrap().unwrap())
+        .collect();
+    assert!(matches!(states[0], FileState::File { .. }));
+    assert!(matches!(states[1], FileState::File { .. }));
+    assert!(matches!(states[2], FileState::NotKept { size: 10, .. }));
+}
