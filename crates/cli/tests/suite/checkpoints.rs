@@ -324,3 +324,40 @@ async fn a_turn_that_changes_nothing_leaves_no_checkpoint_and_delete_removes_the
         .ok();
     assert!(!dir.exists(), "deleted with the session");
 }
+
+#[tokio::test]
+async fn in_ask_mode_a_declined_write_leaves_no_checkpoint_and_plan_mode_commands_take_no_snapshot()
+{
+    let mut r = start(World::new(), None, &[]).await;
+    let ws = r.world.ws();
+    put(&ws, "a.txt", b"a\n", 0o644);
+    r.fake.push(super::permissions::write_call("a.txt", "b\n"));
+    r.fake.push(Script::new().text("declined"));
+    let id = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "write"))
+        .await;
+    let req = r.permission_request().await;
+    r.answer(&req, "reject_once").await;
+    r.client.wait_answer(&id).await.ok();
+    let (before, _) = r.say("/checkpoints").await;
+    assert!(
+        agent_text(&before).contains("No checkpoints"),
+        "{}",
+        agent_text(&before)
+    );
+    let store = r.world.home().join("checkpoints").join(&r.sid);
+    assert!(
+        !store.join("index.json").exists(),
+        "nothing was captured before the permission was granted"
+    );
+
+    r.set_mode("plan").await;
+    r.fake.push(super::permissions::bash_call("b1", "ls"));
+    r.fake.push(Script::new().text("listed"));
+    r.say("look").await;
+    assert!(
+        !store.join("index.json").exists(),
+        "no snapshot in plan mode"
+    );
+}
