@@ -115,6 +115,24 @@ pub struct ToolsConfig {
     pub bash_timeout_secs: u64,
 }
 
+/// `[checkpoints]` (contract §10, `docs/checkpoints.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointsConfig {
+    /// Checkpoints kept per session; older ones are pruned. 0 turns checkpoints off.
+    pub max_count: usize,
+    /// Files larger than this are listed in a checkpoint but their bytes are not kept.
+    pub max_file_bytes: u64,
+}
+
+impl Default for CheckpointsConfig {
+    fn default() -> Self {
+        Self {
+            max_count: 50,
+            max_file_bytes: 10_485_760,
+        }
+    }
+}
+
 /// The cap on `bash_timeout_secs` and on a model-supplied `timeout_secs` (contract §10).
 pub const BASH_TIMEOUT_CAP_SECS: u64 = 600;
 
@@ -134,6 +152,7 @@ pub struct Config {
     pub sandbox_deny_read: Vec<String>,
     pub tools: ToolsConfig,
     pub compaction_threshold: f64,
+    pub checkpoints: CheckpointsConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Things the workspace file tried that only the user file may do; shown in logs and `doctor`.
@@ -163,6 +182,7 @@ impl Default for Config {
                 bash_timeout_secs: 120,
             },
             compaction_threshold: 0.85,
+            checkpoints: CheckpointsConfig::default(),
             providers: BTreeMap::new(),
             model_set_by: None,
             mcp_servers: BTreeMap::new(),
@@ -199,6 +219,8 @@ struct RawConfig {
     compaction: RawCompaction,
     #[serde(default)]
     web_fetch: RawWebFetch,
+    #[serde(default)]
+    checkpoints: RawCheckpoints,
     #[serde(default)]
     providers: BTreeMap<String, ProviderConfig>,
     #[serde(default)]
@@ -280,6 +302,13 @@ fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheckpoints {
+    max_count: Option<usize>,
+    max_file_bytes: Option<u64>,
 }
 
 impl Config {
@@ -368,6 +397,7 @@ impl Config {
             }
             self.compaction_threshold = t;
         }
+        self.checkpoints = checkpoints(raw.checkpoints, self.checkpoints).map_err(invalid)?;
         for (name, p) in raw.providers {
             validate_provider(&name, &p).map_err(invalid)?;
             self.providers.insert(name, p);
@@ -470,6 +500,13 @@ impl Config {
             }
             self.compaction_threshold = t;
         }
+        // Narrowing only, like the tool limits.
+        let user = self.checkpoints;
+        let ws = checkpoints(raw.checkpoints, user).map_err(invalid)?;
+        self.checkpoints = CheckpointsConfig {
+            max_count: ws.max_count.min(user.max_count),
+            max_file_bytes: ws.max_file_bytes.min(user.max_file_bytes),
+        };
         if !raw.providers.is_empty() {
             self.warnings.push(format!(
                 "{shown}: `providers` ignored: only the user config may declare providers"
@@ -514,6 +551,23 @@ impl Config {
         }
         Ok(())
     }
+}
+
+fn checkpoints(raw: RawCheckpoints, base: CheckpointsConfig) -> Result<CheckpointsConfig, String> {
+    let mut out = base;
+    if let Some(n) = raw.max_count {
+        if n > 10_000 {
+            return Err("`checkpoints.max_count` accepts 0 (off) to 10000".into());
+        }
+        out.max_count = n;
+    }
+    if let Some(b) = raw.max_file_bytes {
+        if b == 0 {
+            return Err("`checkpoints.max_file_bytes` must be at least 1".into());
+        }
+        out.max_file_bytes = b;
+    }
+    Ok(out)
 }
 
 fn read_raw(path: &Path) -> Result<Option<(PathBuf, RawConfig)>, ConfigError> {
@@ -836,5 +890,37 @@ models = [{ id = "qwen3-coder", context_window = 131072 }]
         .unwrap();
         let err = Config::load(home.path(), None).unwrap_err().to_string();
         assert!(err.contains("deny_read"), "{err}");
+    }
+
+    #[test]
+    fn checkpoints_section_is_validated_and_a_workspace_only_narrows_it() {
+        let p = Path::new("config.toml");
+        let c = Config::from_user_toml("[checkpoints]\nmax_count = 5\nmax_file_bytes = 100\n", p)
+            .unwrap();
+        assert_eq!(
+            c.checkpoints,
+            CheckpointsConfig {
+                max_count: 5,
+                max_file_bytes: 100
+            }
+        );
+        for bad in [
+            "[checkpoints]\nmax_file_bytes = 0\n",
+            "[checkpoints]\nmax_count = 10001\n",
+            "[checkpoints]\nkeep = 3\n",
+        ] {
+            assert!(Config::from_user_toml(bad, p).is_err(), "{bad}");
+        }
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        write(home.path(), "config.toml", "[checkpoints]\nmax_count = 5\n");
+        write(
+            ws.path(),
+            ".ferrite/config.toml",
+            "[checkpoints]\nmax_count = 9\nmax_file_bytes = 1000\n",
+        );
+        let c = Config::load(home.path(), Some(ws.path())).unwrap();
+        assert_eq!(c.checkpoints.max_count, 5, "a workspace cannot raise it");
+        assert_eq!(c.checkpoints.max_file_bytes, 1000, "but may lower it");
     }
 }

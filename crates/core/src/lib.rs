@@ -5,6 +5,7 @@
 
 pub mod attachments;
 pub mod catalog;
+pub mod checkpoints;
 pub mod clientfs;
 pub mod commands;
 pub mod config;

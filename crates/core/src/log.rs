@@ -145,6 +145,18 @@ pub enum EntryKind {
     Compaction {
         summary: String,
     },
+    /// A turn changed the workspace; its prior state is kept in the checkpoint store
+    /// (`docs/checkpoints.md`). When an `/undo` made it, `undid` names the checkpoints it
+    /// reverted and `skipped` the files it left alone.
+    Checkpoint {
+        id: u64,
+        turn: u64,
+        files: Vec<crate::checkpoints::FileChange>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        undid: Vec<u64>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<crate::checkpoints::Skipped>,
+    },
     TurnEnd {
         stop: StopReason,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -648,6 +648,7 @@ impl Runtime {
             self.close(id).await;
         }
         self.services.store.delete(id)?;
+        crate::checkpoints::delete_session(&self.services.home, id);
         Ok(())
     }
 

@@ -107,6 +107,7 @@ impl SessionState {
             | EntryKind::DisplayToolCall { .. }
             | EntryKind::Command { .. }
             | EntryKind::Compaction { .. }
+            | EntryKind::Checkpoint { .. }
             | EntryKind::TurnEnd { .. }) => self.history.push(other),
         }
     }
@@ -161,7 +162,16 @@ impl SessionState {
                 } => out.push(Event::AgentMessageChunk {
                     text: f.message.clone(),
                 }),
+                EntryKind::Checkpoint {
+                    undid,
+                    files,
+                    skipped,
+                    ..
+                } if !undid.is_empty() => out.push(Event::AgentMessageChunk {
+                    text: crate::checkpoints::undo_message(undid, files, skipped, &self.cwd),
+                }),
                 EntryKind::TurnEnd { failure: None, .. }
+                | EntryKind::Checkpoint { .. }
                 | EntryKind::Mode { .. }
                 | EntryKind::Usage { .. }
                 | EntryKind::Model { .. }
@@ -227,8 +237,22 @@ impl SessionState {
             .iter()
             .rposition(|k| matches!(k, EntryKind::Compaction { .. }))
             .unwrap_or(0);
+        // What an `/undo` reverted, told to the model with the next prompt.
+        let mut undo_notes: Vec<UserPart> = Vec::new();
         for kind in &self.history[start..] {
             match kind {
+                EntryKind::Checkpoint {
+                    undid,
+                    files,
+                    skipped,
+                    ..
+                } => {
+                    if !undid.is_empty() {
+                        undo_notes.push(UserPart::Text {
+                            text: crate::checkpoints::undo_note(files, skipped),
+                        });
+                    }
+                }
                 EntryKind::Compaction { summary } => {
                     out.push(Message::User {
                         content: vec![UserPart::Text {
@@ -238,9 +262,9 @@ impl SessionState {
                 }
                 EntryKind::UserMessage { content } => {
                     flush(&mut out, &mut open_calls, &mut results, &mut images);
-                    out.push(Message::User {
-                        content: user_parts(content),
-                    });
+                    let mut parts = std::mem::take(&mut undo_notes);
+                    parts.extend(user_parts(content));
+                    out.push(Message::User { content: parts });
                 }
                 EntryKind::Assistant { content } => {
                     flush(&mut out, &mut open_calls, &mut results, &mut images);
@@ -306,6 +330,11 @@ impl SessionState {
             }
         }
         flush(&mut out, &mut open_calls, &mut results, &mut images);
+        if !undo_notes.is_empty() {
+            out.push(Message::User {
+                content: undo_notes,
+            });
+        }
         out
     }
 }

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, DefaultModel, NO_PROVIDER_MESSAGE, ReasoningStyle};
+use crate::checkpoints::TurnCheckpoint;
 use crate::config::Config;
 use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolStatus, UserContent};
 use crate::events::{Event, SessionEvent, TurnOptions, TurnOutcome};
@@ -188,6 +189,8 @@ pub(crate) struct CallEnv {
     pub simulate_no_sandbox: bool,
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: crate::config::FsDelegation,
+    /// Keeps what the turn's tools are about to change, for `/undo`.
+    pub checkpoint: Option<TurnCheckpoint>,
 }
 
 impl CallEnv {
@@ -240,6 +243,7 @@ impl CallEnv {
             simulate_no_sandbox: services.faults.no_sandbox,
             client_fs: services.client_fs.get().cloned(),
             fs_delegation: config.fs_delegation,
+            checkpoint: None,
         }
     }
 
@@ -296,14 +300,17 @@ pub(crate) async fn run_turn(
     req: TurnRequest,
     cancel: CancellationToken,
 ) -> TurnOutcome {
-    match run_turn_inner(&services, &rec, req, &cancel).await {
+    let checkpoint = TurnCheckpoint::new(&services.home, &rec.session);
+    let outcome = match run_turn_inner(&services, &rec, req, &cancel, &checkpoint).await {
         Ok(outcome) => outcome,
         Err(e) => failure(
             TerminalStatus::Interrupted,
             "session_log_write",
             format!("The session log could not be written, so the turn was stopped: {e}"),
         ),
-    }
+    };
+    checkpoint.finish_turn(&rec).await;
+    outcome
 }
 
 async fn run_turn_inner(
@@ -311,6 +318,7 @@ async fn run_turn_inner(
     rec: &Recorder,
     req: TurnRequest,
     cancel: &CancellationToken,
+    checkpoint: &TurnCheckpoint,
 ) -> Result<TurnOutcome, StoreError> {
     let (first_prompt, roots) = {
         let core = lock(&rec.core);
@@ -322,16 +330,20 @@ async fn run_turn_inner(
         None => content,
     };
     let compact_request = compact::requested(&req.content);
-    rec.record(match compact_request {
-        None => EntryKind::UserMessage { content },
-        // Part of the replay, but not of what the model is sent.
-        Some(_) => EntryKind::Command { content },
-    })?;
+    let checkpoint_command = crate::checkpoints::command::requested(&req.content);
+    if checkpoint_command.is_none() {
+        rec.record(match compact_request {
+            None => EntryKind::UserMessage { content },
+            // Part of the replay, but not of what the model is sent.
+            Some(_) => EntryKind::Command { content },
+        })?;
+    }
     if services.faults.panic_turn {
         panic!("fault injection: the turn task panics");
     }
     if first_prompt
         && compact_request.is_none()
+        && checkpoint_command.is_none()
         && let Some(title) = title_from(&req.content)
     {
         rec.record(EntryKind::Title {
@@ -370,6 +382,11 @@ async fn run_turn_inner(
             e.to_string(),
         ));
     }
+    if let Some(command) = checkpoint_command {
+        let run = crate::checkpoints::command::run(services, rec, &config, roots, command, cancel);
+        return Ok(ended(run.await?));
+    }
+    checkpoint.configure(rec, roots.clone(), config.checkpoints);
     let catalog = services.catalog(&config);
     let (model_id, origin) = match (req.options.model.clone(), session_model) {
         (Some(m), _) => (m, ModelOrigin::Prompt),
@@ -440,6 +457,7 @@ async fn run_turn_inner(
         req.options.force_ask,
     );
     env.read_only = crate::commands::is_read_only(&req.content);
+    env.checkpoint = Some(checkpoint.clone());
     let provider = lock(&rec.core).extra_tools.clone();
     if let Some(provider) = provider {
         // Waits for MCP servers still starting (bounded by their startup timeout).
@@ -838,6 +856,9 @@ async fn run_call(
                    checked (a symlink appeared); the call did not run.";
         finish_call(rec, id, why, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
+    }
+    if let Some(checkpoint) = &env.checkpoint {
+        checkpoint.before_call(rec, &access, env.mode(rec)).await;
     }
     rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
         id: id.to_owned(),

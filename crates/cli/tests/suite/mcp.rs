@@ -154,7 +154,9 @@ async fn stdio_server_tools_round_trip() {
     let last = msgs.as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["role"], "user", "{last}");
     assert!(
-        last["content"].to_string().contains("\"type\":\"image_url\""),
+        last["content"]
+            .to_string()
+            .contains("\"type\":\"image_url\""),
         "the model sees the image: {last}"
     );
     assert!(last["content"].to_string().contains("m4"), "{last}");

@@ -1,4 +1,5 @@
 mod approvals;
+mod checkpoints;
 mod cli;
 mod clientfs;
 mod common;

@@ -1,0 +1,397 @@
+//! Checkpoints (`docs/checkpoints.md`): before a turn first changes the workspace, the prior
+//! state of what it may touch is copied into a content-addressed store under
+//! `FERRITE_HOME/checkpoints/<session>/`, so `/undo` can put it back. The store never touches the
+//! project's `.git` and does not need git.
+//!
+//! Layout: `packs/` (file bytes by SHA-256, packed: `pack.rs`), `manifests/<id>.json` (one per checkpoint, written
+//! atomically and made durable before the change runs), `index.json` (path → stat + hash, so an
+//! unchanged file is neither re-hashed nor re-copied).
+
+mod capture;
+pub(crate) mod command;
+mod pack;
+mod restore;
+#[cfg(test)]
+mod tests;
+mod tracker;
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
+
+pub(crate) use tracker::TurnCheckpoint;
+
+/// How a checkpoint's turn changed one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    Created,
+    Modified,
+    Deleted,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Created => "created",
+            Change::Modified => "modified",
+            Change::Deleted => "deleted",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: PathBuf,
+    pub change: Change,
+}
+
+/// A file a checkpoint could not keep, or an undo left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// The state of one path at one moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FileState {
+    Absent,
+    Dir {
+        mode: u32,
+    },
+    File {
+        hash: String,
+        size: u64,
+        mode: u32,
+    },
+    /// Larger than `checkpoints.max_file_bytes`: listed, but its bytes were not kept, so an undo
+    /// cannot bring it back (and says so). Compared by size and mtime.
+    NotKept {
+        size: u64,
+        mode: u32,
+        mtime_ns: u64,
+    },
+    Symlink {
+        target: PathBuf,
+    },
+}
+
+impl FileState {
+    fn hash(&self) -> Option<&str> {
+        match self {
+            FileState::File { hash, .. } => Some(hash),
+            FileState::Absent
+            | FileState::Dir { .. }
+            | FileState::NotKept { .. }
+            | FileState::Symlink { .. } => None,
+        }
+    }
+}
+
+/// One checkpoint: the state before the turn of every path it covers and, once the turn ended,
+/// the state after it of the paths that changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    pub id: u64,
+    /// The prompt's number in the session (1 = the first prompt).
+    pub turn: u64,
+    pub created_at: String,
+    pub roots: Vec<PathBuf>,
+    /// Whether the whole workspace was snapshotted (a command ran), so files that appear after
+    /// it were created by the turn.
+    #[serde(default)]
+    pub full: bool,
+    /// The checkpoints an `/undo` reverted, when this is that undo's own checkpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undid: Vec<u64>,
+    pub before: BTreeMap<PathBuf, FileState>,
+    /// `None` while the turn runs, and forever when the agent died during it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<BTreeMap<PathBuf, FileState>>,
+}
+
+impl Manifest {
+    /// What the finished turn changed, in path order.
+    pub fn changes(&self) -> Vec<FileChange> {
+        let Some(after) = &self.after else {
+            return vec![];
+        };
+        after
+            .iter()
+            .map(|(path, a)| {
+                let b = self.before.get(path).unwrap_or(&FileState::Absent);
+                let change = match (b, a) {
+                    (FileState::Absent, _) => Change::Created,
+                    (_, FileState::Absent) => Change::Deleted,
+                    _ => Change::Modified,
+                };
+                FileChange {
+                    path: path.clone(),
+                    change,
+                }
+            })
+            .collect()
+    }
+
+    /// Files whose bytes this checkpoint could not keep.
+    pub fn not_kept(&self) -> Vec<Skipped> {
+        self.before
+            .iter()
+            .filter(|(p, s)| {
+                matches!(s, FileState::NotKept { .. })
+                    && self.after.as_ref().is_none_or(|a| a.contains_key(*p))
+            })
+            .map(|(p, _)| Skipped {
+                path: p.clone(),
+                reason: "not kept: larger than `checkpoints.max_file_bytes` (or past the 1 GiB a snapshot may add)".into(),
+            })
+            .collect()
+    }
+}
+
+/// A path as shown to the user: relative to the workspace root when inside it.
+pub fn shown(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .ok()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The answer to an `/undo` (also what `session/load` replays for it).
+pub fn undo_message(
+    undid: &[u64],
+    files: &[FileChange],
+    skipped: &[Skipped],
+    root: &Path,
+) -> String {
+    let mut out = match undid.len() {
+        1 => "Undid the last turn that changed the workspace.".to_owned(),
+        n => format!("Undid the last {n} turns that changed the workspace."),
+    };
+    let group = |change: Change| -> Vec<String> {
+        files
+            .iter()
+            .filter(|f| f.change == change)
+            .map(|f| shown(&f.path, root))
+            .collect()
+    };
+    for (change, label) in [
+        (Change::Modified, "Restored"),
+        (Change::Created, "Recreated (the turn had deleted them)"),
+        (Change::Deleted, "Deleted (the turn had created them)"),
+    ] {
+        let names = group(change);
+        if !names.is_empty() {
+            out.push_str(&format!("\n{label}: {}", names.join(", ")));
+        }
+    }
+    if files.is_empty() && skipped.is_empty() {
+        out.push_str("\nThe files were already as they were before; nothing was changed.");
+    }
+    for s in skipped {
+        out.push_str(&format!("\nSkipped {}: {}", shown(&s.path, root), s.reason));
+    }
+    if !files.is_empty() {
+        out.push_str("\n`/undo` again reverts this undo.");
+    }
+    out
+}
+
+/// What the model is told, with the next prompt, about an `/undo`: which of its changes are gone.
+pub fn undo_note(files: &[FileChange], skipped: &[Skipped]) -> String {
+    let mut out = String::from(
+        "[Note from Ferrite: the user ran /undo. The workspace was reverted to before your last \
+         change(s); do not assume those changes are still in place. Reverted:",
+    );
+    for f in files {
+        let what = match f.change {
+            Change::Modified => "restored to its earlier content",
+            Change::Created => "recreated (it had been deleted)",
+            Change::Deleted => "deleted (it had been created)",
+        };
+        out.push_str(&format!("\n- {}: {what}", f.path.display()));
+    }
+    for s in skipped {
+        out.push_str(&format!(
+            "\n- {}: NOT reverted ({})",
+            s.path.display(),
+            s.reason
+        ));
+    }
+    out.push(']');
+    out
+}
+
+/// `FERRITE_HOME/checkpoints/<session>/`.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    pub fn new(home: &Path, session: &SessionId) -> Self {
+        Self {
+            dir: home.join("checkpoints").join(session.as_str()),
+        }
+    }
+
+    fn packs(&self) -> PathBuf {
+        self.dir.join("packs")
+    }
+
+    fn manifests(&self) -> PathBuf {
+        self.dir.join("manifests")
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.dir.join("index.json")
+    }
+
+    fn manifest_path(&self, id: u64) -> PathBuf {
+        self.manifests().join(format!("{id:08}.json"))
+    }
+
+    fn ensure(&self) -> std::io::Result<()> {
+        crate::private_fs::create_dir_all(&self.packs())?;
+        crate::private_fs::create_dir_all(&self.manifests())
+    }
+
+    /// Every checkpoint, oldest first. Unreadable manifests are skipped (and logged).
+    pub fn list(&self) -> Vec<Manifest> {
+        let Ok(rd) = std::fs::read_dir(self.manifests()) else {
+            return vec![];
+        };
+        let mut out: Vec<Manifest> = rd
+            .flatten()
+            .filter(|d| d.path().extension().is_some_and(|e| e == "json"))
+            .filter_map(|d| {
+                let path = d.path();
+                match std::fs::read(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+                {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "skipping an unreadable checkpoint");
+                        None
+                    }
+                }
+            })
+            .collect();
+        out.sort_by_key(|m: &Manifest| m.id);
+        out
+    }
+
+    /// One more than the highest manifest id (read from the names, not the contents).
+    pub fn next_id(&self) -> u64 {
+        let Ok(rd) = std::fs::read_dir(self.manifests()) else {
+            return 1;
+        };
+        rd.flatten()
+            .filter_map(|d| {
+                let name = d.file_name();
+                name.to_str()?.strip_suffix(".json")?.parse::<u64>().ok()
+            })
+            .max()
+            .map_or(1, |id| id + 1)
+    }
+
+    /// Writes `m` atomically and durably (tmp + fsync + rename + fsync of the directory). The
+    /// blobs it names were made durable when their pack was sealed.
+    pub fn save(&self, m: &Manifest) -> std::io::Result<()> {
+        self.ensure()?;
+        let bytes = serde_json::to_vec(m).map_err(std::io::Error::other)?;
+        write_atomic(&self.manifest_path(m.id), &bytes)
+    }
+
+    pub fn remove(&self, id: u64) -> std::io::Result<()> {
+        match std::fs::remove_file(self.manifest_path(id)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            Ok(()) | Err(_) => Ok(()),
+        }
+    }
+
+    /// Keeps the newest `max_count` checkpoints; then removes blobs neither a checkpoint nor the
+    /// index names (the index's blobs are the base the next snapshot reuses).
+    pub fn prune(&self, max_count: usize) -> std::io::Result<()> {
+        let all = self.list();
+        let excess = all.len().saturating_sub(max_count);
+        for m in &all[..excess] {
+            self.remove(m.id)?;
+        }
+        if excess == 0 {
+            return Ok(());
+        }
+        let mut live: HashSet<String> = all[excess..]
+            .iter()
+            .flat_map(|m| {
+                m.before
+                    .values()
+                    .filter_map(|s| s.hash().map(str::to_owned))
+            })
+            .collect();
+        live.extend(capture::Index::load(self).hashes());
+        pack::collect(self, &live)
+    }
+}
+
+/// Removes a session's checkpoints (with `session/delete`).
+pub fn delete_session(home: &Path, session: &SessionId) {
+    let dir = Store::new(home, session).dir;
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not remove a session's checkpoints")
+        }
+    }
+}
+
+/// Writes `bytes` to `path` via a temporary file in the same directory: readers see the old or
+/// the new content, never a part, and the new one survives a crash once this returns.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile_in(dir)?;
+    tmp.1.write_all(bytes)?;
+    tmp.1.sync_all()?;
+    std::fs::rename(&tmp.0, path)?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// A new private file with a random name in `dir`.
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    loop {
+        let path = dir.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
+        match crate::private_fs::file_options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Lower-case hex of a digest.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    s
+}

@@ -1,0 +1,359 @@
+//! The prompts `/undo [N]` and `/checkpoints`, answered without the model.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::capture::{Capturer, Index};
+use super::pack::Blobs;
+use super::restore::{self, Step};
+use super::{Manifest, Skipped, Store, TurnCheckpoint, undo_message};
+use crate::config::Config;
+use crate::content::{
+    Location, ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus, UserContent,
+};
+use crate::events::Event;
+use crate::log::{EntryKind, StopReason, StoreError};
+use crate::permissions::{OptionKind, PermissionAnswer, PermissionOption, PermissionRequest};
+use crate::runtime::Services;
+use crate::turn::{Recorder, lock};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Command {
+    Undo(usize),
+    List,
+    /// `/undo` with an argument that is not a count.
+    BadUndo(String),
+}
+
+/// `Some` when the prompt is `/undo`, `/undo N` or `/checkpoints`.
+pub(crate) fn requested(content: &[UserContent]) -> Option<Command> {
+    let text = match content {
+        [UserContent::Text { text }] => text.trim(),
+        _ => return None,
+    };
+    if text == "/checkpoints" {
+        return Some(Command::List);
+    }
+    let rest = text.strip_prefix("/undo")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let arg = rest.trim();
+    if arg.is_empty() {
+        return Some(Command::Undo(1));
+    }
+    Some(match arg.parse::<usize>() {
+        Ok(n) if n >= 1 => Command::Undo(n),
+        Ok(_) | Err(_) => Command::BadUndo(arg.to_owned()),
+    })
+}
+
+pub(crate) async fn run(
+    services: &Services,
+    rec: &Recorder,
+    config: &Config,
+    roots: Vec<PathBuf>,
+    command: Command,
+    cancel: &CancellationToken,
+) -> Result<StopReason, StoreError> {
+    let home = std::fs::canonicalize(&services.home).unwrap_or_else(|_| services.home.clone());
+    let store = Store::new(&home, &rec.session);
+    let root = roots.first().cloned().unwrap_or_default();
+    let (stop, text) = match command {
+        Command::BadUndo(arg) => (
+            StopReason::EndTurn,
+            format!("`/undo` takes a number of turns to undo (e.g. `/undo 2`), not `{arg}`."),
+        ),
+        Command::List => {
+            let all = blocking(move || Ok(store.list())).await.unwrap_or_default();
+            (StopReason::EndTurn, list_text(&all, &root))
+        }
+        Command::Undo(n) => {
+            let ctx = Undo {
+                services,
+                rec,
+                store,
+                home,
+                roots,
+                config,
+                cancel,
+            };
+            ctx.run(n).await?
+        }
+    };
+    rec.emit(Event::AgentMessageChunk { text }).await;
+    Ok(stop)
+}
+
+fn list_text(all: &[Manifest], root: &Path) -> String {
+    if all.is_empty() {
+        return "No checkpoints: no turn of this session has changed the workspace yet.".into();
+    }
+    let mut out = String::from("Checkpoints, newest first (`/undo N` reverts the newest N):\n");
+    for (i, m) in all.iter().rev().enumerate() {
+        let what = match &m.after {
+            None => "interrupted turn; changes not recorded".to_owned(),
+            Some(_) => {
+                let files: Vec<String> = m
+                    .changes()
+                    .iter()
+                    .map(|c| format!("{} ({})", super::shown(&c.path, root), c.change.as_str()))
+                    .collect();
+                format!("{} file(s): {}", files.len(), files.join(", "))
+            }
+        };
+        let kind = if m.undid.is_empty() {
+            format!("turn {}", m.turn)
+        } else {
+            format!("undo of turn(s) before it, at turn {}", m.turn)
+        };
+        out.push_str(&format!("{}. {kind}, {}: {what}\n", i + 1, m.created_at));
+    }
+    out
+}
+
+struct Undo<'a> {
+    services: &'a Services,
+    rec: &'a Recorder,
+    store: Store,
+    home: PathBuf,
+    roots: Vec<PathBuf>,
+    config: &'a Config,
+    cancel: &'a CancellationToken,
+}
+
+enum Answer {
+    Revert,
+    Keep(String),
+    Cancelled,
+}
+
+impl Undo<'_> {
+    async fn run(self, n: usize) -> Result<(StopReason, String), StoreError> {
+        let store = self.store.clone();
+        let all = blocking(move || Ok(store.list())).await.unwrap_or_default();
+        if all.is_empty() {
+            return Ok((
+                StopReason::EndTurn,
+                "There is nothing to undo: no turn of this session has changed the workspace \
+                 (or its checkpoints were pruned)."
+                    .into(),
+            ));
+        }
+        let undone: Vec<Manifest> = all[all.len().saturating_sub(n)..].to_vec();
+        let ids: Vec<u64> = undone.iter().map(|m| m.id).collect();
+        let (store, home, max) = (
+            self.store.clone(),
+            self.home.clone(),
+            self.config.checkpoints.max_file_bytes,
+        );
+        let plan = blocking(move || {
+            let mut index = Index::load(&store);
+            let mut blobs = Blobs::default();
+            let mut cap = Capturer::new(&store, &mut index, &mut blobs, max);
+            restore::plan(&mut cap, &undone, &home)
+        })
+        .await;
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e) => return Ok((StopReason::EndTurn, format!("Could not undo: {e}."))),
+        };
+        // The undo is itself a checkpoint, durable before anything is touched.
+        let cp = TurnCheckpoint::new(&self.services.home, &self.rec.session);
+        cp.configure(self.rec, self.roots.clone(), self.config.checkpoints);
+        let paths: Vec<PathBuf> = plan.steps.iter().map(|s| s.path.clone()).collect();
+        let (cp2, ids2) = (cp.clone(), ids.clone());
+        if let Err(e) = blocking(move || cp2.open_for_undo(paths, &ids2)).await {
+            return Ok((
+                StopReason::EndTurn,
+                format!("Could not undo: the current state could not be kept first ({e})."),
+            ));
+        }
+        let mut skipped: Vec<Skipped> = plan.skipped;
+        let mut approved: Vec<Step> = Vec::new();
+        let mut stop = StopReason::EndTurn;
+        for step in plan.steps {
+            if !step.conflict {
+                approved.push(step);
+                continue;
+            }
+            match self.ask(&step).await {
+                Answer::Revert => approved.push(step),
+                Answer::Keep(reason) => skipped.push(Skipped {
+                    path: step.path,
+                    reason,
+                }),
+                Answer::Cancelled => {
+                    stop = StopReason::Cancelled;
+                    approved.clear();
+                    break;
+                }
+            }
+        }
+        let store = self.store.clone();
+        let failed = blocking(move || {
+            let blobs = Blobs::load(&store);
+            Ok(approved
+                .iter()
+                .filter_map(|s| {
+                    restore::apply(&store, &blobs, s).err().map(|e| Skipped {
+                        path: s.path.clone(),
+                        reason: format!("it could not be restored: {e}"),
+                    })
+                })
+                .collect::<Vec<_>>())
+        })
+        .await
+        .unwrap_or_default();
+        skipped.extend(failed);
+        let finished = blocking(move || cp.finish_now()).await;
+        let root = self.roots.first().cloned().unwrap_or_default();
+        let files = match finished {
+            Ok(Some(f)) => {
+                self.rec.record(EntryKind::Checkpoint {
+                    id: f.id,
+                    turn: f.turn,
+                    files: f.files.clone(),
+                    undid: ids.clone(),
+                    skipped: skipped.clone(),
+                })?;
+                self.rec.sync()?;
+                f.files
+            }
+            Ok(None) => vec![],
+            Err(e) => {
+                tracing::warn!(error = %e, "could not finish the undo's checkpoint");
+                vec![]
+            }
+        };
+        if stop == StopReason::Cancelled {
+            return Ok((stop, "Undo cancelled; nothing was changed.".into()));
+        }
+        let turns: Vec<u64> = all[all.len().saturating_sub(n)..]
+            .iter()
+            .map(|m| m.turn)
+            .collect();
+        let mut text = undo_message(&ids, &files, &skipped, &root);
+        if n > turns.len() {
+            text.push_str(&format!(
+                "\n(Only {} checkpoint(s) existed, so only they were undone.)",
+                turns.len()
+            ));
+        }
+        Ok((stop, text))
+    }
+
+    /// Asks before overwriting a file someone changed since the agent's turn, showing the diff
+    /// from its current content to the one undo would restore.
+    async fn ask(&self, step: &Step) -> Answer {
+        let harness = lock(&self.rec.core).state.harness;
+        let Some(approver) = self.services.approver.get().cloned() else {
+            return Answer::Keep(
+                "it changed since the agent's turn and no one could be asked".into(),
+            );
+        };
+        if !harness.may_ask() {
+            return Answer::Keep(
+                "it changed since the agent's turn and this session runs unattended".into(),
+            );
+        }
+        let root = self.roots.first().cloned().unwrap_or_default();
+        let shown = super::shown(&step.path, &root);
+        let (store, s) = (self.store.clone(), step.clone());
+        let (old, new) = blocking(move || {
+            let blobs = Blobs::load(&store);
+            Ok((
+                restore::text_of(&store, &blobs, &s.current, Some(&s.path)),
+                restore::text_of(&store, &blobs, &s.target, None),
+            ))
+        })
+        .await
+        .unwrap_or((None, None));
+        let content = match (old, new) {
+            (Some(old), Some(new)) => ToolContent::Diff {
+                path: step.path.clone(),
+                old_text: Some(old),
+                new_text: new,
+            },
+            _ => ToolContent::Text {
+                text: format!("{shown} is not text (or too large to show); undo would replace it."),
+            },
+        };
+        let deleting = step.target == super::FileState::Absent;
+        let view = ToolCallView {
+            id: format!("undo-{}", uuid::Uuid::now_v7().simple()),
+            title: format!(
+                "Undo: {} {shown}, which changed since the agent's turn?",
+                if deleting { "delete" } else { "overwrite" }
+            ),
+            kind: if deleting {
+                ToolKind::Delete
+            } else {
+                ToolKind::Edit
+            },
+            status: ToolStatus::Pending,
+            locations: vec![Location {
+                path: step.path.clone(),
+                line: None,
+            }],
+            content: vec![content],
+            raw_input: None,
+        };
+        self.rec.emit(Event::ToolCall(view.clone())).await;
+        let req = PermissionRequest {
+            call: view.clone(),
+            options: vec![
+                PermissionOption {
+                    id: "allow_once".into(),
+                    name: "Revert it".into(),
+                    kind: OptionKind::AllowOnce,
+                },
+                PermissionOption {
+                    id: "reject_once".into(),
+                    name: "Keep the current file".into(),
+                    kind: OptionKind::RejectOnce,
+                },
+            ],
+        };
+        let timeout = Duration::from_secs(self.config.permissions.timeout_secs);
+        let answer = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            a = tokio::time::timeout(timeout, approver.request(&self.rec.session, req)) => Some(a),
+        };
+        let answer = match answer {
+            None => Answer::Cancelled,
+            Some(Ok(PermissionAnswer::Selected(id))) if id == "allow_once" => Answer::Revert,
+            Some(Ok(PermissionAnswer::Selected(_) | PermissionAnswer::Cancelled)) => {
+                Answer::Keep("it changed since the agent's turn and you chose to keep it".into())
+            }
+            Some(Err(_)) => Answer::Keep(
+                "it changed since the agent's turn and the question was not answered in time"
+                    .into(),
+            ),
+        };
+        let status = match answer {
+            Answer::Revert => ToolStatus::Completed,
+            Answer::Keep(_) | Answer::Cancelled => ToolStatus::Failed,
+        };
+        self.rec
+            .emit(Event::ToolCallUpdate(ToolCallUpdateView {
+                id: view.id,
+                status: Some(status),
+                ..Default::default()
+            }))
+            .await;
+        answer
+    }
+}
+
+/// Runs disk work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(std::io::Error::other)?
+}

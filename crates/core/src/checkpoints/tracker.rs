@@ -1,0 +1,325 @@
+//! One turn's checkpoint: opened before the turn's first change (durably, before the change
+//! runs), widened as the turn goes on, and at the end either recorded in the log or dropped when
+//! nothing changed.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::capture::{Capturer, Index, Keep, walk};
+use super::pack::Blobs;
+use super::{FileChange, FileState, Manifest, Skipped, Store};
+use crate::config::CheckpointsConfig;
+use crate::events::Event;
+use crate::ids::SessionId;
+use crate::log::EntryKind;
+use crate::modes::Mode;
+use crate::tools::Access;
+use crate::turn::{Recorder, lock};
+
+/// A turn's checkpoint, shared by its tool calls. Disk work runs on the blocking pool.
+#[derive(Clone)]
+pub(crate) struct TurnCheckpoint {
+    inner: Arc<Mutex<Inner>>,
+}
+
+struct Inner {
+    store: Store,
+    /// FERRITE_HOME, never part of a snapshot.
+    home: PathBuf,
+    setup: Option<Setup>,
+    pending: Option<Manifest>,
+    index: Option<Index>,
+    blobs: Option<Blobs>,
+    /// A capture failed this turn: the user was told once that it cannot be fully undone.
+    failed: bool,
+}
+
+#[derive(Clone)]
+struct Setup {
+    roots: Vec<PathBuf>,
+    turn: u64,
+    config: CheckpointsConfig,
+}
+
+/// What a finished checkpoint changed.
+pub(crate) struct Finished {
+    pub id: u64,
+    pub turn: u64,
+    pub files: Vec<FileChange>,
+    pub not_kept: Vec<Skipped>,
+}
+
+impl TurnCheckpoint {
+    pub fn new(home: &Path, session: &SessionId) -> Self {
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
+        Self {
+            inner: Arc::new(Mutex::new(Inner {
+                store: Store::new(&home, session),
+                home,
+                setup: None,
+                pending: None,
+                index: None,
+                blobs: None,
+                failed: false,
+            })),
+        }
+    }
+
+    /// Arms the checkpoint for a turn of the session in `rec` over `roots`.
+    pub fn configure(&self, rec: &Recorder, roots: Vec<PathBuf>, config: CheckpointsConfig) {
+        let turn = {
+            let core = lock(&rec.core);
+            core.state
+                .history
+                .iter()
+                .filter(|k| matches!(k, EntryKind::UserMessage { .. }))
+                .count() as u64
+        };
+        self.locked().setup = Some(Setup {
+            roots,
+            turn: turn.max(1),
+            config,
+        });
+    }
+
+    /// Called before a tool call runs: keeps the prior state of what it may change. A `write` or
+    /// `edit` names its paths; a command may change anything, so the first one of a turn (in a
+    /// mode where commands may write) snapshots the whole workspace.
+    pub async fn before_call(&self, rec: &Recorder, access: &Access, mode: Mode) {
+        let what = match access {
+            Access::Write { paths } => Some(What::Paths(paths.clone())),
+            Access::Execute { .. } if mode != Mode::Plan => Some(What::Workspace),
+            Access::Execute { .. }
+            | Access::None
+            | Access::Read { .. }
+            | Access::Fetch { .. }
+            | Access::Mcp => None,
+        };
+        let Some(what) = what else { return };
+        let this = self.clone();
+        let res = tokio::task::spawn_blocking(move || this.locked().open(what, &[])).await;
+        self.report(rec, res).await;
+    }
+
+    /// Called when the turn ends: records the checkpoint in the log, or drops it when the turn
+    /// changed nothing.
+    pub async fn finish_turn(&self, rec: &Recorder) {
+        let this = self.clone();
+        let res = tokio::task::spawn_blocking(move || this.locked().finish()).await;
+        match res {
+            Ok(Ok(Some(f))) => {
+                let entry = EntryKind::Checkpoint {
+                    id: f.id,
+                    turn: f.turn,
+                    files: f.files,
+                    undid: vec![],
+                    skipped: f.not_kept,
+                };
+                if let Err(e) = rec.record(entry).and_then(|_| rec.sync()) {
+                    tracing::error!(error = %e, "could not record a checkpoint");
+                }
+            }
+            Ok(Ok(None)) => {}
+            other => self.report(rec, other.map(|r| r.map(|_| ()))).await,
+        }
+    }
+
+    /// Opens (or widens) the checkpoint with `paths` for an `/undo` of `undid`.
+    pub(super) fn open_for_undo(&self, paths: Vec<PathBuf>, undid: &[u64]) -> std::io::Result<()> {
+        self.locked().open(What::Paths(paths), undid)
+    }
+
+    pub(super) fn finish_now(&self) -> std::io::Result<Option<Finished>> {
+        self.locked().finish()
+    }
+
+    async fn report(
+        &self,
+        rec: &Recorder,
+        res: Result<std::io::Result<()>, tokio::task::JoinError>,
+    ) {
+        let err = match res {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        tracing::warn!(error = %err, "checkpoint failed");
+        let first = !std::mem::replace(&mut self.locked().failed, true);
+        if first {
+            rec.emit(Event::Notice {
+                text: format!(
+                    "Could not record a checkpoint ({err}); `/undo` may not fully revert this turn."
+                ),
+            })
+            .await;
+        }
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+enum What {
+    Paths(Vec<PathBuf>),
+    Workspace,
+}
+
+impl Inner {
+    fn open(&mut self, what: What, undid: &[u64]) -> std::io::Result<()> {
+        let Some(setup) = self.setup.clone() else {
+            return Ok(());
+        };
+        if setup.config.max_count == 0 {
+            return Ok(());
+        }
+        if matches!(what, What::Workspace) && self.pending.as_ref().is_some_and(|m| m.full) {
+            return Ok(());
+        }
+        let mut index = self
+            .index
+            .take()
+            .unwrap_or_else(|| Index::load(&self.store));
+        let mut m = self.pending.take().unwrap_or_else(|| Manifest {
+            id: self.store.next_id(),
+            turn: setup.turn,
+            created_at: crate::time::now_rfc3339(),
+            roots: setup.roots.clone(),
+            full: false,
+            undid: undid.to_vec(),
+            before: BTreeMap::new(),
+            after: None,
+        });
+        let mut blobs = self
+            .blobs
+            .take()
+            .unwrap_or_else(|| Blobs::load(&self.store));
+        let res = self.capture_into(
+            &mut m,
+            &mut index,
+            &mut blobs,
+            what,
+            setup.config.max_file_bytes,
+        );
+        let saved = res.and_then(|()| self.store.save(&m));
+        let indexed = index.save(&self.store);
+        self.index = Some(index);
+        self.blobs = Some(blobs);
+        self.pending = Some(m);
+        saved.and(indexed)
+    }
+
+    fn capture_into(
+        &self,
+        m: &mut Manifest,
+        index: &mut Index,
+        blobs: &mut Blobs,
+        what: What,
+        max_file_bytes: u64,
+    ) -> std::io::Result<()> {
+        let mut cap = Capturer::new(&self.store, index, blobs, max_file_bytes);
+        let paths = match what {
+            What::Paths(paths) => with_new_parents(paths),
+            What::Workspace => {
+                m.full = true;
+                let all = walk(&m.roots, &self.home);
+                cap.retain(&all.iter().cloned().collect::<HashSet<_>>());
+                all
+            }
+        };
+        let mut captured = Ok(());
+        for p in paths {
+            // The first state seen in a turn is its before-state.
+            if m.before.contains_key(&p) {
+                continue;
+            }
+            match cap.capture(&p, Keep::Bytes) {
+                Ok(Some(state)) => {
+                    m.before.insert(p, state);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    captured = Err(e);
+                    break;
+                }
+            }
+        }
+        // What was captured before a failure is still made durable and usable.
+        let sealed = cap.seal();
+        captured.and(sealed)
+    }
+
+    fn finish(&mut self) -> std::io::Result<Option<Finished>> {
+        let Some(mut m) = self.pending.take() else {
+            return Ok(None);
+        };
+        let Some(setup) = self.setup.clone() else {
+            return Ok(None);
+        };
+        let mut index = self
+            .index
+            .take()
+            .unwrap_or_else(|| Index::load(&self.store));
+        let mut blobs = self.blobs.take().unwrap_or_default();
+        let mut cap = Capturer::new(
+            &self.store,
+            &mut index,
+            &mut blobs,
+            setup.config.max_file_bytes,
+        );
+        let mut paths: BTreeSet<PathBuf> = m.before.keys().cloned().collect();
+        if m.full {
+            let walked = walk(&m.roots, &self.home);
+            cap.retain(&walked.iter().cloned().collect::<HashSet<_>>());
+            paths.extend(walked);
+        }
+        let mut after = BTreeMap::new();
+        for p in paths {
+            let Some(now) = cap.capture(&p, Keep::HashOnly)? else {
+                continue;
+            };
+            if m.before.get(&p).unwrap_or(&FileState::Absent) != &now {
+                after.insert(p, now);
+            }
+        }
+        index.save(&self.store)?;
+        if after.is_empty() {
+            self.store.remove(m.id)?;
+            return Ok(None);
+        }
+        m.before.retain(|p, _| after.contains_key(p));
+        m.after = Some(after);
+        self.store.save(&m)?;
+        self.store.prune(setup.config.max_count)?;
+        Ok(Some(Finished {
+            id: m.id,
+            turn: m.turn,
+            files: m.changes(),
+            not_kept: m.not_kept(),
+        }))
+    }
+}
+
+/// `paths` plus their missing parent directories (a write creates them, and undo removes them
+/// again when they are left empty).
+fn with_new_parents(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_absolute() {
+            continue;
+        }
+        let mut dir = p.parent();
+        while let Some(d) = dir {
+            if std::fs::symlink_metadata(d).is_ok() {
+                break;
+            }
+            out.push(d.to_owned());
+            dir = d.parent();
+        }
+        out.push(p);
+    }
+    out
+}
