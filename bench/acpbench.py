@@ -70,6 +70,17 @@ def clean_env(home: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def fake_model_env(origin: str) -> dict[str, str]:
+    """The environment that makes ferrite's model the fake provider at `origin`, with model
+    discovery off (it would contact the local Ollama address)."""
+    return {
+        "ANTHROPIC_BASE_URL": origin,
+        "ANTHROPIC_API_KEY": "x",
+        "FERRITE_MODEL": "anthropic/claude-sonnet-4-5",
+        "FERRITE_DISCOVERY": "off",
+    }
+
+
 class Timeout(Exception):
     pass
 

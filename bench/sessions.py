@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from acpbench import Agent, FakeProvider, binaries, fmt_ms, median, rm, temp_home
+from acpbench import Agent, FakeProvider, binaries, fake_model_env, fmt_ms, median, rm, temp_home
 
 SESSIONS = int(os.environ.get("SESSIONS", "50"))
 RUNS = int(os.environ.get("RUNS", "3"))
@@ -39,12 +39,7 @@ def new_session(agent, cwd):
 
 def one_run(ferrite, fake_origin, cwd):
     home = temp_home()
-    env = {
-        "ANTHROPIC_BASE_URL": fake_origin,
-        "ANTHROPIC_API_KEY": "x",
-        "FERRITE_MODEL": "anthropic/claude-sonnet-4-5",
-        "FERRITE_DISCOVERY": "off",
-    }
+    env = fake_model_env(fake_origin)
     agent = Agent(ferrite, home, env)
     try:
         agent.initialize()

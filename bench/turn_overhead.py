@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from acpbench import Agent, FakeProvider, binaries, fmt_ms, median, rm, temp_home
+from acpbench import Agent, FakeProvider, binaries, fake_model_env, fmt_ms, median, rm, temp_home
 from load import make_session
 
 SIZES = [int(s) for s in os.environ.get("SIZES", "100 1000 10000").split()]
@@ -34,12 +34,7 @@ def measure(ferrite, origin, cwd, n):
     home = temp_home()
     try:
         sid, _, size = make_session(home, cwd, n)
-        env = {
-            "ANTHROPIC_BASE_URL": origin,
-            "ANTHROPIC_API_KEY": "x",
-            "FERRITE_MODEL": "anthropic/claude-sonnet-4-5",
-            "FERRITE_DISCOVERY": "off",
-        }
+        env = fake_model_env(origin)
         agent = Agent(ferrite, home, env)
         try:
             agent.initialize()
