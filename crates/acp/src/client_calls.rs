@@ -81,7 +81,7 @@ impl ClientCalls {
         }
     }
 
-    /// Answers every pending request of `session` as cancelled (contract §9: before the turn
+    /// Answers every pending request of `session` as cancelled (`docs/acp.md`: before the turn
     /// is stopped).
     pub fn cancel_session(&self, session: &SessionId) {
         let mut pending = self.pending();

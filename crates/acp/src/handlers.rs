@@ -1,4 +1,4 @@
-//! One function per ACP method (contract §9).
+//! One function per ACP method (`docs/acp.md`).
 
 use std::path::Path;
 use std::sync::Arc;

@@ -315,7 +315,7 @@ pub fn modes(s: &Settings) -> acp::SessionModeState {
     )
 }
 
-/// `mode`, `model`, `reasoning_effort`, `web_search`, in that order (contract §9).
+/// `mode`, `model`, `reasoning_effort`, `web_search`, in that order (`docs/acp.md`).
 pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
     let mode_opts: Vec<acp::SessionConfigSelectOption> = s
         .available_modes

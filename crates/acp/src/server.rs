@@ -42,7 +42,7 @@ pub(crate) struct Fail {
 }
 
 impl Fail {
-    /// -32000: the user must set up a provider; `data` says what would do (contract §3/§9).
+    /// -32000: the user must set up a provider; `data` says what would do (`docs/acp.md`).
     pub fn auth_required(need: &ferrite_core::catalog::AuthNeeded) -> Self {
         Self {
             code: rpc::AUTH_REQUIRED,
@@ -434,7 +434,7 @@ pub(crate) fn session_id(raw: &acp::SessionId) -> Result<SessionId, Fail> {
     SessionId::parse(&raw.0).map_err(|e| Fail::params(e.to_string()))
 }
 
-/// Per-turn knobs from `session/prompt` `_meta` (contract §8).
+/// Per-turn knobs from `session/prompt` `_meta` (`docs/acp.md`).
 pub(crate) fn turn_options(
     meta: Option<&serde_json::Map<String, Value>>,
 ) -> Result<TurnOptions, Fail> {

@@ -1,4 +1,4 @@
-//! Providers and models (contract §3): the built-ins plus `[providers.*]` from config, with where
+//! Providers and models (`docs/models.md`): the built-ins plus `[providers.*]` from config, with where
 //! each key comes from. Rebuilt for every new session so a model added to `config.toml` shows up
 //! without restarting the agent.
 
@@ -27,7 +27,7 @@ pub enum KeySource {
 pub struct Provider {
     pub name: String,
     pub api: ApiKind,
-    /// The base URL as contract §3 gives it: bare origin for `anthropic`, ending in `/v1` for
+    /// The base URL as `docs/models.md` gives it: bare origin for `anthropic`, ending in `/v1` for
     /// the OpenAI APIs.
     pub base_url: String,
     pub key_source: KeySource,
@@ -185,7 +185,7 @@ pub enum DefaultModel {
     NoneConfigured,
 }
 
-/// What the user must do before any model can be used (the -32000 of contract §3/§9).
+/// What the user must do before any model can be used (the -32000 of `docs/acp.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthNeeded {
@@ -427,7 +427,7 @@ impl Catalog {
     }
 
     /// `FERRITE_MODEL`, else `model` in config, else the first model of the first provider
-    /// that has a key (contract §3).
+    /// that has a key (`docs/models.md`).
     pub fn default_model(&self, config: &Config, env: &Env) -> DefaultModel {
         if let Some(m) = env.get("FERRITE_MODEL").or(config.model.as_deref()) {
             return DefaultModel::Chosen(m.to_owned());

@@ -1,4 +1,4 @@
-//! The editor's view of files (contract §7): `fs/read_text_file` returns unsaved buffers. Core
+//! The editor's view of files (`docs/acp.md`): `fs/read_text_file` returns unsaved buffers. Core
 //! decides when to ask ([`use_client`]); the ACP crate implements [`ClientFs`].
 
 use std::collections::HashSet;

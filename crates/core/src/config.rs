@@ -1,4 +1,4 @@
-//! `config.toml` (contract §10): the user file in `FERRITE_HOME`, narrowed by an optional
+//! `config.toml` (`docs/config.md`): the user file in `FERRITE_HOME`, narrowed by an optional
 //! `<cwd>/.ferrite/config.toml`. Unknown keys and bad values are errors that name the key and the
 //! file: ferrite never runs with a config it half understood.
 
@@ -39,7 +39,7 @@ impl ApiKind {
 }
 
 /// A `[providers.NAME] models` entry: facts that add to or override what the built-in catalog
-/// (or the provider's own listing) says about a model (contract §10).
+/// (or the provider's own listing) says about a model (`docs/config.md`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelEntry {
@@ -68,7 +68,7 @@ pub struct PriceEntry {
     pub cache_write: Option<f64>,
 }
 
-/// The providers ferrite knows without configuration (contract §3). A `[providers.NAME]` with
+/// The providers ferrite knows without configuration (`docs/models.md`). A `[providers.NAME]` with
 /// one of these names may leave out `api` and `base_url` and only add model facts.
 pub const BUILTIN_PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-chat", "ollama"];
 
@@ -115,7 +115,7 @@ pub struct ToolsConfig {
     pub bash_timeout_secs: u64,
 }
 
-/// `[checkpoints]` (contract §10, `docs/checkpoints.md`).
+/// `[checkpoints]` (`docs/config.md`, `docs/checkpoints.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckpointsConfig {
     /// Checkpoints kept per session; older ones are pruned. 0 turns checkpoints off.
@@ -133,7 +133,7 @@ impl Default for CheckpointsConfig {
     }
 }
 
-/// The cap on `bash_timeout_secs` and on a model-supplied `timeout_secs` (contract §10).
+/// The cap on `bash_timeout_secs` and on a model-supplied `timeout_secs` (`docs/config.md`).
 pub const BASH_TIMEOUT_CAP_SECS: u64 = 600;
 
 /// The merged, validated configuration.
@@ -244,7 +244,7 @@ struct RawSandbox {
     deny_read: Option<Vec<String>>,
 }
 
-/// The default `sandbox.deny_read` (contract §10): where credentials usually live.
+/// The default `sandbox.deny_read` (`docs/config.md`): where credentials usually live.
 pub const DEFAULT_DENY_READ: &[&str] = &[
     "~/.ssh",
     "~/.aws",
@@ -290,7 +290,7 @@ struct RawCompaction {
     threshold: Option<f64>,
 }
 
-/// A rule that does not parse is a bad value naming the rule and the file (contract §10): a
+/// A rule that does not parse is a bad value naming the rule and the file (`docs/config.md`): a
 /// deny rule silently dropped would be a hole.
 fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
     for (key, list) in [("allow", &raw.allow), ("deny", &raw.deny)] {

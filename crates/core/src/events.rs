@@ -84,7 +84,7 @@ pub struct Settings {
     pub web_search: bool,
 }
 
-/// Per-turn knobs from `session/prompt` `_meta` (contract §8).
+/// Per-turn knobs from `session/prompt` `_meta` (`docs/acp.md`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnOptions {
     pub model: Option<String>,

@@ -28,7 +28,7 @@ pub enum Sandbox {
 }
 
 impl Sandbox {
-    /// The sandbox of contract §5/§6 for a session mode: `plan` writes nowhere and has no
+    /// The sandbox of a session mode (`docs/sandbox.md`): `plan` writes nowhere and has no
     /// network; `ask` writes in the workspace with network; `auto` writes in the workspace with
     /// network only when `sandbox.network` says so; `full` is unrestricted. `ferrite_home` and
     /// `deny_read` are hidden in every restricted mode: no command below `full` can read or change

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The longest session id accepted from a client (contract §2).
+/// The longest session id accepted from a client (`docs/sessions.md`).
 pub const MAX_SESSION_ID_LEN: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

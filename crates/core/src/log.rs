@@ -1,4 +1,4 @@
-//! The session log (contract §2, `docs/sessions.md`): one append-only JSON Lines file per session,
+//! The session log (`docs/sessions.md`): one append-only JSON Lines file per session,
 //! a header line then one entry per line with a monotonic `seq`. It is the source of truth; all
 //! session state is rebuilt from it.
 //!
@@ -84,7 +84,7 @@ pub enum StopReason {
     Cancelled,
 }
 
-/// The facts of a failed turn (contract §8), with the text the user was shown.
+/// The facts of a failed turn (`docs/acp.md`), with the text the user was shown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnFailure {
     pub terminal_status: TerminalStatus,

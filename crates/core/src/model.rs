@@ -215,7 +215,7 @@ impl ModelError {
         }
     }
 
-    /// The `errorKind` of contract §8: lower-case ASCII, at most 64 bytes.
+    /// The `errorKind` (`docs/acp.md`): lower-case ASCII, at most 64 bytes.
     pub fn error_kind(&self) -> String {
         let raw = match &self.kind {
             ModelErrorKind::Http { status } => format!("http_{status}"),
@@ -253,7 +253,7 @@ impl ModelError {
     }
 }
 
-/// `terminalStatus` of a failed turn (contract §8).
+/// `terminalStatus` of a failed turn (`docs/acp.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminalStatus {

@@ -1,4 +1,4 @@
-//! Modes, harnesses and reasoning effort (contract §5, §9).
+//! Modes, harnesses and reasoning effort (`docs/permissions.md`, `docs/acp.md`).
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,4 @@
-//! The permission policy (contract §5): modes, harness ceilings, `allow`/`deny` rules, and the
+//! The permission policy (`docs/permissions.md`): modes, harness ceilings, `allow`/`deny` rules, and the
 //! "always" answers stored under `FERRITE_HOME/permissions/`. Pure decisions; asking the user is
 //! the [`Approver`]'s job. The exact rule semantics are in `docs/permissions.md`.
 //!

@@ -63,7 +63,7 @@ pub enum ToolError {
     Fatal(String),
 }
 
-/// What a call will do, for the permission policy (contract §5). Paths are absolute and
+/// What a call will do, for the permission policy (`docs/permissions.md`). Paths are absolute and
 /// resolved (symlinks and `..`), as far as they exist.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Access {
@@ -129,7 +129,7 @@ pub struct ToolContext<'a> {
     pub sandbox: Sandbox,
     /// Default command timeout (`tools.bash_timeout_secs`).
     pub bash_timeout: std::time::Duration,
-    /// The editor's file system, for reading unsaved buffers (contract §7).
+    /// The editor's file system, for reading unsaved buffers (`docs/acp.md`).
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: crate::config::FsDelegation,
     /// Deny rules applied to each file `grep`, `find` and `ls` come across.

@@ -46,7 +46,7 @@ pub(crate) struct SessionCore {
     pub sandbox_warned: Arc<std::sync::atomic::AtomicBool>,
     /// The session's MCP servers' tools.
     pub extra_tools: Option<Arc<dyn ToolProvider>>,
-    /// Files the agent changed on disk, for the stale-buffer rule of contract §7.
+    /// Files the agent changed on disk, for the stale-buffer rule (`docs/acp.md`).
     pub disk_changes: crate::clientfs::DiskChanges,
     /// Tokens in context after the last model call (0 until one happened in this process).
     pub context_tokens: u64,
@@ -109,7 +109,7 @@ impl Recorder {
             .get_or_insert_with(std::time::SystemTime::now);
     }
 
-    /// Whether `read` should take `path` from the editor (contract §7).
+    /// Whether `read` should take `path` from the editor (`docs/acp.md`).
     pub fn read_from_client(
         &self,
         policy: crate::config::FsDelegation,

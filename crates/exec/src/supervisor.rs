@@ -5,7 +5,7 @@
 //!   double fork, `nohup … &`) is reparented to the supervisor, not to init, so the tree can
 //!   always be found by walking parent links from here.
 //! - SIGTERM/SIGINT/SIGHUP (the agent's cancel, timeout, close, EOF) send SIGTERM to every
-//!   process of the tree and SIGKILL 2 s later (contract §6).
+//!   process of the tree and SIGKILL 2 s later (`docs/sandbox.md`).
 //! - SIGUSR1 (the agent: the output cap was reached) kills the tree at once.
 //! - The agent's death arrives as SIGUSR2 (`PR_SET_PDEATHSIG`) and kills the tree at once — unless
 //!   a TERM is already under way (the agent exiting at EOF right after asking), which then runs
@@ -34,7 +34,7 @@ use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 
 use crate::helper::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, fail};
 
-/// Time between SIGTERM and SIGKILL (contract §6).
+/// Time between SIGTERM and SIGKILL (`docs/sandbox.md`).
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// The signal the agent sends to kill the tree at once (the output cap was reached).

@@ -16,7 +16,7 @@ editor\"); to work from this shell, run `ferrite run \"...\"` instead. Ctrl-D qu
 pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         // An editor always pipes stdin; a terminal means someone typed the command. The
-        // agent keeps serving either way (contract §9: stdout stays ACP only).
+        // agent keeps serving either way (`docs/acp.md`: stdout stays ACP only).
         let _ = writeln!(std::io::stderr(), "{TERMINAL_HINT}");
     }
     let rt = super::runtime()?;

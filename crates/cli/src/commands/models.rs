@@ -1,5 +1,5 @@
 //! `ferrite models`: the models that can be used here, with their provider, context window and
-//! where those facts come from (contract §1). Asks local and configured servers first, like the
+//! where those facts come from (`docs/models.md`). Asks local and configured servers first, like the
 //! editor's model list does in the background.
 
 use std::io::Write;

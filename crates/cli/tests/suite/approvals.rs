@@ -1,4 +1,4 @@
-//! Approvals a user can judge (contract §9): a permission request shows what the call will do,
+//! Approvals a user can judge (`docs/acp.md`): a permission request shows what the call will do,
 //! and an edit's card ends with the same diff the user approved.
 
 use std::time::Duration;

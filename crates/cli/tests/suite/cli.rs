@@ -1,4 +1,4 @@
-//! The other commands of contract §1: `run`, `login`/`logout`, `sessions`, `doctor`, `--version`.
+//! The other commands (`README.md`): `run`, `login`/`logout`, `sessions`, `doctor`, `--version`.
 
 use std::io::Write;
 use std::path::Path;

@@ -61,7 +61,7 @@ impl World {
     /// [`TEST_DEFAULT_MODEL`] when neither they nor the config choose a model.
     pub fn spawn_acp(&self, env: Vec<(String, String)>) -> AcpClient {
         // Only when nothing else would choose a model: a test that gives a key or a model
-        // (environment or config) gets the default of contract §3.
+        // (environment or config) gets the default of `docs/models.md`.
         let chooses = env.iter().any(|(k, _)| {
             matches!(
                 k.as_str(),
@@ -103,7 +103,7 @@ impl World {
 }
 
 /// The default model of every test agent unless a test sets `FERRITE_MODEL`: with no usable
-/// model at all `session/new` answers -32000 (contract §3), so tests that only need a session
+/// model at all `session/new` answers -32000 (`docs/models.md`), so tests that only need a session
 /// get this model of no known provider. It needs no key, so sessions open; every prompt fails
 /// at once as a `configuration_error` (`unknown_provider`) with no network and no retries —
 /// what an agent without a provider did before -32000 was required.

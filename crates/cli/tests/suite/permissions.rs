@@ -834,7 +834,7 @@ async fn a_deny_rule_holds_against_rewritten_commands_in_full_mode() {
 }
 
 /// A rule that does not parse is a configuration error naming the rule and the file, for the
-/// turn and for `ferrite doctor` (contract §10), in the config and in the stored rules.
+/// turn and for `ferrite doctor` (`docs/config.md`), in the config and in the stored rules.
 #[tokio::test]
 async fn a_malformed_rule_fails_the_turn_and_doctor_names_it() {
     let world = World::new();

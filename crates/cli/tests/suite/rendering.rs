@@ -1,4 +1,4 @@
-//! Tool output that renders in Markdown clients (contract §4): what the editor shows is fenced,
+//! Tool output that renders in Markdown clients (`docs/tools.md`): what the editor shows is fenced,
 //! what the model receives is unchanged.
 
 use ferrite_test_support::fake_provider::{FakeProvider, Script};

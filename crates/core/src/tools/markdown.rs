@@ -1,4 +1,4 @@
-//! How tool results are shown to the user (contract §4). Editors render tool content as Markdown,
+//! How tool results are shown to the user (`docs/tools.md`). Editors render tool content as Markdown,
 //! so output goes in fenced code blocks that nothing inside can close, and prose stays outside.
 //! What the model receives is built elsewhere and does not change.
 

@@ -1,4 +1,4 @@
-//! What every file tool shares: capping what goes back to the model (contract §4: 2,000 lines or
+//! What every file tool shares: capping what goes back to the model (`docs/tools.md`: 2,000 lines or
 //! 50 KB by default) with the full text spilled to a file the model can page through, argument
 //! parsing, and running blocking file-system work off the async runtime.
 

@@ -1,4 +1,4 @@
-//! `exit_plan`: how plan mode ends (contract §5). The model proposes its plan; the user picks
+//! `exit_plan`: how plan mode ends (`docs/permissions.md`). The model proposes its plan; the user picks
 //! "Yes, and auto-accept edits" (→ `auto`), "Yes, ask before edits" (→ `ask`) or "No, keep
 //! planning", never above the session's ceiling. Offered only in plan mode.
 

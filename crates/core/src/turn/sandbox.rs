@@ -1,5 +1,5 @@
-//! What happens when the sandbox a mode asks for cannot be enforced on this machine (contract
-//! §6): `ask` warns once per session and runs the command unsandboxed (the user approves every
+//! What happens when the sandbox a mode asks for cannot be enforced on this machine
+//! (`docs/sandbox.md`): `ask` warns once per session and runs the command unsandboxed (the user approves every
 //! command there anyway); `auto` and `plan` refuse, saying why and how to choose `full`.
 
 use std::sync::Arc;
