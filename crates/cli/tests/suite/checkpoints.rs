@@ -257,8 +257,46 @@ async fn checkpoints_survive_kill_9_and_session_load() {
         list.contains("1. turn 2") && list.contains("interrupted") && list.contains("2. turn 1"),
         "{list}"
     );
-    let (before, _) = r.say("/undo 2").await;
-    assert!(!ws.join("new.txt").exists(), "{}", agent_text(&before));
+    // A file the interrupted turn left is deleted only after asking: the user may have created
+    // it after the crash (what the agent left is unknown).
+    std::fs::write(ws.join("mine.txt"), "written after the crash\n").unwrap();
+    let id = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "/undo 2"))
+        .await;
+    let mut asked = Vec::new();
+    let answer = loop {
+        let msg = r
+            .client
+            .wait_for(Duration::from_secs(20), |m| {
+                m["method"] == "session/request_permission" || m["id"] == id
+            })
+            .await
+            .expect("a question or the answer");
+        if msg["method"] != "session/request_permission" {
+            break msg;
+        }
+        let title = msg["params"]["toolCall"]["title"].to_string();
+        // Keep the user's file, let the agent's go.
+        let choice = if title.contains("mine.txt") {
+            "reject_once"
+        } else {
+            "allow_once"
+        };
+        asked.push(title);
+        r.answer(&msg, choice).await;
+    };
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(
+        asked.len(),
+        2,
+        "new.txt and mine.txt are asked about: {asked:?}"
+    );
+    assert!(!ws.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("mine.txt")).unwrap(),
+        "written after the crash\n"
+    );
     assert_eq!(
         std::fs::read_to_string(ws.join("keep.txt")).unwrap(),
         "v1\n"

@@ -83,7 +83,11 @@ pub(crate) fn plan(
         }
         let conflict = match left.get(&path) {
             Some(Some(left)) => *left != current,
-            Some(None) | None => false,
+            // The agent died during that turn, so what it left is unknown. Its changes are
+            // reverted, but a file that did not exist before is not deleted without asking: the
+            // user may have created it after the crash.
+            Some(None) => matches!(target, FileState::Absent),
+            None => false,
         };
         plan.steps.push(Step {
             path,
