@@ -375,6 +375,7 @@ pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<Str
                     env: s.env.into_iter().map(|e| (e.name, e.value)).collect(),
                 },
                 cwd: None,
+                env_remove: vec![],
             }),
             acp::McpServer::Http(s) => specs.push(McpServerSpec {
                 name: s.name,
@@ -383,6 +384,7 @@ pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<Str
                     headers: s.headers.into_iter().map(|h| (h.name, h.value)).collect(),
                 },
                 cwd: None,
+                env_remove: vec![],
             }),
             acp::McpServer::Sse(s) => unsupported.push(s.name),
             _ => unsupported.push("(unknown transport)".into()),

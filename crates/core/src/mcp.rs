@@ -16,6 +16,9 @@ pub struct McpServerSpec {
     pub transport: McpTransport,
     /// Working directory of a stdio server (the session's cwd); `None` keeps the agent's.
     pub cwd: Option<std::path::PathBuf>,
+    /// Environment variables a stdio server must not inherit, on top of
+    /// [`crate::exec::is_secret_env`]: the key variables of configured providers (`api_key_env`).
+    pub env_remove: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -686,10 +686,13 @@ fn mcp_specs(
             name: name.clone(),
             transport,
             cwd: None,
+            env_remove: vec![],
         });
     }
+    let secret = crate::exec::secret_env_names(config);
     for s in &mut from_client {
         s.cwd.get_or_insert_with(|| cwd.to_owned());
+        s.env_remove.clone_from(&secret);
     }
     from_client
 }

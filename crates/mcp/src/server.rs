@@ -58,7 +58,8 @@ impl Server {
         );
         let (running, group, stderr_log) = match &spec.transport {
             McpTransport::Stdio { command, args, env } => {
-                let (transport, stderr) = spawn(command, args, env, spec.cwd.as_deref())?;
+                let (transport, stderr) =
+                    spawn(command, args, env, &spec.env_remove, spec.cwd.as_deref())?;
                 // The group guard exists before the handshake, so a server that never answers
                 // is killed with its children when the caller's timeout drops this future.
                 let group = transport.id().and_then(ProcessGroupGuard::new);
@@ -198,17 +199,19 @@ fn spawn(
     command: &str,
     args: &[String],
     env: &std::collections::BTreeMap<String, String>,
+    env_remove: &[String],
     cwd: Option<&std::path::Path>,
 ) -> Result<(TokioChildProcess, Option<tokio::process::ChildStderr>), String> {
     let mut cmd = tokio::process::Command::new(command);
     // The server inherits the agent's environment minus the keys Ferrite knows (`*_API_KEY`,
-    // `FERRITE_*`); what its config entry sets explicitly is added on top.
+    // `FERRITE_*`, each configured provider's `api_key_env`); what its config entry sets
+    // explicitly is added on top.
     cmd.args(args)
         .env_clear()
-        .envs(
-            std::env::vars_os()
-                .filter(|(name, _)| !ferrite_core::exec::is_secret_env(&name.to_string_lossy())),
-        )
+        .envs(std::env::vars_os().filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            !ferrite_core::exec::is_secret_env(&name) && !env_remove.iter().any(|r| *r == name)
+        }))
         .envs(env);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);

@@ -433,12 +433,20 @@ async fn mcp_servers_get_no_keys() {
         "args": [],
         "env": [{"name": "MINE", "value": "kept"}],
     }]);
+    // A configured provider's key variable, whatever its name, is not inherited either.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[providers.local]\napi = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"LOCAL_TOKEN\"\n",
+    )
+    .unwrap();
     let (h, w) = (canon(home.path()), canon(ws.path()));
-    let mut r = rig_with_servers(h, w, "auto", vec![home, ws], servers, vec![]).await;
+    let extra = vec![("LOCAL_TOKEN".to_owned(), "secret-local".to_owned())];
+    let mut r = rig_with_servers(h, w, "auto", vec![home, ws], servers, extra).await;
     r.fake.push(Script::new().parallel_tool_calls(&[
         ("e1", "mcp__probe__env", r#"{"name":"ANTHROPIC_API_KEY"}"#),
         ("e2", "mcp__probe__env", r#"{"name":"FERRITE_HOME"}"#),
         ("e3", "mcp__probe__env", r#"{"name":"MINE"}"#),
+        ("e4", "mcp__probe__env", r#"{"name":"LOCAL_TOKEN"}"#),
     ]));
     r.fake.push(Script::new().text("done"));
     let prompt = r
@@ -447,10 +455,11 @@ async fn mcp_servers_get_no_keys() {
         .await;
     r.client.wait_answer(&prompt).await.ok();
     let results = r.tool_results();
-    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results.len(), 4, "{results:?}");
     assert!(results[0].contains("<unset>"), "{results:?}");
     assert!(results[1].contains("<unset>"), "{results:?}");
     assert!(results[2].contains("kept"), "{results:?}");
+    assert!(results[3].contains("<unset>"), "{results:?}");
 }
 
 /// `session/close` and EOF reach a process that called `setsid` too, and send TERM first.

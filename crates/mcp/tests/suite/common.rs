@@ -26,6 +26,7 @@ pub fn stdio(name: &str, flags: &[&str]) -> McpServerSpec {
             env: BTreeMap::new(),
         },
         cwd: None,
+        env_remove: vec![],
     }
 }
 
@@ -40,6 +41,7 @@ pub fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> McpServerSpec {
                 .collect(),
         },
         cwd: None,
+        env_remove: vec![],
     }
 }
 

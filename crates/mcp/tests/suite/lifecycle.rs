@@ -26,6 +26,7 @@ async fn a_missing_command_is_noticed_and_the_other_server_works() {
             env: Default::default(),
         },
         cwd: None,
+        env_remove: vec![],
     };
     let (servers, notices) = start(launcher(), vec![missing, stdio("good", &[])]).await;
     let echo = tool(&servers, "mcp__good__echo").await;
