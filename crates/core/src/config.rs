@@ -147,6 +147,7 @@ pub struct Config {
     pub sandbox_network: bool,
     /// `web_fetch.allow_private`: let `web_fetch` reach loopback and private addresses.
     pub web_fetch_allow_private: bool,
+    pub subagent: SubagentConfig,
     /// `sandbox.deny_read`: paths commands can never read (nor write), as written (`~/` allowed;
     /// see [`Config::deny_read_paths`]). FERRITE_HOME is always added by the sandbox itself.
     pub sandbox_deny_read: Vec<String>,
@@ -175,6 +176,10 @@ impl Default for Config {
             },
             sandbox_network: false,
             web_fetch_allow_private: false,
+            subagent: SubagentConfig {
+                model: None,
+                max_parallel: 4,
+            },
             sandbox_deny_read: DEFAULT_DENY_READ.iter().map(|p| (*p).to_owned()).collect(),
             tools: ToolsConfig {
                 output_max_bytes: 51_200,
@@ -221,6 +226,8 @@ struct RawConfig {
     web_fetch: RawWebFetch,
     #[serde(default)]
     checkpoints: RawCheckpoints,
+    #[serde(default)]
+    subagent: RawSubagent,
     #[serde(default)]
     providers: BTreeMap<String, ProviderConfig>,
     #[serde(default)]
@@ -276,6 +283,27 @@ struct RawTools {
     output_max_bytes: Option<usize>,
     output_max_lines: Option<usize>,
     bash_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSubagent {
+    model: Option<String>,
+    max_parallel: Option<usize>,
+}
+
+/// Whether a file may only narrow what is already set (a workspace file) or set it (the user's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Narrow {
+    Yes,
+    No,
+}
+
+/// `[subagent]`: the model `task` subagents use (empty: the turn's) and how many run at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentConfig {
+    pub model: Option<String>,
+    pub max_parallel: usize,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -381,6 +409,7 @@ impl Config {
         if let Some(p) = raw.web_fetch.allow_private {
             self.web_fetch_allow_private = p;
         }
+        self.apply_subagent(raw.subagent, path, Narrow::No)?;
         if let Some(n) = raw.sandbox.network {
             self.sandbox_network = n;
         }
@@ -463,6 +492,7 @@ impl Config {
             ));
         }
         self.permissions.deny.extend(raw.permissions.deny);
+        self.apply_subagent(raw.subagent, path, Narrow::Yes)?;
         match raw.web_fetch.allow_private {
             Some(true) if !self.web_fetch_allow_private => self.warnings.push(format!(
                 "{shown}: `web_fetch.allow_private = true` ignored: only the user config may enable it"
@@ -516,6 +546,31 @@ impl Config {
             self.warnings.push(format!(
                 "{shown}: `mcp_servers` ignored: only the user config may start MCP servers"
             ));
+        }
+        Ok(())
+    }
+
+    /// `[subagent]`; a workspace file may pick the model and lower `max_parallel` only.
+    fn apply_subagent(
+        &mut self,
+        raw: RawSubagent,
+        path: &Path,
+        narrow: Narrow,
+    ) -> Result<(), ConfigError> {
+        if let Some(m) = raw.model {
+            self.subagent.model = Some(m);
+        }
+        if let Some(n) = raw.max_parallel {
+            if !(1..=32).contains(&n) {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: "`subagent.max_parallel` accepts 1 to 32".into(),
+                });
+            }
+            self.subagent.max_parallel = match narrow {
+                Narrow::Yes => self.subagent.max_parallel.min(n),
+                Narrow::No => n,
+            };
         }
         Ok(())
     }
@@ -890,6 +945,32 @@ models = [{ id = "qwen3-coder", context_window = 131072 }]
         .unwrap();
         let err = Config::load(home.path(), None).unwrap_err().to_string();
         assert!(err.contains("deny_read"), "{err}");
+    }
+
+    #[test]
+    fn subagent_section_is_validated_and_a_workspace_only_lowers_parallelism() {
+        let p = Path::new("config.toml");
+        let c = Config::from_user_toml(
+            "[subagent]\nmodel = \"openai/gpt-5-mini\"\nmax_parallel = 8\n",
+            p,
+        )
+        .unwrap();
+        assert_eq!(c.subagent.model.as_deref(), Some("openai/gpt-5-mini"));
+        assert_eq!(c.subagent.max_parallel, 8);
+        assert_eq!(Config::default().subagent.max_parallel, 4);
+        for bad in ["[subagent]\nmax_parallel = 0\n", "[subagent]\nbudget = 3\n"] {
+            assert!(Config::from_user_toml(bad, p).is_err(), "{bad}");
+        }
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        write(home.path(), "config.toml", "[subagent]\nmax_parallel = 2\n");
+        write(
+            ws.path(),
+            ".ferrite/config.toml",
+            "[subagent]\nmax_parallel = 9\n",
+        );
+        let c = Config::load(home.path(), Some(ws.path())).unwrap();
+        assert_eq!(c.subagent.max_parallel, 2, "a workspace cannot raise it");
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod exit_plan;
 mod model_call;
 mod permission;
 mod sandbox;
+mod subagent;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -191,6 +192,10 @@ pub(crate) struct CallEnv {
     pub fs_delegation: crate::config::FsDelegation,
     /// Keeps what the turn's tools are about to change, for `/undo`.
     pub checkpoint: Option<TurnCheckpoint>,
+    /// The model `task` subagents use; `None` where there is none (no `task` tool offered).
+    pub subagent: Option<subagent::SubagentModel>,
+    /// How many `task` calls of one response run at once (`subagent.max_parallel`).
+    pub subagent_parallel: usize,
 }
 
 impl CallEnv {
@@ -244,6 +249,8 @@ impl CallEnv {
             client_fs: services.client_fs.get().cloned(),
             fs_delegation: config.fs_delegation,
             checkpoint: None,
+            subagent: None,
+            subagent_parallel: config.subagent.max_parallel,
         }
     }
 
@@ -264,6 +271,9 @@ impl CallEnv {
         let mut specs = self.tools.specs();
         if self.mode(rec) == Mode::Plan && self.ceiling > Mode::Plan && !self.read_only {
             specs.push(exit_plan::spec());
+        }
+        if self.subagent.is_some() {
+            specs.push(subagent::spec());
         }
         specs
     }
@@ -458,6 +468,16 @@ async fn run_turn_inner(
     );
     env.read_only = crate::commands::is_read_only(&req.content);
     env.checkpoint = Some(checkpoint.clone());
+    // The assistant harness has no tools to give a subagent.
+    if env.tools.get("read").is_some() {
+        env.subagent = Some(subagent_model(
+            &config,
+            &catalog,
+            connector.as_ref(),
+            &client,
+            &info,
+        ));
+    }
     let provider = lock(&rec.core).extra_tools.clone();
     if let Some(provider) = provider {
         // Waits for MCP servers still starting (bounded by their startup timeout).
@@ -631,6 +651,35 @@ async fn run_turn_inner(
                 StopKind::Refusal => ended(StopReason::Refusal),
             });
         }
+        if calls.len() > 1
+            && env.subagent.is_some()
+            && calls.iter().all(|(_, name, _)| name == subagent::NAME)
+        {
+            // Subagents work on their own: several of one response run at once (bounded).
+            let mut runs = Vec::with_capacity(calls.len());
+            for (id, name, arguments) in &calls {
+                runs.push(run_call(rec, &env, id, name, arguments, cancel));
+            }
+            let ends: Vec<Result<CallEnd, StoreError>> = futures::stream::iter(runs)
+                .buffered(env.subagent_parallel.max(1))
+                .collect()
+                .await;
+            let mut stop = None;
+            for end in ends {
+                match end? {
+                    CallEnd::Done => {}
+                    CallEnd::Cancelled => stop = Some(ended(StopReason::Cancelled)),
+                    CallEnd::Fatal(msg) => {
+                        stop = Some(failure(TerminalStatus::ToolError, "tool_failed", msg));
+                    }
+                }
+            }
+            if let Some(outcome) = stop {
+                return Ok(outcome);
+            }
+            rec.sync()?;
+            continue;
+        }
         for (i, (id, name, arguments)) in calls.iter().enumerate() {
             if cancel.is_cancelled() {
                 // Every call of this message gets a result so the next request is well formed.
@@ -717,6 +766,89 @@ enum CallEnd {
     Fatal(String),
 }
 
+/// The model subagents use: `subagent.model` when set and usable, else the turn's own.
+fn subagent_model(
+    config: &Config,
+    catalog: &Catalog,
+    connector: &dyn crate::model::ModelConnector,
+    client: &Arc<dyn crate::model::ModelClient>,
+    info: &crate::catalog::ModelInfo,
+) -> subagent::SubagentModel {
+    let own = || subagent::SubagentModel {
+        client: client.clone(),
+        info: info.clone(),
+    };
+    let Some(id) = config
+        .subagent
+        .model
+        .as_deref()
+        .filter(|m| !m.trim().is_empty())
+    else {
+        return own();
+    };
+    let chosen = catalog.resolve(id).ok().and_then(|info| {
+        let provider = catalog.provider(&info.provider)?;
+        let client = connector
+            .connect(provider, catalog.key(&provider.name))
+            .ok()?;
+        Some(subagent::SubagentModel { client, info })
+    });
+    chosen.unwrap_or_else(|| {
+        tracing::warn!(
+            model = id,
+            "subagent.model cannot be used; subagents use the turn's model"
+        );
+        own()
+    })
+}
+
+/// What a tool may use for call `id`: the session's workspace, limits, sandbox and services.
+fn tool_context<'a>(
+    rec: &'a Recorder,
+    env: &CallEnv,
+    id: &str,
+    cancel: &CancellationToken,
+) -> ToolContext<'a> {
+    ToolContext {
+        cwd: env.cwd.clone(),
+        roots: env.roots.clone(),
+        call_id: id.to_owned(),
+        cancel: cancel.child_token(),
+        recorder: rec,
+        limits: env.limits,
+        spill_dir: env.spill_dir.clone(),
+        runner: env.runner.clone().map(|inner| -> Arc<dyn CommandRunner> {
+            Arc::new(sandbox::ModeAwareRunner {
+                inner,
+                mode: env.mode(rec),
+                env_remove: env.secret_env.clone(),
+                warned: env.sandbox_warned.clone(),
+                simulate_unavailable: env.simulate_no_sandbox,
+                events: rec.events.clone(),
+                session: rec.session.clone(),
+                turn: rec.turn,
+            })
+        }),
+        sandbox: Sandbox::for_mode(
+            env.mode(rec),
+            &env.roots,
+            &env.home,
+            &env.deny_read,
+            env.sandbox_network,
+        ),
+        bash_timeout: env.bash_timeout,
+        client_fs: env.client_fs.clone(),
+        fs_delegation: env.fs_delegation,
+        web: env.web.clone(),
+        web_reach: env.web_reach,
+        read_deny: crate::tools::ReadDeny::new(
+            // A call whose rules cannot be read was refused before it got here.
+            Arc::new(permission::rules_in_force(env).unwrap_or_default()),
+            env.roots.clone(),
+        ),
+    }
+}
+
 async fn finish_call(
     rec: &Recorder,
     id: &str,
@@ -762,6 +894,9 @@ async fn run_call(
         Ok(_) | Err(_) => Value::Null,
     };
     let cwd = env.cwd.as_path();
+    if name == subagent::NAME && env.subagent.is_some() {
+        return subagent::run(rec, env, id, arguments, cancel).await;
+    }
     if name == exit_plan::NAME && env.mode(rec) == Mode::Plan {
         let input: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
         return exit_plan::run(rec, env, id, &input, cancel).await;
@@ -866,44 +1001,7 @@ async fn run_call(
         ..Default::default()
     }))
     .await;
-    let ctx = ToolContext {
-        cwd: env.cwd.clone(),
-        roots: env.roots.clone(),
-        call_id: id.to_owned(),
-        cancel: cancel.child_token(),
-        recorder: rec,
-        limits: env.limits,
-        spill_dir: env.spill_dir.clone(),
-        runner: env.runner.clone().map(|inner| -> Arc<dyn CommandRunner> {
-            Arc::new(sandbox::ModeAwareRunner {
-                inner,
-                mode: env.mode(rec),
-                env_remove: env.secret_env.clone(),
-                warned: env.sandbox_warned.clone(),
-                simulate_unavailable: env.simulate_no_sandbox,
-                events: rec.events.clone(),
-                session: rec.session.clone(),
-                turn: rec.turn,
-            })
-        }),
-        sandbox: Sandbox::for_mode(
-            env.mode(rec),
-            &env.roots,
-            &env.home,
-            &env.deny_read,
-            env.sandbox_network,
-        ),
-        bash_timeout: env.bash_timeout,
-        client_fs: env.client_fs.clone(),
-        fs_delegation: env.fs_delegation,
-        web: env.web.clone(),
-        web_reach: env.web_reach,
-        read_deny: crate::tools::ReadDeny::new(
-            // A call whose rules cannot be read was refused before it got here.
-            Arc::new(permission::rules_in_force(env).unwrap_or_default()),
-            env.roots.clone(),
-        ),
-    };
+    let ctx = tool_context(rec, env, id, cancel);
     let shown_input = crate::tools::markdown::renders(name).then(|| input.clone());
     let result = tokio::select! {
         biased;

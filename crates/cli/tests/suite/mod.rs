@@ -22,5 +22,6 @@ mod retries;
 mod sandbox_escape;
 mod sessions;
 mod settings;
+mod subagents;
 mod turns;
 mod web_fetch;

@@ -1,0 +1,221 @@
+//! `task`: subagents with their own context, shown as one card, cancellable, concurrent.
+
+use std::time::{Duration, Instant};
+
+use ferrite_test_support::fake_provider::Script;
+use ferrite_test_support::updates;
+use serde_json::{Value, json};
+
+use super::common::*;
+use super::permissions::start;
+
+fn task_call(id: &str, description: &str, prompt: &str) -> (String, String, String) {
+    (
+        id.to_owned(),
+        "task".to_owned(),
+        json!({"description": description, "prompt": prompt}).to_string(),
+    )
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_subagent_works_in_its_own_context_and_the_parent_gets_its_answer() {
+    let mut r = start(World::new(), None, &[]).await;
+    std::fs::write(r.world.ws().join("a.txt"), "the answer is 42\n").unwrap();
+    let (id, name, args) = task_call("t1", "find the answer", "Read a.txt and say what it holds.");
+    r.fake.push(Script::new().tool_call(&id, &name, args));
+    r.fake
+        .push(Script::new().tool_call("s1", "read", json!({"path": "a.txt"}).to_string()));
+    r.fake.push(Script::new().text("It holds 42."));
+    r.fake.push(Script::new().text("The subagent found 42."));
+    let prompt = r.send_prompt_id().await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+
+    let reqs = r.fake.requests();
+    assert_eq!(reqs.len(), 4, "parent, subagent twice, parent");
+    let sub = &reqs[1].body;
+    let sub_text = sub.to_string();
+    assert!(
+        sub_text.contains("subagent of Ferrite"),
+        "its own system prompt"
+    );
+    assert!(sub_text.contains("Read a.txt and say what it holds."));
+    assert!(
+        !sub_text.contains("do it"),
+        "not the parent's history: {sub_text}"
+    );
+    assert_eq!(
+        tool_names(sub),
+        ["read", "grep", "find", "ls"],
+        "read-only by default"
+    );
+    assert!(
+        !tool_names(&reqs[0].body).is_empty()
+            && tool_names(&reqs[0].body).contains(&"task".to_owned())
+    );
+    let parent_after = reqs[3].body.to_string();
+    assert!(
+        parent_after.contains("It holds 42."),
+        "the parent gets the answer"
+    );
+    assert!(
+        !parent_after.contains("the answer is 42"),
+        "and not the subagent's tool output"
+    );
+
+    let ups = updates(&before);
+    let card = ups
+        .iter()
+        .find(|(k, u)| k == "tool_call" && u["toolCallId"] == "t1")
+        .expect("the subagent's card")
+        .1
+        .clone();
+    // `other` is ACP's default kind, which the SDK leaves out.
+    assert!(card["kind"].is_null() || card["kind"] == "other", "{card}");
+    assert_eq!(card["title"], "Subagent: find the answer");
+    assert!(
+        ups.iter().all(|(_, u)| u["toolCallId"] != "s1"),
+        "the subagent's own calls are not separate cards"
+    );
+    assert!(
+        ups.iter().any(|(k, u)| k == "tool_call_update"
+            && u["toolCallId"] == "t1"
+            && u["content"].to_string().contains("Read a.txt")),
+        "its progress is shown"
+    );
+    let last = ups
+        .iter()
+        .rev()
+        .find(|(k, u)| k == "tool_call_update" && u["toolCallId"] == "t1")
+        .unwrap()
+        .1
+        .clone();
+    assert_eq!(last["status"], "completed");
+    assert!(
+        last["content"].to_string().contains("It holds 42."),
+        "{last}"
+    );
+
+    // The card, as it ended, is part of the replay.
+    r.client.close_stdin().await;
+    r.client.wait_exit(Duration::from_secs(5)).await.unwrap();
+    let mut c = r.world.client().await;
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replay, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    assert!(
+        updates(&replay)
+            .iter()
+            .any(|(_, u)| u["toolCallId"] == "t1"
+                && u["content"].to_string().contains("It holds 42.")),
+        "replayed"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_the_turn_stops_the_subagent_at_once() {
+    let mut r = start(World::new(), None, &[]).await;
+    let (id, name, args) = task_call("t1", "slow", "Think for a long time.");
+    r.fake.push(Script::new().tool_call(&id, &name, args));
+    r.fake.push(
+        Script::new()
+            .stall(Duration::from_secs(30))
+            .text("too late"),
+    );
+    let prompt = r.send_prompt_id().await;
+    r.client
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["toolCallId"] == "t1"
+        })
+        .await
+        .expect("the card");
+    // Let the subagent's request reach the model.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = Instant::now();
+    r.client
+        .notify("session/cancel", json!({"sessionId": r.sid}))
+        .await;
+    let answer = r.client.wait_answer(&prompt).await.ok();
+    assert_eq!(answer["stopReason"], "cancelled");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn several_subagents_of_one_response_run_at_once() {
+    let mut r = start(World::new(), None, &[]).await;
+    let a = task_call("t1", "first", "Look at one thing.");
+    let b = task_call("t2", "second", "Look at another thing.");
+    r.fake.push(Script::new().parallel_tool_calls(&[
+        (a.0.as_str(), a.1.as_str(), a.2.as_str()),
+        (b.0.as_str(), b.1.as_str(), b.2.as_str()),
+    ]));
+    // Each subagent answers after 1.5 s; one after the other would take 3 s.
+    for _ in 0..2 {
+        r.fake.push(
+            Script::new()
+                .stall(Duration::from_millis(1500))
+                .text("looked"),
+        );
+    }
+    r.fake.push(Script::new().text("both done"));
+    let t = Instant::now();
+    let prompt = r.send_prompt_id().await;
+    let answer = r.client.wait_answer(&prompt).await.ok();
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert!(
+        t.elapsed() < Duration::from_millis(2800),
+        "{:?}",
+        t.elapsed()
+    );
+    let last = r.fake.requests().last().unwrap().body.to_string();
+    assert_eq!(last.matches("looked").count(), 2, "{last}");
+}
+
+#[tokio::test]
+async fn a_subagent_s_permission_request_names_it() {
+    let mut r = start(World::new(), None, &[]).await;
+    let outside = tempfile::tempdir().unwrap();
+    let file = outside.path().join("notes.txt");
+    std::fs::write(&file, "outside").unwrap();
+    let (id, name, args) = task_call("t1", "peek outside", "Read the notes.");
+    r.fake.push(Script::new().tool_call(&id, &name, args));
+    r.fake
+        .push(Script::new().tool_call("s1", "read", json!({"path": file}).to_string()));
+    r.fake.push(Script::new().text("could not read it"));
+    r.fake.push(Script::new().text("ok"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    let call = &req["params"]["toolCall"];
+    assert_eq!(call["toolCallId"], "t1", "asked on the subagent's card");
+    let title = call["title"].as_str().unwrap_or_default();
+    assert!(
+        title.contains("Subagent: peek outside") && title.contains("notes.txt"),
+        "{title}"
+    );
+    r.answer(&req, "reject_once").await;
+    assert_eq!(
+        r.client.wait_answer(&prompt).await.ok()["stopReason"],
+        "end_turn"
+    );
+    let sub_second = r.fake.requests()[2].body.to_string();
+    assert!(
+        sub_second.contains("declined"),
+        "the subagent hears the refusal: {sub_second}"
+    );
+}

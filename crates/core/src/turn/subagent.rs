@@ -1,0 +1,401 @@
+//! `task`: a subagent. The parent model hands a side investigation to a nested turn loop with its
+//! own context (a system prompt and the task prompt, not the parent's history), a tool set no
+//! larger than the parent's (read-only unless the call names more), the session's mode as its
+//! ceiling, and a budget of model requests. The parent gets only the final answer.
+//!
+//! The editor sees the subagent as one tool call (kind `other`) whose content lists the tools it
+//! ran and, at the end, its answer. Its own tool calls are not separate cards: their events are
+//! hidden, and a permission request one of them needs is asked about the subagent's card, naming
+//! the call. The card's final state is in the session log, so `session/load` replays it.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{ModelInfo, ReasoningStyle};
+use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus};
+use crate::events::Event;
+use crate::log::{EntryKind, StoreError};
+use crate::model::{
+    AssistantPart, Message, ModelClient, ModelErrorKind, ModelEvent, ModelRequest, ToolResultPart,
+    ToolSpec, UserPart,
+};
+use crate::modes::Effort;
+use crate::tools::ToolError;
+
+use super::{CallEnd, CallEnv, Recorder, finish_call, permission};
+
+pub(crate) const NAME: &str = "task";
+
+/// Model requests one subagent may make before it must answer.
+const MAX_REQUESTS: usize = 20;
+
+/// The tools a subagent gets when the call names none: it looks, it does not change.
+const READ_ONLY: &[&str] = &["read", "grep", "find", "ls"];
+
+/// The model a subagent talks to (`subagent.model`, else the parent's).
+#[derive(Clone)]
+pub(crate) struct SubagentModel {
+    pub client: Arc<dyn ModelClient>,
+    pub info: ModelInfo,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    description: String,
+    prompt: String,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+}
+
+pub(crate) fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.into(),
+        description: "Hand a self-contained investigation to a subagent with its own, empty \
+            context: it gets only `prompt` (say everything it needs to know), works with \
+            read-only tools (read, grep, find, ls) unless `tools` names others you have, and \
+            answers once. Use it for searches across a large codebase or questions whose \
+            exploration would fill your context; several `task` calls in one response run \
+            at the same time. You receive only its final answer."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A few words for the user: what the subagent does."},
+                "prompt": {"type": "string", "description": "The whole task for the subagent."},
+                "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names it may use (a subset of yours); default read-only."}
+            },
+            "required": ["description", "prompt"]
+        }),
+    }
+}
+
+/// Runs one `task` call to its end: the card, the nested loop, the answer.
+pub(crate) async fn run(
+    rec: &Recorder,
+    env: &CallEnv,
+    id: &str,
+    arguments: &str,
+    cancel: &CancellationToken,
+) -> Result<CallEnd, StoreError> {
+    let parsed: Result<Input, String> =
+        serde_json::from_str(arguments).map_err(|e| format!("invalid `task` arguments: {e}"));
+    let title = match &parsed {
+        Ok(i) => format!("Subagent: {}", i.description),
+        Err(_) => "Subagent".to_owned(),
+    };
+    let view = ToolCallView {
+        id: id.to_owned(),
+        title,
+        kind: ToolKind::Other,
+        status: ToolStatus::Pending,
+        locations: vec![],
+        content: vec![],
+        raw_input: serde_json::from_str(arguments).ok(),
+    };
+    rec.record(EntryKind::ToolCall {
+        name: NAME.to_owned(),
+        call: view.clone(),
+    })?;
+    rec.emit(Event::ToolCall(view.clone())).await;
+    let input = match parsed {
+        Ok(i) => i,
+        Err(e) => {
+            finish_call(rec, id, &e, true, ToolStatus::Failed, None).await?;
+            return Ok(CallEnd::Done);
+        }
+    };
+    let Some(model) = env.subagent.clone() else {
+        let msg = "Subagents are not available in this turn.";
+        finish_call(rec, id, msg, true, ToolStatus::Failed, None).await?;
+        return Ok(CallEnd::Done);
+    };
+    let allowed = allowed_tools(env, input.tools.as_deref());
+    let mut progress: Vec<String> = Vec::new();
+    let outcome = nested_loop(
+        rec,
+        env,
+        &view,
+        &model,
+        &input,
+        &allowed,
+        &mut progress,
+        cancel,
+    )
+    .await?;
+    let listing = progress_text(&progress);
+    match outcome {
+        Nested::Answer(answer) => {
+            let shown = format!("{listing}{answer}");
+            finish_call(
+                rec,
+                id,
+                &answer,
+                false,
+                ToolStatus::Completed,
+                Some(vec![ToolContent::Text { text: shown }]),
+            )
+            .await?;
+            Ok(CallEnd::Done)
+        }
+        Nested::Failed(why) => {
+            let msg = format!("The subagent failed: {why}");
+            let shown = format!("{listing}{msg}");
+            finish_call(
+                rec,
+                id,
+                &msg,
+                true,
+                ToolStatus::Failed,
+                Some(vec![ToolContent::Text { text: shown }]),
+            )
+            .await?;
+            Ok(CallEnd::Done)
+        }
+        Nested::Cancelled => {
+            finish_call(
+                rec,
+                id,
+                "Cancelled by the user while the subagent ran.",
+                true,
+                ToolStatus::Failed,
+                None,
+            )
+            .await?;
+            Ok(CallEnd::Cancelled)
+        }
+    }
+}
+
+enum Nested {
+    Answer(String),
+    Failed(String),
+    Cancelled,
+}
+
+/// The tools the subagent may use: those named (default: the read-only ones) that the parent has,
+/// never `task` itself or `exit_plan`.
+fn allowed_tools(env: &CallEnv, named: Option<&[String]>) -> Vec<String> {
+    let wanted: Vec<String> = match named {
+        Some(list) => list.to_vec(),
+        None => READ_ONLY.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    wanted
+        .into_iter()
+        .filter(|n| n != NAME && n != super::exit_plan::NAME && env.tools.get(n).is_some())
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn nested_loop(
+    rec: &Recorder,
+    env: &CallEnv,
+    card: &ToolCallView,
+    model: &SubagentModel,
+    input: &Input,
+    allowed: &[String],
+    progress: &mut Vec<String>,
+    cancel: &CancellationToken,
+) -> Result<Nested, StoreError> {
+    let specs: Vec<ToolSpec> = allowed
+        .iter()
+        .filter_map(|n| env.tools.get(n).map(|t| t.spec()))
+        .collect();
+    let system = format!(
+        "You are a subagent of Ferrite, a coding agent. You get one task from the main agent and \
+         answer it once, completely and concisely: the main agent sees only your final answer, \
+         not your tool calls. Use your tools to look before you conclude; cite files and lines. \
+         Workspace: {}",
+        env.cwd.display()
+    );
+    let mut messages = vec![Message::User {
+        content: vec![UserPart::Text {
+            text: input.prompt.clone(),
+        }],
+    }];
+    for round in 0..MAX_REQUESTS {
+        let last = round + 1 == MAX_REQUESTS;
+        let request = ModelRequest {
+            model: model.info.model.clone(),
+            system: system.clone(),
+            messages: messages.clone(),
+            // The last request gets no tools: the subagent must answer with what it has.
+            tools: if last { vec![] } else { specs.clone() },
+            effort: Effort::Default,
+            reasoning: model.info.reasoning.is_reasoner(),
+            adaptive_thinking: model.info.reasoning == ReasoningStyle::Adaptive,
+            web_search: false,
+            max_output_tokens: model.info.max_output_tokens.map(|m| m.min(16_000)),
+        };
+        let mut stream = model.client.stream(request, cancel.child_token());
+        let response = loop {
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(Nested::Cancelled),
+                item = stream.next() => item,
+            };
+            match item {
+                Some(Ok(ModelEvent::Completed(r))) => break r,
+                Some(Ok(_)) => {}
+                Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
+                    return Ok(Nested::Cancelled);
+                }
+                Some(Err(e)) => return Ok(Nested::Failed(e.message)),
+                None => return Ok(Nested::Failed("the model's stream ended early".into())),
+            }
+        };
+        drop(stream);
+        let mut calls = Vec::new();
+        let mut text = String::new();
+        for part in &response.content {
+            match part {
+                AssistantPart::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => calls.push((id.clone(), name.clone(), arguments.clone())),
+                AssistantPart::Text { text: t } => text.push_str(t),
+                AssistantPart::Reasoning { .. } | AssistantPart::Opaque { .. } => {}
+            }
+        }
+        messages.push(Message::Assistant {
+            content: response.content.clone(),
+        });
+        if calls.is_empty() {
+            return Ok(Nested::Answer(if text.trim().is_empty() {
+                "(The subagent gave no answer.)".to_owned()
+            } else {
+                text
+            }));
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        for (call_id, name, arguments) in calls {
+            let (content, is_error) = inner_call(
+                rec, env, card, allowed, &call_id, &name, &arguments, progress, cancel,
+            )
+            .await?;
+            if cancel.is_cancelled() {
+                return Ok(Nested::Cancelled);
+            }
+            results.push(ToolResultPart {
+                call_id,
+                content,
+                is_error,
+            });
+        }
+        messages.push(Message::ToolResults { results });
+    }
+    Ok(Nested::Failed(format!(
+        "it used its {MAX_REQUESTS} model requests without answering"
+    )))
+}
+
+/// One tool call of the subagent: the same permission policy and tools as the parent's, its
+/// events hidden, its line added to the card's progress.
+#[allow(clippy::too_many_arguments)]
+async fn inner_call(
+    rec: &Recorder,
+    env: &CallEnv,
+    card: &ToolCallView,
+    allowed: &[String],
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    progress: &mut Vec<String>,
+    cancel: &CancellationToken,
+) -> Result<(String, bool), StoreError> {
+    let tool = match env.tools.get(name) {
+        Some(t) if allowed.iter().any(|a| a == name) => t.clone(),
+        _ => {
+            return Ok((
+                format!(
+                    "`{name}` is not one of your tools; use {}.",
+                    allowed.join(", ")
+                ),
+                true,
+            ));
+        }
+    };
+    let input: Value = match serde_json::from_str(if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    }) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) | Err(_) => {
+            return Ok((
+                format!("The arguments of `{name}` are not a JSON object."),
+                true,
+            ));
+        }
+    };
+    let cwd = env.cwd.as_path();
+    let title = tool.describe(&input, cwd).title;
+    progress.push(title.clone());
+    rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
+        id: card.id.clone(),
+        status: Some(ToolStatus::InProgress),
+        content: Some(vec![ToolContent::Text {
+            text: progress_text(progress),
+        }]),
+        ..Default::default()
+    }))
+    .await;
+    // A question about this call is asked on the subagent's card, which the editor knows.
+    let asked_about = ToolCallView {
+        title: format!("{} — {title}", card.title),
+        ..card.clone()
+    };
+    let access = tool.access(&input, cwd);
+    let preview = || -> futures::future::BoxFuture<'static, Vec<ToolContent>> {
+        let (tool, input, cwd) = (tool.clone(), input.clone(), cwd.to_owned());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.preview(&input, &cwd))
+                .await
+                .unwrap_or_default()
+        })
+    };
+    match permission::check(rec, env, &asked_about, name, &access, &preview, cancel).await {
+        permission::Gate::Run => {}
+        permission::Gate::Refused(why) => return Ok((why, true)),
+        permission::Gate::Cancelled => return Ok(("Cancelled by the user.".into(), true)),
+    }
+    if tool.access(&input, cwd) != access {
+        return Ok((
+            "Refused: a path of this call now resolves somewhere else than when it was checked."
+                .into(),
+            true,
+        ));
+    }
+    if let Some(checkpoint) = &env.checkpoint {
+        checkpoint.before_call(rec, &access, env.mode(rec)).await;
+    }
+    let hidden = rec.hiding_call(call_id);
+    let ctx = super::tool_context(&hidden, env, call_id, cancel);
+    let result = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Ok(("Cancelled.".into(), true)),
+        r = tool.call(input, &ctx) => r,
+    };
+    Ok(match result {
+        Ok(out) => (out.text, false),
+        Err(ToolError::RespondToModel(msg) | ToolError::Fatal(msg)) => (msg, true),
+    })
+}
+
+/// The card's progress: the tools the subagent ran, one per line.
+fn progress_text(progress: &[String]) -> String {
+    if progress.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Subagent steps:\n");
+    for p in progress {
+        out.push_str(&format!("- {}\n", p.replace('\n', " ")));
+    }
+    out.push('\n');
+    out
+}
