@@ -6,12 +6,12 @@ use serde_json::json;
 
 use super::turns::{ALL, Api, rig};
 
-/// A tiny PNG: the signature, then bytes that are not text.
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06";
+/// A whole 1×1 red PNG.
+const PNG: &[u8] = b"\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\x0d\x49\x44\x41\x54\x78\x9c\x63\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99\x3d\x1d\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82";
 
 #[tokio::test]
 async fn read_of_an_image_reaches_the_model_in_each_api_s_form() {
-    let b64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAY=";
+    let b64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
     for api in ALL {
         let mut r = rig(api).await;
         std::fs::write(r.world.ws().join("shot.png"), PNG).unwrap();

@@ -143,9 +143,13 @@ impl Tool for Read {
 }
 
 /// The largest image `read` attaches: base64 of it stays within the 5 MB per image the providers
-/// accept. Larger images are refused with a clear result (they are not scaled down: decoding
-/// and re-encoding images would need an image codec this binary does not carry).
-const MAX_IMAGE_BYTES: u64 = 3_750_000;
+/// accept.
+const MAX_IMAGE_BYTES: usize = 3_750_000;
+/// The longest edge an attached image keeps. Providers scale larger images down themselves
+/// (Anthropic to 1568 px), so sending more costs bytes and tokens and shows the model nothing more.
+const MAX_IMAGE_EDGE: u32 = 1568;
+/// Image files larger than this are not decoded at all.
+const MAX_IMAGE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The media type of an image file, by extension.
 fn image_type(path: &Path) -> Option<&'static str> {
@@ -170,7 +174,8 @@ fn has_image_signature(bytes: &[u8], mime: &str) -> bool {
     }
 }
 
-/// An image file, attached for the model to see (and shown in the editor's card).
+/// An image file, attached for the model to see (and shown in the editor's card). Large images
+/// are scaled down to [`MAX_IMAGE_EDGE`] and re-encoded so they fit [`MAX_IMAGE_BYTES`].
 fn read_image(path: &Path, shown: &str, mime: &'static str) -> Result<ToolOutput, ToolError> {
     use base64::Engine as _;
     let respond = ToolError::RespondToModel;
@@ -181,14 +186,14 @@ fn read_image(path: &Path, shown: &str, mime: &'static str) -> Result<ToolOutput
         _ => respond(format!("cannot read {shown}: {e}")),
     })?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > MAX_IMAGE_BYTES {
+    if len > MAX_IMAGE_FILE_BYTES {
         return Err(respond(format!(
-            "{shown} is an image of {len} bytes, larger than the {MAX_IMAGE_BYTES} bytes that can \
-             be attached; ask the user for a smaller version."
+            "{shown} is an image of {len} bytes, too large to open (over {MAX_IMAGE_FILE_BYTES} \
+             bytes); ask the user for a smaller version."
         )));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(MAX_IMAGE_BYTES + 1)
+    file.take(MAX_IMAGE_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
     if !has_image_signature(&bytes, mime) {
@@ -196,17 +201,85 @@ fn read_image(path: &Path, shown: &str, mime: &'static str) -> Result<ToolOutput
             "{shown} is named like an image ({mime}) but its content is not one."
         )));
     }
-    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let (width, height) = image::ImageReader::new(std::io::Cursor::new(&bytes))
+        .with_guessed_format()
+        .ok()
+        .and_then(|r| r.into_dimensions().ok())
+        .ok_or_else(|| respond(format!("{shown} is not an image that can be decoded.")))?;
+    let (data, sent_mime, note) =
+        if bytes.len() <= MAX_IMAGE_BYTES && width.max(height) <= MAX_IMAGE_EDGE {
+            (bytes, mime, format!("{width}×{height}"))
+        } else {
+            let (scaled, sent_mime, w, h) = scale_down(&bytes, mime)
+                .map_err(|e| respond(format!("{shown} could not be scaled down: {e}")))?;
+            let note = format!("{width}×{height}, scaled down to {w}×{h}");
+            (scaled, sent_mime, note)
+        };
+    let size = data.len();
+    let data = base64::engine::general_purpose::STANDARD.encode(&data);
     Ok(ToolOutput {
         text: format!(
-            "{shown} is an image ({mime}, {} bytes); it is attached below for you to look at.",
-            bytes.len()
+            "{shown} is an image ({mime}, {note}, {size} bytes sent); it is attached below for \
+             you to look at."
         ),
         content: vec![crate::content::ToolContent::Image {
-            mime_type: mime.to_owned(),
+            mime_type: sent_mime.to_owned(),
             data,
         }],
     })
+}
+
+/// Decodes `bytes` (within limits that stop decompression bombs), fits the image into
+/// [`MAX_IMAGE_EDGE`] and encodes it again: photos as JPEG, the rest as PNG, and as a smaller JPEG
+/// when that is still too large. Returns the bytes, their media type and the new size.
+fn scale_down(bytes: &[u8], mime: &str) -> Result<(Vec<u8>, &'static str, u32, u32), String> {
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(16_384);
+    limits.max_image_height = Some(16_384);
+    limits.max_alloc = Some(512 * 1024 * 1024);
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| e.to_string())?;
+    let img = if img.width().max(img.height()) > MAX_IMAGE_EDGE {
+        img.resize(
+            MAX_IMAGE_EDGE,
+            MAX_IMAGE_EDGE,
+            image::imageops::FilterType::Triangle,
+        )
+    } else {
+        img
+    };
+    let (w, h) = (img.width(), img.height());
+    let encode = |format: image::ImageFormat, img: &image::DynamicImage| {
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, format).map(|()| out.into_inner())
+    };
+    let jpeg = |quality: u8| -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        let rgb = image::DynamicImage::ImageRgb8(img.to_rgb8());
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
+            .encode_image(&rgb)
+            .map_err(|e| e.to_string())?;
+        Ok(out)
+    };
+    let first = if mime == "image/jpeg" {
+        (jpeg(85)?, "image/jpeg")
+    } else {
+        (
+            encode(image::ImageFormat::Png, &img).map_err(|e| e.to_string())?,
+            "image/png",
+        )
+    };
+    if first.0.len() <= MAX_IMAGE_BYTES {
+        return Ok((first.0, first.1, w, h));
+    }
+    let smaller = jpeg(70)?;
+    if smaller.len() <= MAX_IMAGE_BYTES {
+        return Ok((smaller, "image/jpeg", w, h));
+    }
+    Err("it is still too large after scaling down".into())
 }
 
 fn read_page(
@@ -396,6 +469,36 @@ mod tests {
         env.write("a.txt", "alpha\r\nbeta\ngamma");
         let out = env.ok(&Read, json!({"path": "a.txt"})).await;
         assert_eq!(out, "     1\talpha\n     2\tbeta\n     3\tgamma\n");
+    }
+
+    #[tokio::test]
+    async fn large_images_are_scaled_down_to_fit() {
+        use base64::Engine as _;
+        let env = TestEnv::new();
+        let big = image::RgbImage::from_fn(2000, 1000, |x, y| {
+            image::Rgb([(x % 251) as u8, (y % 241) as u8, ((x * y) % 239) as u8])
+        });
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(big)
+            .write_to(&mut png, image::ImageFormat::Png)
+            .unwrap();
+        env.write("big.png", png.into_inner());
+        let out = env.call(&Read, json!({"path": "big.png"})).await.unwrap();
+        assert!(
+            out.text.contains("2000×1000, scaled down to 1568×784"),
+            "{}",
+            out.text
+        );
+        let crate::content::ToolContent::Image { mime_type, data } = &out.content[0] else {
+            panic!("{:?}", out.content);
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap();
+        assert!(bytes.len() <= MAX_IMAGE_BYTES);
+        let sent = image::load_from_memory(&bytes).unwrap();
+        assert_eq!((sent.width(), sent.height()), (1568, 784));
+        assert!(mime_type == "image/png" || mime_type == "image/jpeg");
     }
 
     #[test]
