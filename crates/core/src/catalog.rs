@@ -143,6 +143,8 @@ pub struct ModelInfo {
     pub reasoning: ReasoningStyle,
     /// Whether the provider offers a hosted web search for this model.
     pub web_search: bool,
+    /// Whether the model takes images (prompt attachments, `read` of an image, MCP images).
+    pub images: bool,
     pub price: Option<Price>,
     pub source: FactSource,
 }
@@ -537,6 +539,9 @@ fn apply_entry(info: &mut ModelInfo, m: &crate::config::ModelEntry, api: ApiKind
     }
     if let Some(out) = m.max_output_tokens {
         info.max_output_tokens = Some(out);
+    }
+    if let Some(images) = m.images {
+        info.images = images;
     }
     match m.reasoning {
         Some(false) => info.reasoning = ReasoningStyle::None,

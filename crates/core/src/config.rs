@@ -52,6 +52,10 @@ pub struct ModelEntry {
     pub max_output_tokens: Option<u32>,
     #[serde(default)]
     pub reasoning: Option<bool>,
+    /// Whether the model takes images (default: yes for Anthropic and OpenAI, no for other
+    /// OpenAI-compatible servers).
+    #[serde(default)]
+    pub images: Option<bool>,
     #[serde(default)]
     pub price: Option<PriceEntry>,
 }

@@ -138,6 +138,8 @@ pub struct ToolContext<'a> {
     pub web: Option<Arc<dyn crate::web::WebFetch>>,
     /// Which addresses a fetch may reach (`web_fetch.allow_private`).
     pub web_reach: crate::web::Reach,
+    /// Whether the turn's model takes images (`read` of an image attaches it only then).
+    pub model_images: bool,
 }
 
 pub trait Tool: Send + Sync {

@@ -196,6 +196,8 @@ pub(crate) struct CallEnv {
     pub subagent: Option<subagent::SubagentModel>,
     /// How many `task` calls of one response run at once (`subagent.max_parallel`).
     pub subagent_parallel: usize,
+    /// Whether the turn's model takes images.
+    pub model_images: bool,
 }
 
 impl CallEnv {
@@ -251,6 +253,7 @@ impl CallEnv {
             checkpoint: None,
             subagent: None,
             subagent_parallel: config.subagent.max_parallel,
+            model_images: true,
         }
     }
 
@@ -468,6 +471,7 @@ async fn run_turn_inner(
     );
     env.read_only = crate::commands::is_read_only(&req.content);
     env.checkpoint = Some(checkpoint.clone());
+    env.model_images = info.images;
     // The assistant harness has no tools to give a subagent.
     if env.tools.get("read").is_some() {
         env.subagent = Some(subagent_model(
@@ -518,7 +522,10 @@ async fn run_turn_inner(
                 compact::Outcome::Compacted | compact::Outcome::NothingToDo => {}
             }
         }
-        let messages = lock(&rec.core).state.model_messages();
+        let mut messages = lock(&rec.core).state.model_messages();
+        if !info.images {
+            without_images(&mut messages);
+        }
         let request = ModelRequest {
             model: info.model.clone(),
             system: system.clone(),
@@ -766,6 +773,25 @@ enum CallEnd {
     Fatal(String),
 }
 
+/// For a model that takes no images: each image the history holds (a prompt attachment, an MCP
+/// tool's image) becomes a short note, so the request is one the model accepts.
+fn without_images(messages: &mut [crate::model::Message]) {
+    use crate::model::{Message, UserPart};
+    for m in messages {
+        if let Message::User { content } = m {
+            for part in content.iter_mut() {
+                if let UserPart::Image { mime_type, .. } = part {
+                    *part = UserPart::Text {
+                        text: format!(
+                            "[an image ({mime_type}) was left out: this model does not take images]"
+                        ),
+                    };
+                }
+            }
+        }
+    }
+}
+
 /// The model subagents use: `subagent.model` when set and usable, else the turn's own.
 fn subagent_model(
     config: &Config,
@@ -841,6 +867,7 @@ fn tool_context<'a>(
         fs_delegation: env.fs_delegation,
         web: env.web.clone(),
         web_reach: env.web_reach,
+        model_images: env.model_images,
         read_deny: crate::tools::ReadDeny::new(
             // A call whose rules cannot be read was refused before it got here.
             Arc::new(permission::rules_in_force(env).unwrap_or_default()),

@@ -59,3 +59,39 @@ async fn a_file_named_like_an_image_that_is_not_one_is_refused() {
     let text = r.requests().last().unwrap().body.to_string();
     assert!(text.contains("its content is not one"), "{text}");
 }
+
+#[tokio::test]
+async fn a_model_that_takes_no_images_gets_a_clear_text_instead() {
+    use super::common::*;
+    use ferrite_test_support::fake_provider::FakeProvider;
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    world.write_config(&format!(
+        "[providers.local]\napi = \"openai-chat\"\nbase_url = \"{}/v1\"\nmodels = [{{ id = \"textonly\" }}]\n",
+        fake.base_url()
+    ));
+    let mut client = world.spawn_acp(vec![("FERRITE_MODEL".into(), "local/textonly".into())]);
+    client.initialize().await;
+    let sid = sid(&client.new_session(&world.ws()).await);
+    std::fs::write(world.ws().join("shot.png"), PNG).unwrap();
+    fake.push(Script::new().tool_call("r1", "read", json!({"path": "shot.png"}).to_string()));
+    fake.push(Script::new().text("I cannot see it"));
+    let id = client
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [
+                {"type": "text", "text": "what is in these?"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="}
+            ]}),
+        )
+        .await;
+    let (_, answer) = client.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let text = fake.requests().last().unwrap().body.to_string();
+    assert!(!text.contains("image_url"), "no image is sent: {text}");
+    assert!(text.contains("does not take images"), "{text}");
+    assert!(
+        text.contains("was left out"),
+        "the prompt's image became a note: {text}"
+    );
+}

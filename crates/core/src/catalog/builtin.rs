@@ -26,7 +26,14 @@ struct Entry {
     max_output_tokens: u32,
     reasoning: ReasoningStyle,
     web_search: bool,
+    /// Every current model of the built-in providers takes images; `images = false` says otherwise.
+    #[serde(default = "yes")]
+    images: bool,
     price: Price,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The catalog entries, parsed once per process (the data is a constant; a unit test parses
@@ -46,6 +53,7 @@ pub(super) fn models() -> &'static [ModelInfo] {
                 max_output_tokens: Some(e.max_output_tokens),
                 reasoning: e.reasoning,
                 web_search: e.web_search,
+                images: e.images,
                 price: Some(e.price),
                 source: FactSource::Catalog,
             })
@@ -88,6 +96,10 @@ pub(super) fn defaults(provider: &str, model: &str, api: ApiKind) -> ModelInfo {
         max_output_tokens: max_output,
         reasoning,
         web_search: false,
+        // Every Claude model since Claude 3 takes images, and so do the models of OpenAI's own
+        // API; a model behind another OpenAI-compatible server may well not (set
+        // `images = true` on its `[providers.NAME] models` entry when it does).
+        images: provider == "anthropic" || provider == "openai",
         price: None,
         source: FactSource::Default,
     }

@@ -346,6 +346,7 @@ pub(crate) mod testing {
                 read_deny: self.read_deny.clone(),
                 web: None,
                 web_reach: crate::web::Reach::PublicOnly,
+                model_images: true,
             }
         }
 

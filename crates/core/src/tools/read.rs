@@ -106,7 +106,26 @@ impl Tool for Read {
             let shown = display(&path, &ctx.cwd);
             let limits = ctx.limits;
             if let Some(mime) = image_type(&path) {
-                return blocking(move || read_image(&path, &shown, mime)).await;
+                let out = blocking(move || read_image(&path, &shown, mime)).await?;
+                if !ctx.model_images {
+                    // Said plainly, rather than an image the model would be sent and refuse.
+                    return Ok(ToolOutput {
+                        text: format!(
+                            "{} The model of this session does not take images, so it is not \
+                             attached; ask the user to describe it, or switch to a model that \
+                             takes images.",
+                            out.text
+                                .split(';')
+                                .next()
+                                .unwrap_or_default()
+                                .trim_end()
+                                .to_owned()
+                                + "."
+                        ),
+                        content: vec![],
+                    });
+                }
+                return Ok(out);
             }
             if let Some(client) = ctx.client_fs.as_ref()
                 && ctx.recorder.read_from_client(

@@ -146,6 +146,7 @@ mod tests {
             max_output_tokens: max,
             reasoning: ReasoningStyle::None,
             web_search: false,
+            images: false,
             price: None,
             source: FactSource::Default,
         }
