@@ -34,8 +34,12 @@ async fn a_subagent_works_in_its_own_context_and_the_parent_gets_its_answer() {
     std::fs::write(r.world.ws().join("a.txt"), "the answer is 42\n").unwrap();
     let (id, name, args) = task_call("t1", "find the answer", "Read a.txt and say what it holds.");
     r.fake.push(Script::new().tool_call(&id, &name, args));
-    r.fake
-        .push(Script::new().tool_call("s1", "read", json!({"path": "a.txt"}).to_string()));
+    let read = json!({"path": "a.txt"}).to_string();
+    let grep = json!({"pattern": "answer"}).to_string();
+    r.fake.push(
+        Script::new()
+            .parallel_tool_calls(&[("s1", "read", read.as_str()), ("s2", "grep", grep.as_str())]),
+    );
     r.fake.push(Script::new().text("It holds 42."));
     r.fake.push(Script::new().text("The subagent found 42."));
     let prompt = r.send_prompt_id().await;
@@ -85,14 +89,22 @@ async fn a_subagent_works_in_its_own_context_and_the_parent_gets_its_answer() {
     assert!(card["kind"].is_null() || card["kind"] == "other", "{card}");
     assert_eq!(card["title"], "Subagent: find the answer");
     assert!(
-        ups.iter().all(|(_, u)| u["toolCallId"] != "s1"),
+        ups.iter()
+            .all(|(_, u)| u["toolCallId"] != "s1" && u["toolCallId"] != "s2"),
         "the subagent's own calls are not separate cards"
     );
     assert!(
         ups.iter().any(|(k, u)| k == "tool_call_update"
             && u["toolCallId"] == "t1"
-            && u["content"].to_string().contains("Read a.txt")),
-        "its progress is shown"
+            && u["content"].to_string().contains("Read a.txt")
+            && u["content"].to_string().contains("Grep")),
+        "its progress lists both tools"
+    );
+    // Both tools' results went back to the subagent, not to the parent.
+    let sub_second = reqs[2].body.to_string();
+    assert!(
+        sub_second.contains("the answer is 42") && sub_second.contains("a.txt:1:"),
+        "{sub_second}"
     );
     let last = ups
         .iter()
