@@ -231,3 +231,24 @@ async fn a_subagent_s_permission_request_names_it() {
         "the subagent hears the refusal: {sub_second}"
     );
 }
+
+#[tokio::test]
+async fn subagent_model_picks_the_subagents_model() {
+    let world = World::new();
+    world.write_config("[subagent]\nmodel = \"openai/gpt-5-mini\"\n");
+    let mut r = start(world, None, &[]).await;
+    let (id, name, args) = task_call("t1", "ask another model", "Say hi.");
+    r.fake.push(Script::new().tool_call(&id, &name, args));
+    r.fake.push(Script::new().text("hi from the small model"));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    assert_eq!(
+        r.client.wait_answer(&prompt).await.ok()["stopReason"],
+        "end_turn"
+    );
+    let reqs = r.fake.requests();
+    assert_eq!(reqs[0].path, "/v1/messages", "the parent's model");
+    assert_eq!(reqs[1].path, "/v1/responses", "the subagent's");
+    assert_eq!(reqs[1].body["model"], "gpt-5-mini");
+    assert!(reqs[2].body.to_string().contains("hi from the small model"));
+}
