@@ -251,4 +251,11 @@ async fn subagent_model_picks_the_subagents_model() {
     assert_eq!(reqs[1].path, "/v1/responses", "the subagent's");
     assert_eq!(reqs[1].body["model"], "gpt-5-mini");
     assert!(reqs[2].body.to_string().contains("hi from the small model"));
+    // Its model call is in the log, so the session's cost includes it.
+    let log = std::fs::read_to_string(r.world.session_file(&r.sid)).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"type\":\"usage\"") && l.contains("openai/gpt-5-mini")),
+        "{log}"
+    );
 }

@@ -249,6 +249,15 @@ async fn nested_loop(
             }
         };
         drop(stream);
+        // What the subagent spends counts in the session's cost; the parent's context is
+        // unchanged by it.
+        let context_tokens = super::lock(&rec.core).state.context_tokens;
+        rec.record(EntryKind::Usage {
+            model: model.info.id.clone(),
+            usage: response.usage,
+            context_tokens,
+            cost_usd: model.info.price.map(|p| p.cost(&response.usage)),
+        })?;
         let mut calls = Vec::new();
         let mut text = String::new();
         for part in &response.content {
