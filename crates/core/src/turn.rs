@@ -828,6 +828,24 @@ fn subagent_model(
     })
 }
 
+/// What a permission request about this call shows, computed only when one is made. Reads (and
+/// for `edit`, applies to) the file: off the runtime threads, like the tools.
+fn previewer(
+    tool: &Arc<dyn crate::tools::Tool>,
+    input: &Value,
+    cwd: &Path,
+) -> impl Fn() -> BoxFuture<'static, Vec<ToolContent>> + Sync + use<> {
+    let (tool, input, cwd) = (tool.clone(), input.clone(), cwd.to_owned());
+    move || -> BoxFuture<'static, Vec<ToolContent>> {
+        let (tool, input, cwd) = (tool.clone(), input.clone(), cwd.clone());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || tool.preview(&input, &cwd))
+                .await
+                .unwrap_or_default()
+        })
+    }
+}
+
 /// What a tool may use for call `id`: the session's workspace, limits, sandbox and services.
 fn tool_context<'a>(
     rec: &'a Recorder,
@@ -982,15 +1000,7 @@ async fn run_call(
         return Ok(CallEnd::Done);
     }
     let access = tool.access(&input, cwd);
-    // Reads (and for `edit`, applies to) the file: off the runtime threads, like the tools.
-    let preview = || -> BoxFuture<'static, Vec<ToolContent>> {
-        let (tool, input, cwd) = (tool.clone(), input.clone(), cwd.to_owned());
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || tool.preview(&input, &cwd))
-                .await
-                .unwrap_or_default()
-        })
-    };
+    let preview = previewer(tool, &input, cwd);
     match permission::check(rec, env, &view, name, &access, &preview, cancel).await {
         permission::Gate::Run => {}
         permission::Gate::Refused(why) => {

@@ -360,14 +360,7 @@ async fn inner_call(
         ..card.clone()
     };
     let access = tool.access(&input, cwd);
-    let preview = || -> futures::future::BoxFuture<'static, Vec<ToolContent>> {
-        let (tool, input, cwd) = (tool.clone(), input.clone(), cwd.to_owned());
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || tool.preview(&input, &cwd))
-                .await
-                .unwrap_or_default()
-        })
-    };
+    let preview = super::previewer(&tool, &input, cwd);
     match permission::check(rec, env, &asked_about, name, &access, &preview, cancel).await {
         permission::Gate::Run => {}
         permission::Gate::Refused(why) => return Ok((why, true)),
