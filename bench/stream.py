@@ -8,10 +8,15 @@ Starts `fake-provider --text-deltas N` (every request is answered with N small t
 `tok0 `, `tok1 `, ..., each its own HTTP chunk) and measures, median of RUNS:
   direct   a client POSTing a minimal Anthropic Messages body to <origin>/v1/messages over a raw
            socket and reading the SSE body until EOF (the cost of producing and moving the bytes)
+  floor    `examples/stream_floor` of the cli crate (FLOOR_BIN, else built in release): Ferrite's
+           own provider client, SSE decoder and `session/update` serialization on one thread, with
+           no session, turn, channel or pump; a line on its stdin starts a request, every delta
+           becomes the same `agent_message_chunk` line, then `done`
   ferrite  `ferrite acp` (ANTHROPIC_BASE_URL=<origin>, FERRITE_MODEL=anthropic/claude-sonnet-4-5):
            time from writing `session/prompt` until its answer, reading every
            `agent_message_chunk` on the way (the text is checked after the clock stops)
-Reports deltas/s through ferrite and the overhead ferrite/direct - 1. Target: < 50%.
+Reports deltas/s through ferrite, the overhead ferrite/direct - 1 (target < 50%) and ferrite/floor
+(the fair comparison: goal within 1.3x).
 """
 
 import json
@@ -47,6 +52,50 @@ def direct(origin: str) -> tuple[float, int]:
     el = time.perf_counter() - t
     s.close()
     return el, n
+
+
+def floor_bin() -> str:
+    path = os.environ.get("FLOOR_BIN")
+    if path:
+        return path
+    from acpbench import ROOT, target_dir
+    path = str(target_dir() / "release" / "examples" / "stream_floor")
+    if not os.path.isfile(path):
+        import subprocess
+        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "ferrite", "--example",
+                        "stream_floor"], cwd=ROOT, check=True)
+    return path
+
+
+class Floor:
+    def __init__(self, origin: str):
+        import subprocess
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ANTHROPIC_BASE_URL": origin,
+               "ANTHROPIC_API_KEY": "x", "HOME": "/nonexistent"}
+        self.proc = subprocess.Popen([floor_bin()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=env, bufsize=0)
+
+    def run(self, expected_chunks_at_least: int) -> float:
+        t = time.perf_counter()
+        self.proc.stdin.write(b"go\n")
+        n = 0
+        buf = b""
+        while True:
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+            if not chunk:
+                raise SystemExit("stream_floor exited early")
+            buf += chunk
+            if buf.endswith(b"done\n"):
+                break
+        el = time.perf_counter() - t
+        n = buf.count(b"agent_message_chunk")
+        if n < expected_chunks_at_least:
+            raise SystemExit(f"stream_floor wrote {n} chunks")
+        return el
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def through_ferrite(ferrite, origin: str, cwd: str, expected_text: str):
@@ -95,9 +144,14 @@ def main():
         direct(fp.origin)  # warm-up
         d = [direct(fp.origin) for _ in range(runs)]
         nbytes = d[0][1]
+        floor = Floor(fp.origin)
+        floor.run(1)  # warm-up
+        fl = [floor.run(1) for _ in range(runs)]
+        floor.close()
         through_ferrite(ferrite, fp.origin, cwd, expected)  # warm-up
         f = [through_ferrite(ferrite, fp.origin, cwd, expected) for _ in range(runs)]
     td = median([x[0] for x in d])
+    tfl = median(fl)
     tf = median([x[0] for x in f])
     chunks = f[-1][1]
     print(f"streaming {n} text deltas, median of {runs} runs")
@@ -105,7 +159,10 @@ def main():
           f"  ({n / td:,.0f} deltas/s)")
     print(f"  ferrite prompt -> answer ({chunks} agent_message_chunk, {len(expected)} chars): "
           f"{fmt_ms(tf)}  ({n / tf:,.0f} deltas/s)")
+    print(f"  floor (client + decoder + update lines, one thread): {fmt_ms(tfl)}"
+          f"  ({n / tfl:,.0f} deltas/s)")
     print(f"  overhead ferrite/direct - 1: {(tf / td - 1) * 100:.0f}%   (target < 50%)")
+    print(f"  ferrite / floor: {tf / tfl:.2f}x   (goal < 1.3x)")
     print(f"  all runs direct : " + " ".join(f"{x[0] * 1000:.1f}" for x in d) + " ms")
     print(f"  all runs ferrite: " + " ".join(f"{x[0] * 1000:.1f}" for x in f) + " ms")
 

@@ -1,0 +1,72 @@
+//! The streaming floor for `bench/stream_floor.py`: Ferrite's own provider client and SSE decoder
+//! and its own `session/update` serialization, on one thread, with nothing between them: no
+//! session, no turn task, no event channel, no pump. What Ferrite adds over this is the cost of
+//! its pipeline.
+//!
+//! Reads a line from stdin for every request; streams one answer from the Anthropic provider at
+//! `ANTHROPIC_BASE_URL`, writing one `agent_message_chunk` line per text delta to stdout; then a
+//! line `done`. Exits at EOF.
+
+use std::io::{BufRead, Write};
+
+use ferrite_acp::mapping::{update_line, updates};
+use ferrite_core::catalog::Catalog;
+use ferrite_core::config::Config;
+use ferrite_core::credentials::Credentials;
+use ferrite_core::env::Env;
+use ferrite_core::events::Event;
+use ferrite_core::ids::SessionId;
+use ferrite_core::model::{Message, ModelConnector, ModelEvent, ModelRequest, UserPart};
+use ferrite_core::modes::Effort;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let env = Env::from_process();
+    let catalog = Catalog::build(&Config::default(), &env, &Credentials::default());
+    let provider = catalog.provider("anthropic").ok_or("no anthropic provider")?;
+    let connector = ferrite_llm::Connector::from_env(&env)?;
+    let client = connector.connect(provider, catalog.key("anthropic"))?;
+    let session = SessionId::generate();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    for line in std::io::stdin().lock().lines() {
+        line?;
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: String::new(),
+            messages: vec![Message::User {
+                content: vec![UserPart::Text { text: "hi".into() }],
+            }],
+            tools: vec![],
+            effort: Effort::Default,
+            reasoning: false,
+            adaptive_thinking: false,
+            web_search: false,
+            max_output_tokens: Some(1024),
+        };
+        rt.block_on(async {
+            let mut stream = client.stream(request, CancellationToken::new());
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(ModelEvent::TextDelta(text)) => {
+                        for u in updates(&Event::AgentMessageChunk { text }, false) {
+                            out.write_all(update_line(&session, u).as_bytes())?;
+                            out.write_all(b"\n")?;
+                        }
+                    }
+                    Ok(ModelEvent::Completed(_)) => break,
+                    Ok(_) => {}
+                    Err(e) => return Err(std::io::Error::other(e.message)),
+                }
+            }
+            Ok::<(), std::io::Error>(())
+        })?;
+        out.write_all(b"done\n")?;
+        out.flush()?;
+    }
+    Ok(())
+}
