@@ -1,4 +1,4 @@
-//! The streaming floor for `bench/stream_floor.py`: Ferrite's own provider client and SSE decoder
+//! The streaming floor for `bench/stream.py`: Ferrite's own provider client and SSE decoder
 //! and its own `session/update` serialization, on one thread, with nothing between them: no
 //! session, no turn task, no event channel, no pump. What Ferrite adds over this is the cost of
 //! its pipeline.
@@ -27,7 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let env = Env::from_process();
     let catalog = Catalog::build(&Config::default(), &env, &Credentials::default());
-    let provider = catalog.provider("anthropic").ok_or("no anthropic provider")?;
+    let provider = catalog
+        .provider("anthropic")
+        .ok_or("no anthropic provider")?;
     let connector = ferrite_llm::Connector::from_env(&env)?;
     let client = connector.connect(provider, catalog.key("anthropic"))?;
     let session = SessionId::generate();
