@@ -43,6 +43,12 @@ impl Protected {
         }
     }
 
+    /// Whether a search walking the workspace must leave `path` out: it is under FERRITE_HOME and
+    /// not in the session's spill directory (the same line [`Self::check`] draws for reads).
+    pub fn hides(&self, path: &Path) -> bool {
+        path.starts_with(&self.home) && !path.starts_with(&self.spill_dir)
+    }
+
     pub fn check(&self, access: &Access, mode: Mode) -> Verdict {
         if mode == Mode::Full {
             return Verdict::Pass;
@@ -55,13 +61,7 @@ impl Protected {
                     self.home.display()
                 ))
             }
-            Access::Read { paths }
-                if paths
-                    .iter()
-                    .any(|p| p.starts_with(&self.home) && !p.starts_with(&self.spill_dir)) =>
-            {
-                Verdict::Ask
-            }
+            Access::Read { paths } if paths.iter().any(|p| self.hides(p)) => Verdict::Ask,
             Access::None
             | Access::Read { .. }
             | Access::Write { .. }

@@ -87,21 +87,33 @@ pub enum Access {
     },
 }
 
-/// The deny rules, for the files a tool reads on its own (the ones a search walks into).
+/// What a tool must not open on its own (the files a search walks into): what the deny rules
+/// cover, and below `full` Ferrite's own directory (a search root above it would otherwise read
+/// the keys without the question a direct `read` gets).
 #[derive(Clone, Default)]
 pub struct ReadDeny {
     rules: Arc<crate::permissions::Rules>,
     roots: Vec<PathBuf>,
+    protected: Option<crate::protected::Protected>,
 }
 
 impl ReadDeny {
-    pub fn new(rules: Arc<crate::permissions::Rules>, roots: Vec<PathBuf>) -> Self {
-        Self { rules, roots }
+    pub fn new(
+        rules: Arc<crate::permissions::Rules>,
+        roots: Vec<PathBuf>,
+        protected: Option<crate::protected::Protected>,
+    ) -> Self {
+        Self {
+            rules,
+            roots,
+            protected,
+        }
     }
 
     /// Whether `tool` may not read (or list) `path`.
     pub fn denies(&self, tool: &str, path: &std::path::Path) -> bool {
-        !self.rules.deny.is_empty() && self.rules.denies_read(tool, path, &self.roots)
+        self.protected.as_ref().is_some_and(|p| p.hides(path))
+            || (!self.rules.deny.is_empty() && self.rules.denies_read(tool, path, &self.roots))
     }
 }
 

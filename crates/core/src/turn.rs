@@ -890,6 +890,7 @@ fn tool_context<'a>(
             // A call whose rules cannot be read was refused before it got here.
             Arc::new(permission::rules_in_force(env).unwrap_or_default()),
             env.roots.clone(),
+            (env.mode(rec) < Mode::Full).then(|| env.protected.clone()),
         ),
     }
 }

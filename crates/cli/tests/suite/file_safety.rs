@@ -223,3 +223,26 @@ async fn errors_never_echo_a_huge_client_string() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_search_does_not_walk_into_ferrite_home_inside_the_workspace() {
+    let mut r = start(World::home_in_workspace(), None, &[]).await;
+    r.set_mode("auto").await;
+    std::fs::write(
+        r.world.home().join("credentials.json"),
+        r#"{"anthropic":"sk-ant-SECRET"}"#,
+    )
+    .unwrap();
+    std::fs::write(r.world.ws().join("app.rs"), "// sk-ant-visible\n").unwrap();
+    // A glob that names hidden files, over the whole workspace: the search root is not under
+    // FERRITE_HOME, so only the walk can keep it out.
+    let grep = Script::new().tool_call(
+        "g1",
+        "grep",
+        json!({"pattern": "sk-ant", "glob": "**/*"}).to_string(),
+    );
+    run_call(&mut r, grep).await;
+    let sent = r.fake.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("sk-ant-visible"), "the search ran: {sent}");
+    assert!(!sent.contains("sk-ant-SECRET"), "{sent}");
+}

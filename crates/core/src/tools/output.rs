@@ -354,7 +354,8 @@ pub(crate) mod testing {
         pub fn deny(&mut self, rules: &[&str]) {
             let deny: Vec<String> = rules.iter().map(|r| (*r).to_owned()).collect();
             let rules = crate::permissions::Rules::from_strings(&[], &deny).unwrap();
-            self.read_deny = crate::tools::ReadDeny::new(Arc::new(rules), vec![self.root.clone()]);
+            self.read_deny =
+                crate::tools::ReadDeny::new(Arc::new(rules), vec![self.root.clone()], None);
         }
 
         pub async fn call(&self, tool: &dyn Tool, input: Value) -> Result<ToolOutput, ToolError> {
