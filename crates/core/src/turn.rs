@@ -828,6 +828,52 @@ fn subagent_model(
     })
 }
 
+/// Everything between a call's card and its run, for the turn's calls and a subagent's alike:
+/// the policy's decision (asking the user about `asked_about` when it says so), the paths checked
+/// again after the answer, and the checkpoint of what the call may change.
+async fn admit(
+    rec: &Recorder,
+    env: &CallEnv,
+    asked_about: &ToolCallView,
+    name: &str,
+    tool: &Arc<dyn crate::tools::Tool>,
+    input: &Value,
+    cancel: &CancellationToken,
+) -> Admission {
+    let cwd = env.cwd.as_path();
+    let access = tool.access(input, cwd);
+    let preview = previewer(tool, input, cwd);
+    match permission::check(rec, env, asked_about, name, &access, &preview, cancel).await {
+        permission::Gate::Run => {}
+        permission::Gate::Refused(why) => return Admission::Refused(why),
+        permission::Gate::Cancelled => return Admission::Cancelled,
+    }
+    // The user may have taken minutes to answer: if a path now resolves elsewhere (a symlink
+    // planted meanwhile), what was approved is not what would run. The tools then open the
+    // decided path without following links, which closes the remaining gap.
+    if tool.access(input, cwd) != access {
+        return Admission::Refused(
+            "Refused: a path of this call now resolves somewhere else than when it was checked \
+             (a symlink appeared); the call did not run."
+                .into(),
+        );
+    }
+    if let Some(checkpoint) = &env.checkpoint {
+        checkpoint.before_call(rec, &access, env.mode(rec)).await;
+    }
+    Admission::Run(access)
+}
+
+/// What [`admit`] says about a call.
+enum Admission {
+    /// Run it; what it will touch, as decided.
+    Run(crate::tools::Access),
+    /// Refused; the text tells the model why.
+    Refused(String),
+    /// The turn was cancelled while the user was being asked.
+    Cancelled,
+}
+
 /// What a permission request about this call shows, computed only when one is made. Reads (and
 /// for `edit`, applies to) the file: off the runtime threads, like the tools.
 fn previewer(
@@ -1000,15 +1046,13 @@ async fn run_call(
         finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
     }
-    let access = tool.access(&input, cwd);
-    let preview = previewer(tool, &input, cwd);
-    match permission::check(rec, env, &view, name, &access, &preview, cancel).await {
-        permission::Gate::Run => {}
-        permission::Gate::Refused(why) => {
+    let access = match admit(rec, env, &view, name, tool, &input, cancel).await {
+        Admission::Run(access) => access,
+        Admission::Refused(why) => {
             finish_call(rec, id, &why, true, ToolStatus::Failed, None).await?;
             return Ok(CallEnd::Done);
         }
-        permission::Gate::Cancelled => {
+        Admission::Cancelled => {
             finish_call(
                 rec,
                 id,
@@ -1020,19 +1064,7 @@ async fn run_call(
             .await?;
             return Ok(CallEnd::Cancelled);
         }
-    }
-    // The user may have taken minutes to answer: if a path now resolves elsewhere (a symlink
-    // planted meanwhile), what was approved is not what would run. The tools then open the
-    // decided path without following links, which closes the remaining gap.
-    if tool.access(&input, cwd) != access {
-        let why = "Refused: a path of this call now resolves somewhere else than when it was \
-                   checked (a symlink appeared); the call did not run.";
-        finish_call(rec, id, why, true, ToolStatus::Failed, None).await?;
-        return Ok(CallEnd::Done);
-    }
-    if let Some(checkpoint) = &env.checkpoint {
-        checkpoint.before_call(rec, &access, env.mode(rec)).await;
-    }
+    };
     rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
         id: id.to_owned(),
         status: Some(ToolStatus::InProgress),

@@ -26,7 +26,7 @@ use crate::model::{
 use crate::modes::Effort;
 use crate::tools::ToolError;
 
-use super::{CallEnd, CallEnv, Recorder, finish_call, permission};
+use super::{Admission, CallEnd, CallEnv, Recorder, admit, finish_call};
 
 pub(crate) const NAME: &str = "task";
 
@@ -359,22 +359,10 @@ async fn inner_call(
         title: format!("{} — {title}", card.title),
         ..card.clone()
     };
-    let access = tool.access(&input, cwd);
-    let preview = super::previewer(&tool, &input, cwd);
-    match permission::check(rec, env, &asked_about, name, &access, &preview, cancel).await {
-        permission::Gate::Run => {}
-        permission::Gate::Refused(why) => return Ok((why, true)),
-        permission::Gate::Cancelled => return Ok(("Cancelled by the user.".into(), true)),
-    }
-    if tool.access(&input, cwd) != access {
-        return Ok((
-            "Refused: a path of this call now resolves somewhere else than when it was checked."
-                .into(),
-            true,
-        ));
-    }
-    if let Some(checkpoint) = &env.checkpoint {
-        checkpoint.before_call(rec, &access, env.mode(rec)).await;
+    match admit(rec, env, &asked_about, name, &tool, &input, cancel).await {
+        Admission::Run(_) => {}
+        Admission::Refused(why) => return Ok((why, true)),
+        Admission::Cancelled => return Ok(("Cancelled by the user.".into(), true)),
     }
     let hidden = rec.hiding_call(call_id);
     let ctx = super::tool_context(&hidden, env, call_id, cancel);
