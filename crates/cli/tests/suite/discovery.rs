@@ -143,26 +143,7 @@ async fn ferrite_models_lists_usable_models_with_window_and_source() {
     let (ollama, _vllm) = two_servers(&w).await;
     let mut env = env_for(&ollama);
     env.push(("ANTHROPIC_API_KEY", "k".to_owned()));
-    let (ok, out) = tokio::task::spawn_blocking({
-        let w_home = w.home().to_owned();
-        let ws = w.ws();
-        move || {
-            let out = Command::new(BIN)
-                .arg("models")
-                .current_dir(ws)
-                .env_clear()
-                .env("FERRITE_HOME", w_home)
-                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-                .output()
-                .unwrap();
-            (
-                out.status.success(),
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let (ok, out) = run_command(&w, "models", &env).await;
     assert!(ok, "{out}");
     let line = |id: &str| {
         out.lines()
@@ -196,26 +177,7 @@ async fn doctor_contacts_each_provider_and_says_what_happened() {
         ("LOCAL_KEY", "local-secret".to_owned()),
         ("OLLAMA_HOST", format!("127.0.0.1:{dead_port}")),
     ];
-    let (_, out) = tokio::task::spawn_blocking({
-        let w_home = w.home().to_owned();
-        let ws = w.ws();
-        move || {
-            let out = Command::new(BIN)
-                .arg("doctor")
-                .current_dir(ws)
-                .env_clear()
-                .env("FERRITE_HOME", w_home)
-                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-                .output()
-                .unwrap();
-            (
-                out.status.success(),
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let (_, out) = run_command(&w, "doctor", &env).await;
     let line = |name: &str| {
         out.lines()
             .find(|l| l.trim_start().starts_with(&format!("{name} ")))
@@ -233,4 +195,30 @@ async fn doctor_contacts_each_provider_and_says_what_happened() {
         vllm.listing_requests()[0].header("authorization"),
         Some("Bearer local-secret")
     );
+}
+
+/// `ferrite <command>` in the world's workspace with only `env` (and its FERRITE_HOME), run off
+/// the async runtime so the fake servers keep answering: whether it succeeded, and its stdout.
+async fn run_command(w: &World, command: &'static str, env: &[(&str, String)]) -> (bool, String) {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    let (home, ws) = (w.home().to_owned(), w.ws());
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new(BIN)
+            .arg(command)
+            .current_dir(ws)
+            .env_clear()
+            .env("FERRITE_HOME", home)
+            .envs(env)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
 }
