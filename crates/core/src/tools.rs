@@ -11,6 +11,7 @@ pub(crate) mod markdown;
 mod output;
 pub mod paths;
 mod read;
+mod schema;
 mod update_plan;
 pub mod web_fetch;
 mod write;

@@ -1,0 +1,4 @@
+//! Tool input schemas.
+
+#[cfg(test)]
+mod tests;
