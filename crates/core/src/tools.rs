@@ -38,6 +38,8 @@ pub use update_plan::{UPDATE_PLAN, UpdatePlan};
 pub use web_fetch::WebFetch;
 pub use write::Write;
 
+pub(crate) use schema::input_schema;
+
 /// How a call is shown before it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallDescription {

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::config::BASH_TIMEOUT_CAP_SECS;
 use crate::content::{ToolCallUpdateView, ToolContent, ToolKind, fenced, inline_code};
@@ -17,7 +18,9 @@ use crate::exec::{CommandOutput, CommandSpec, ExecError, Exit};
 use crate::model::ToolSpec;
 use crate::tools::markdown;
 use crate::tools::output::{lock, parse_input};
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 /// At most this many streaming updates per second: editors re-render on each one.
 const STREAM_INTERVAL: Duration = Duration::from_millis(100);
@@ -27,11 +30,13 @@ const TITLE_MAX_CHARS: usize = 120;
 
 pub struct Bash;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// The command line.
     command: String,
-    #[serde(default)]
+    /// Kill the command after this many seconds.
+    #[schemars(range(min = 1, max = BASH_TIMEOUT_CAP_SECS))]
     timeout_secs: Option<u64>,
 }
 
@@ -51,14 +56,7 @@ impl Tool for Bash {
                  interactive programs or servers that never exit. Prefer `read`, `grep`, `find` \
                  and `ls` over cat/grep/find/ls commands."
             ),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The command line."},
-                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": BASH_TIMEOUT_CAP_SECS, "description": "Kill the command after this many seconds."}
-                },
-                "required": ["command"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 
@@ -284,6 +282,8 @@ impl Tail {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::exec::{CommandRunner, Sandbox, SandboxSupport};
     use crate::tools::output::testing::TestEnv;

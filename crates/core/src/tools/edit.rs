@@ -5,24 +5,31 @@
 use std::path::Path;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::content::{ToolContent, ToolKind, file_diff};
 use crate::model::ToolSpec;
 use crate::tools::output::{blocking, parse_input, plural, truncate_line};
 use crate::tools::paths::{display, resolve};
 use crate::tools::write::{input_path, path_description};
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 pub struct Edit;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// File to edit.
     path: String,
+    /// Exact text to replace.
     old_string: String,
+    /// Replacement text.
     new_string: String,
+    /// Replace every occurrence (for renames).
     #[serde(default)]
     replace_all: bool,
 }
@@ -44,16 +51,7 @@ impl Tool for Edit {
                 surrounding lines to make it unique. An empty `new_string` deletes the text. Use \
                 `write` to create files."
                 .into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to edit."},
-                    "old_string": {"type": "string", "description": "Exact text to replace."},
-                    "new_string": {"type": "string", "description": "Replacement text."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (for renames).", "default": false}
-                },
-                "required": ["path", "old_string", "new_string"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 
@@ -402,6 +400,8 @@ fn first_match_line(path: &Path, old: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tools::output::testing::TestEnv;
 

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkState;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::content::ToolKind;
@@ -15,20 +16,24 @@ use crate::model::ToolSpec;
 use crate::tools::grep::{relative, search_description, search_root, walker};
 use crate::tools::output::{lock, parse_input, place, search_output};
 use crate::tools::paths::{display, resolve};
-use crate::tools::{Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 /// Files listed when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 1_000;
 
 pub struct Find;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// Glob to match.
     pattern: String,
-    #[serde(default)]
+    /// Directory to search (default: working directory).
     path: Option<String>,
-    #[serde(default)]
+    /// Maximum paths to show.
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
@@ -47,15 +52,7 @@ impl Tool for Find {
                  Skips .gitignore'd and hidden files. Prints paths sorted, at most `limit` \
                  (default {DEFAULT_LIMIT})."
             ),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Glob to match."},
-                    "path": {"type": "string", "description": "Directory to search (default: working directory)."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum paths to show."}
-                },
-                "required": ["pattern"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 
@@ -185,6 +182,8 @@ impl Pattern {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tools::output::testing::TestEnv;
 

@@ -9,15 +9,18 @@ use futures::future::BoxFuture;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::{WalkBuilder, WalkState};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::content::{Location, ToolKind};
 use crate::model::ToolSpec;
 use crate::tools::output::{lock, parse_input, place, plural, search_output, truncate_line};
 use crate::tools::paths::{display, resolve};
-use crate::tools::{Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 /// Matches shown when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 200;
@@ -26,17 +29,20 @@ const MAX_LINE_BYTES: usize = 500;
 
 pub struct Grep;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// Regular expression to search for.
     pattern: String,
-    #[serde(default)]
+    /// Directory or file to search (default: working directory).
     path: Option<String>,
-    #[serde(default)]
+    /// Only search files matching this glob.
     glob: Option<String>,
+    /// Case-insensitive search.
     #[serde(default)]
     ignore_case: bool,
-    #[serde(default)]
+    /// Maximum matches to show.
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
@@ -55,17 +61,7 @@ impl Tool for Grep {
                  filters files, e.g. \"*.rs\" or \"src/**/*.{{ts,tsx}}\". Prints `path:line:text` \
                  sorted by path and line, at most `limit` matches (default {DEFAULT_LIMIT})."
             ),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression to search for."},
-                    "path": {"type": "string", "description": "Directory or file to search (default: working directory)."},
-                    "glob": {"type": "string", "description": "Only search files matching this glob."},
-                    "ignore_case": {"type": "boolean", "description": "Case-insensitive search.", "default": false},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum matches to show."}
-                },
-                "required": ["pattern"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 
@@ -342,6 +338,8 @@ pub(crate) fn search_description(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tools::output::testing::TestEnv;
 

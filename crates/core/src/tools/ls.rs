@@ -4,6 +4,7 @@ use std::path::Path;
 
 use futures::future::BoxFuture;
 use ignore::WalkBuilder;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -13,19 +14,22 @@ use crate::tools::grep::search_root;
 use crate::tools::output::{blocking, cap, parse_input, place};
 use crate::tools::paths::{display, resolve};
 use crate::tools::write::path_description;
-use crate::tools::{Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 /// Entries listed when the model gives no `limit`.
 pub const DEFAULT_LIMIT: usize = 500;
 
 pub struct Ls;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    #[serde(default)]
+    /// Directory to list.
     path: Option<String>,
-    #[serde(default)]
+    /// Maximum entries to show.
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
@@ -43,13 +47,7 @@ impl Tool for Ls {
                  hidden files are shown. At most `limit` entries (default {DEFAULT_LIMIT}). Use \
                  `find` to search recursively."
             ),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Directory to list."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum entries to show."}
-                }
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 

@@ -5,15 +5,16 @@ use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::content::{Location, ToolKind};
 use crate::model::ToolSpec;
 use crate::tools::output::{blocking, floor_char_boundary, parse_input};
 use crate::tools::paths::{display, resolve};
 use crate::tools::{
-    Access, CallDescription, OutputLimits, Tool, ToolContext, ToolError, ToolOutput,
+    Access, CallDescription, OutputLimits, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };
 
 /// Lines shown when the model gives no `limit`.
@@ -27,13 +28,16 @@ const BINARY_PROBE: usize = 8 * 1024;
 
 pub struct Read;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// File to read.
     path: String,
-    #[serde(default)]
+    /// First line to show (1-based).
+    #[schemars(range(min = 1))]
     offset: Option<usize>,
-    #[serde(default)]
+    /// How many lines to show.
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
@@ -52,15 +56,7 @@ impl Tool for Read {
                  large files. Binary files are refused; use `ls` for directories. `path` is \
                  relative to the working directory or absolute."
             ),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to read."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to show."}
-                },
-                "required": ["path"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 
@@ -475,6 +471,8 @@ fn read_line_capped<R: BufRead>(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tools::output::testing::TestEnv;
 

@@ -2,21 +2,24 @@
 //! recorded in the log, so `session/load` replays it.
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::content::{PlanEntry, ToolKind};
 use crate::events::Event;
 use crate::log::EntryKind;
 use crate::model::ToolSpec;
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 pub struct UpdatePlan;
 
 /// The tool's name. Its calls get no tool call card: the `plan` update is what the user sees.
 pub const UPDATE_PLAN: &str = "update_plan";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
     entries: Vec<PlanEntry>,
@@ -34,24 +37,7 @@ impl Tool for UpdatePlan {
                 can see. Send the whole list every time; mark one entry in_progress while you work \
                 on it and completed when done."
                 .into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "entries": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "content": {"type": "string"},
-                                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                                "priority": {"type": "string", "enum": ["high", "medium", "low"]}
-                            },
-                            "required": ["content", "status"]
-                        }
-                    }
-                },
-                "required": ["entries"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 

@@ -7,21 +7,25 @@
 use std::path::Path;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::content::{ToolContent, ToolKind};
 use crate::model::ToolSpec;
 use crate::tools::output::{cap, parse_input};
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 pub struct WebFetch;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// The http:// or https:// URL.
     url: String,
-    #[serde(default)]
+    /// What to look for on the page.
     prompt: Option<String>,
 }
 
@@ -51,14 +55,7 @@ impl Tool for WebFetch {
                 what you are looking for on the page. Never put secrets or workspace content in \
                 the URL."
                 .into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "url": {"type": "string", "description": "The http:// or https:// URL."},
-                    "prompt": {"type": "string", "description": "What to look for on the page."}
-                },
-                "required": ["url"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 

@@ -4,22 +4,27 @@ use std::io::{Read as _, Write as _};
 use std::path::Path;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::content::{Location, ToolContent, ToolKind, file_diff};
 use crate::model::ToolSpec;
 use crate::tools::fsops::{self, Parents};
 use crate::tools::output::{blocking, count_lines, parse_input, plural};
 use crate::tools::paths::{display, resolve};
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 pub struct Write;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// File to write.
     path: String,
+    /// The complete new content of the file.
     content: String,
 }
 
@@ -35,14 +40,7 @@ impl Tool for Write {
                 directories are created as needed. To change part of an existing file prefer \
                 `edit`. `path` is relative to the working directory or absolute."
                 .into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to write."},
-                    "content": {"type": "string", "description": "The complete new content of the file."}
-                },
-                "required": ["path", "content"]
-            }),
+            input_schema: input_schema::<Input>(),
         }
     }
 
@@ -168,6 +166,8 @@ pub(crate) fn path_description(verb: &str, input: &Value, cwd: &Path) -> CallDes
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tools::output::testing::TestEnv;
 
