@@ -1,0 +1,368 @@
+//! Applying one file to the configuration: the user file sets values, a workspace file may only
+//! narrow them; every value is checked on the way, naming the key and the file.
+
+use std::path::Path;
+
+use super::file::{RawCheckpoints, RawConfig, RawPermissions, RawSubagent, RawTools};
+use super::{
+    BASH_TIMEOUT_CAP_SECS, BUILTIN_PROVIDERS, CheckpointsConfig, Config, ConfigError,
+    McpServerConfig, ProviderConfig,
+};
+
+/// A `deny_read` entry must be absolute or start with `~/` (or be `~`): a relative path would
+/// mean something else in every workspace.
+fn check_deny_read(entries: &[String]) -> Result<(), String> {
+    match entries
+        .iter()
+        .find(|e| !(e.starts_with('/') || *e == "~" || e.starts_with("~/")))
+    {
+        Some(bad) => Err(format!(
+            "`sandbox.deny_read` entry {bad:?} must be an absolute path or start with `~/`"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether a file may only narrow what is already set (a workspace file) or set it (the user's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Narrow {
+    Yes,
+    No,
+}
+
+/// A rule that does not parse is a bad value naming the rule and the file (`docs/config.md`): a
+/// deny rule silently dropped would be a hole.
+fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
+    for (key, list) in [("allow", &raw.allow), ("deny", &raw.deny)] {
+        for rule in list {
+            crate::permissions::Rule::parse(rule).map_err(|e| ConfigError::Invalid {
+                path: path.to_owned(),
+                message: format!("`permissions.{key}`: {e}"),
+            })?;
+        }
+    }
+    Ok(())
+}
+
+impl Config {
+    pub(super) fn apply_user(&mut self, raw: RawConfig, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        if let Some(m) = raw.model {
+            self.model = Some(m);
+        }
+        if let Some(m) = raw.max_mode {
+            self.max_mode = m;
+        }
+        if let Some(n) = raw.max_turn_requests {
+            if n == 0 {
+                return Err(invalid("`max_turn_requests` must be at least 1".into()));
+            }
+            self.max_turn_requests = n;
+        }
+        if let Some(f) = raw.fs_delegation {
+            self.fs_delegation = f;
+        }
+        if let Some(t) = raw.permissions.timeout_secs {
+            if t == 0 {
+                return Err(invalid(
+                    "`permissions.timeout_secs` must be at least 1".into(),
+                ));
+            }
+            self.permissions.timeout_secs = t;
+        }
+        check_rules(&raw.permissions, path)?;
+        self.permissions.allow.extend(raw.permissions.allow);
+        self.permissions.deny.extend(raw.permissions.deny);
+        if let Some(p) = raw.web_fetch.allow_private {
+            self.web_fetch_allow_private = p;
+        }
+        self.apply_subagent(raw.subagent, path, Narrow::No)?;
+        if let Some(n) = raw.sandbox.network {
+            self.sandbox_network = n;
+        }
+        if let Some(deny) = raw.sandbox.deny_read {
+            check_deny_read(&deny).map_err(invalid)?;
+            self.sandbox_deny_read = deny;
+        }
+        self.apply_tools(raw.tools, path)?;
+        if let Some(t) = raw.compaction.threshold {
+            if !(t > 0.0 && t <= 1.0) {
+                return Err(invalid(
+                    "`compaction.threshold` accepts a number in (0, 1], e.g. 0.85".into(),
+                ));
+            }
+            self.compaction_threshold = t;
+        }
+        self.checkpoints = checkpoints(raw.checkpoints, self.checkpoints).map_err(invalid)?;
+        for (name, p) in raw.providers {
+            validate_provider(&name, &p).map_err(invalid)?;
+            self.providers.insert(name, p);
+        }
+        for (name, s) in raw.mcp_servers {
+            validate_mcp(&name, &s).map_err(invalid)?;
+            self.mcp_servers.insert(name, s);
+        }
+        Ok(())
+    }
+
+    /// A workspace file may only narrow: lower ceilings, add deny rules, shorten limits, pick a
+    /// model. What would widen (allow rules, network, providers, MCP commands, a higher
+    /// `max_mode`) is ignored with a warning, because a cloned repository must not be able to
+    /// grant itself powers.
+    pub(super) fn apply_workspace(
+        &mut self,
+        raw: RawConfig,
+        path: &Path,
+    ) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let shown = path.display();
+        if let Some(m) = raw.model {
+            // Allowed (a project may need a model that can handle it), but never silently: a
+            // cloned repository picking the model (and so the provider the code is sent to) is
+            // something the user must be able to see.
+            self.warnings.push(format!(
+                "{shown}: the model `{m}` is chosen by this workspace, not by the user config"
+            ));
+            self.model_set_by = Some(path.to_owned());
+            self.model = Some(m);
+        }
+        if let Some(m) = raw.max_mode {
+            if m > self.max_mode {
+                self.warnings.push(format!(
+                    "{shown}: `max_mode = \"{m}\"` ignored: a workspace cannot raise the ceiling `{}`",
+                    self.max_mode
+                ));
+            } else {
+                self.max_mode = m;
+            }
+        }
+        if let Some(n) = raw.max_turn_requests {
+            if n == 0 {
+                return Err(invalid("`max_turn_requests` must be at least 1".into()));
+            }
+            self.max_turn_requests = self.max_turn_requests.min(n);
+        }
+        if let Some(f) = raw.fs_delegation {
+            self.fs_delegation = f;
+        }
+        if let Some(t) = raw.permissions.timeout_secs {
+            if t == 0 {
+                return Err(invalid(
+                    "`permissions.timeout_secs` must be at least 1".into(),
+                ));
+            }
+            self.permissions.timeout_secs = self.permissions.timeout_secs.min(t);
+        }
+        check_rules(&raw.permissions, path)?;
+        if !raw.permissions.allow.is_empty() {
+            self.warnings.push(format!(
+                "{shown}: `permissions.allow` ignored: only the user config may allow"
+            ));
+        }
+        self.permissions.deny.extend(raw.permissions.deny);
+        self.apply_subagent(raw.subagent, path, Narrow::Yes)?;
+        match raw.web_fetch.allow_private {
+            Some(true) if !self.web_fetch_allow_private => self.warnings.push(format!(
+                "{shown}: `web_fetch.allow_private = true` ignored: only the user config may enable it"
+            )),
+            Some(p) => self.web_fetch_allow_private = p,
+            None => {}
+        }
+        match raw.sandbox.network {
+            Some(true) if !self.sandbox_network => self.warnings.push(format!(
+                "{shown}: `sandbox.network = true` ignored: only the user config may enable it"
+            )),
+            Some(n) => self.sandbox_network = n,
+            None => {}
+        }
+        if let Some(deny) = raw.sandbox.deny_read {
+            // The workspace can only narrow: its entries are added to the user's.
+            check_deny_read(&deny).map_err(invalid)?;
+            self.sandbox_deny_read.extend(deny);
+        }
+        let user_tools = self.tools.clone();
+        self.apply_tools(raw.tools, path)?;
+        // Narrowing only: a repository cannot make tool results flood the context or commands
+        // run longer than the user allows.
+        self.tools.bash_timeout_secs = self
+            .tools
+            .bash_timeout_secs
+            .min(user_tools.bash_timeout_secs);
+        self.tools.output_max_bytes = self.tools.output_max_bytes.min(user_tools.output_max_bytes);
+        self.tools.output_max_lines = self.tools.output_max_lines.min(user_tools.output_max_lines);
+        if let Some(t) = raw.compaction.threshold {
+            if !(t > 0.0 && t <= 1.0) {
+                return Err(invalid(
+                    "`compaction.threshold` accepts a number in (0, 1], e.g. 0.85".into(),
+                ));
+            }
+            self.compaction_threshold = t;
+        }
+        // Narrowing only, like the tool limits.
+        let user = self.checkpoints;
+        let ws = checkpoints(raw.checkpoints, user).map_err(invalid)?;
+        self.checkpoints = CheckpointsConfig {
+            max_count: ws.max_count.min(user.max_count),
+            max_file_bytes: ws.max_file_bytes.min(user.max_file_bytes),
+        };
+        if !raw.providers.is_empty() {
+            self.warnings.push(format!(
+                "{shown}: `providers` ignored: only the user config may declare providers"
+            ));
+        }
+        if !raw.mcp_servers.is_empty() {
+            self.warnings.push(format!(
+                "{shown}: `mcp_servers` ignored: only the user config may start MCP servers"
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[subagent]`; a workspace file may pick the model and lower `max_parallel` only.
+    fn apply_subagent(
+        &mut self,
+        raw: RawSubagent,
+        path: &Path,
+        narrow: Narrow,
+    ) -> Result<(), ConfigError> {
+        if let Some(m) = raw.model {
+            self.subagent.model = Some(m);
+        }
+        if let Some(n) = raw.max_parallel {
+            if !(1..=32).contains(&n) {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: "`subagent.max_parallel` accepts 1 to 32".into(),
+                });
+            }
+            self.subagent.max_parallel = match narrow {
+                Narrow::Yes => self.subagent.max_parallel.min(n),
+                Narrow::No => n,
+            };
+        }
+        Ok(())
+    }
+
+    fn apply_tools(&mut self, raw: RawTools, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        if let Some(b) = raw.output_max_bytes {
+            if b == 0 {
+                return Err(invalid(
+                    "`tools.output_max_bytes` must be at least 1".into(),
+                ));
+            }
+            self.tools.output_max_bytes = b;
+        }
+        if let Some(l) = raw.output_max_lines {
+            if l == 0 {
+                return Err(invalid(
+                    "`tools.output_max_lines` must be at least 1".into(),
+                ));
+            }
+            self.tools.output_max_lines = l;
+        }
+        if let Some(t) = raw.bash_timeout_secs {
+            if t == 0 || t > BASH_TIMEOUT_CAP_SECS {
+                return Err(invalid(format!(
+                    "`tools.bash_timeout_secs` accepts 1 to {BASH_TIMEOUT_CAP_SECS}"
+                )));
+            }
+            self.tools.bash_timeout_secs = t;
+        }
+        Ok(())
+    }
+}
+
+fn checkpoints(raw: RawCheckpoints, base: CheckpointsConfig) -> Result<CheckpointsConfig, String> {
+    let mut out = base;
+    if let Some(n) = raw.max_count {
+        if n > 10_000 {
+            return Err("`checkpoints.max_count` accepts 0 (off) to 10000".into());
+        }
+        out.max_count = n;
+    }
+    if let Some(b) = raw.max_file_bytes {
+        if b == 0 {
+            return Err("`checkpoints.max_file_bytes` must be at least 1".into());
+        }
+        out.max_file_bytes = b;
+    }
+    Ok(out)
+}
+
+fn validate_provider(name: &str, p: &ProviderConfig) -> Result<(), String> {
+    if name.is_empty() || name.contains('/') {
+        return Err(format!(
+            "provider name `{name}` must be non-empty and contain no `/`"
+        ));
+    }
+    let builtin = BUILTIN_PROVIDERS.contains(&name);
+    match &p.base_url {
+        Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+            return Err(format!(
+                "`providers.{name}.base_url` must start with http:// or https://"
+            ));
+        }
+        None if !builtin => {
+            return Err(format!("`providers.{name}.base_url` is required"));
+        }
+        Some(_) | None => {}
+    }
+    if p.api.is_none() && !builtin {
+        return Err(format!(
+            "`providers.{name}.api` is required: \"anthropic\", \"openai-responses\" or \"openai-chat\""
+        ));
+    }
+    for m in &p.models {
+        if m.id.is_empty() {
+            return Err(format!(
+                "`providers.{name}.models` has an entry with an empty id"
+            ));
+        }
+        if m.context_window == Some(0) {
+            return Err(format!(
+                "`providers.{name}.models.{}.context_window` must be > 0",
+                m.id
+            ));
+        }
+        if m.max_output_tokens == Some(0) {
+            return Err(format!(
+                "`providers.{name}.models.{}.max_output_tokens` must be > 0",
+                m.id
+            ));
+        }
+        if let Some(price) = &m.price {
+            let all = [
+                Some(price.input),
+                Some(price.output),
+                price.cache_read,
+                price.cache_write,
+            ];
+            if all.into_iter().flatten().any(|v| !v.is_finite() || v < 0.0) {
+                return Err(format!(
+                    "`providers.{name}.models.{}.price` must hold non-negative numbers (USD per 1M tokens)",
+                    m.id
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_mcp(name: &str, s: &McpServerConfig) -> Result<(), String> {
+    match (&s.command, &s.url) {
+        (Some(_), None) | (None, Some(_)) => Ok(()),
+        _ => Err(format!(
+            "`mcp_servers.{name}` needs exactly one of `command` or `url`"
+        )),
+    }
+}

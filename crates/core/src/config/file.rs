@@ -1,0 +1,107 @@
+//! One config file as written: its TOML shape (unknown keys are errors) and reading it. What the
+//! values mean and how a file is merged into the configuration is in `apply`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{ConfigError, FsDelegation, McpServerConfig, ProviderConfig};
+use crate::modes::Mode;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    pub(super) model: Option<String>,
+    pub(super) max_mode: Option<Mode>,
+    pub(super) max_turn_requests: Option<u32>,
+    pub(super) fs_delegation: Option<FsDelegation>,
+    #[serde(default)]
+    pub(super) permissions: RawPermissions,
+    #[serde(default)]
+    pub(super) sandbox: RawSandbox,
+    #[serde(default)]
+    pub(super) tools: RawTools,
+    #[serde(default)]
+    pub(super) compaction: RawCompaction,
+    #[serde(default)]
+    pub(super) web_fetch: RawWebFetch,
+    #[serde(default)]
+    pub(super) checkpoints: RawCheckpoints,
+    #[serde(default)]
+    pub(super) subagent: RawSubagent,
+    #[serde(default)]
+    pub(super) providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    pub(super) mcp_servers: BTreeMap<String, McpServerConfig>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPermissions {
+    pub(super) timeout_secs: Option<u64>,
+    #[serde(default)]
+    pub(super) allow: Vec<String>,
+    #[serde(default)]
+    pub(super) deny: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    pub(super) network: Option<bool>,
+    pub(super) deny_read: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTools {
+    pub(super) output_max_bytes: Option<usize>,
+    pub(super) output_max_lines: Option<usize>,
+    pub(super) bash_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSubagent {
+    pub(super) model: Option<String>,
+    pub(super) max_parallel: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWebFetch {
+    pub(super) allow_private: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCompaction {
+    pub(super) threshold: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCheckpoints {
+    pub(super) max_count: Option<usize>,
+    pub(super) max_file_bytes: Option<u64>,
+}
+
+pub(super) fn read_raw(path: &Path) -> Result<Option<(PathBuf, RawConfig)>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some((path.to_owned(), parse_raw(&text, path)?))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+pub(super) fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        path: path.to_owned(),
+        // toml's message names the key and quotes the line; keep it on one line for logs.
+        message: e.to_string().trim().replace('\n', " "),
+    })
+}
