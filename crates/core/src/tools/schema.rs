@@ -29,7 +29,8 @@ pub(crate) fn input_schema<T: JsonSchema>() -> Value {
 
 /// The one place where what schemars writes is fitted to what the providers take:
 /// - an `Option` field is typed `["T", "null"]`; the model leaves an optional argument out rather
-///   than sending null, and type lists are refused by some OpenAI-compatible servers: one type;
+///   than sending null, and type lists are refused by some OpenAI-compatible servers: one type
+///   (and no `default: null`, which `#[serde(default)]` on an `Option` would add);
 /// - integers carry schemars' own `format`s (`uint`, `uint64`), which no provider defines; the
 ///   range is said with `minimum`/`maximum`;
 /// - `deny_unknown_fields` becomes `additionalProperties: false`, which some OpenAI-compatible
@@ -47,6 +48,9 @@ fn for_providers(schema: &mut Schema) {
     };
     if let Some(only) = single_type {
         schema.insert("type".into(), only);
+    }
+    if schema.get("default") == Some(&Value::Null) {
+        schema.remove("default");
     }
     if matches!(
         schema.get("type").and_then(Value::as_str),

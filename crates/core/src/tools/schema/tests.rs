@@ -105,3 +105,60 @@ fn the_shape_check_finds_what_providers_refuse() {
         assert!(shape_problem(&schema, "t").is_some(), "{schema}");
     }
 }
+
+/// Every fitting `input_schema` makes, on a type that needs each of them.
+#[test]
+fn input_schema_fits_what_schemars_writes() {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    /// For Rust readers only.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Input {
+        /// Says what it is.
+        name: String,
+        #[schemars(range(min = 1, max = 9))]
+        count: Option<u64>,
+        #[serde(default)]
+        note: Option<String>,
+        #[serde(default)]
+        all: bool,
+        items: Vec<Item>,
+    }
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Kind {
+        One,
+        OtherOne,
+    }
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Item {
+        kind: Kind,
+        size: usize,
+    }
+
+    assert_eq!(
+        super::input_schema::<Input>(),
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Says what it is."},
+                "count": {"type": "integer", "minimum": 1, "maximum": 9},
+                "note": {"type": "string"},
+                "all": {"type": "boolean", "default": false},
+                "items": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {"type": "string", "enum": ["one", "other_one"]},
+                        "size": {"type": "integer", "minimum": 0}
+                    },
+                    "required": ["kind", "size"]
+                }}
+            },
+            "required": ["name", "items"]
+        })
+    );
+}
