@@ -22,6 +22,7 @@ mod retries;
 mod sandbox_escape;
 mod sessions;
 mod settings;
+mod store_errors;
 mod subagents;
 mod turns;
 mod web_fetch;
