@@ -51,12 +51,22 @@ pub(super) fn supervise(
     ack: oneshot::Receiver<Result<(), Refusal>>,
     ended: TurnEnd,
 ) -> Submitted {
+    supervise_within(handle, turn, ack, ended, PROMPT_ACK_TIMEOUT)
+}
+
+fn supervise_within(
+    handle: &SessionHandle,
+    turn: TurnId,
+    ack: oneshot::Receiver<Result<(), Refusal>>,
+    ended: TurnEnd,
+    ack_timeout: Duration,
+) -> Submitted {
     let (admit, admitted) = oneshot::channel();
     let ops = handle.ops.clone();
     let events = handle.events.clone();
     let session = handle.id.clone();
     tokio::spawn(async move {
-        let taken = match wait_taken(ack).await {
+        let taken = match wait_taken(ack, ack_timeout).await {
             Ok(taken) => taken,
             Err(refusal) => {
                 let _ = admit.send(Err(refusal));
@@ -88,8 +98,11 @@ pub(super) fn supervise(
     Submitted { turn, admitted }
 }
 
-async fn wait_taken(mut ack: oneshot::Receiver<Result<(), Refusal>>) -> Result<Taken, Refusal> {
-    let answer = match tokio::time::timeout(PROMPT_ACK_TIMEOUT, &mut ack).await {
+async fn wait_taken(
+    mut ack: oneshot::Receiver<Result<(), Refusal>>,
+    timeout: Duration,
+) -> Result<Taken, Refusal> {
+    let answer = match tokio::time::timeout(timeout, &mut ack).await {
         Ok(answer) => answer,
         Err(_) => {
             // After `close` the task's `Ok` can no longer arrive, so it will not start the turn;
@@ -138,4 +151,104 @@ pub(super) async fn send_turn_end(
             .await;
     }
     let _ = events.send(send(Event::TurnEnded(outcome))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+
+    const SHORT: Duration = Duration::from_millis(100);
+
+    /// A handle whose session task is the test: it holds the op queue's receiving end.
+    fn handle() -> (
+        SessionHandle,
+        mpsc::Receiver<Op>,
+        mpsc::Receiver<SessionEvent>,
+    ) {
+        let (ops, ops_rx) = mpsc::channel(8);
+        let (events, events_rx) = mpsc::channel(8);
+        let handle = SessionHandle {
+            id: SessionId::parse("s").unwrap(),
+            ops,
+            abort: tokio::spawn(async {}).abort_handle(),
+            last_used: Arc::default(),
+            events,
+            next_turn: Arc::new(AtomicU64::new(1)),
+        };
+        (handle, ops_rx, events_rx)
+    }
+
+    fn submit(h: &SessionHandle) -> (Submitted, oneshot::Sender<Result<(), Refusal>>, TurnEnd) {
+        let (reply, ack) = oneshot::channel();
+        let ended = TurnEnd::default();
+        let submitted = supervise_within(h, TurnId(7), ack, ended.clone(), SHORT);
+        (submitted, reply, ended)
+    }
+
+    /// The events the supervisor sent for turn 7: the failure text, then `TurnEnded`'s kind.
+    async fn ending(events: &mut mpsc::Receiver<SessionEvent>) -> (String, String) {
+        let text = match events.recv().await.unwrap().event {
+            Event::AgentMessageChunk { text } => text,
+            other => panic!("{other:?}"),
+        };
+        let end = events.recv().await.unwrap();
+        assert_eq!(end.turn, Some(TurnId(7)));
+        let Event::TurnEnded(outcome) = end.event else {
+            panic!("{:?}", end.event)
+        };
+        (text, outcome.failure.unwrap().error_kind)
+    }
+
+    #[tokio::test]
+    async fn a_task_that_never_takes_the_prompt_is_unresponsive_and_cannot_start_it_later() {
+        let (h, _ops, mut events) = handle();
+        let (submitted, reply, _) = submit(&h);
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        let (text, kind) = ending(&mut events).await;
+        assert_eq!(kind, "session_unresponsive");
+        assert!(text.contains("did not respond"), "{text}");
+        // The task wakes up late: its `Ok` fails, so it knows not to start the turn.
+        assert!(reply.send(Ok(())).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_task_that_dies_before_or_during_the_turn_still_ends_it_once() {
+        let (h, ops, mut events) = handle();
+        let (submitted, reply, _) = submit(&h);
+        drop(reply);
+        drop(ops);
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        assert_eq!(ending(&mut events).await.1, "session_task_died");
+
+        let (h, ops, mut events) = handle();
+        let (submitted, reply, _) = submit(&h);
+        reply.send(Ok(())).unwrap();
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        drop(ops);
+        let (text, kind) = ending(&mut events).await;
+        assert_eq!(kind, "session_task_died");
+        assert!(text.contains("during the turn"), "{text}");
+        drop(h);
+        assert!(events.recv().await.is_none(), "exactly one TurnEnded");
+    }
+
+    #[tokio::test]
+    async fn a_turn_the_task_ended_and_a_refused_prompt_get_nothing_from_the_supervisor() {
+        let (h, ops, mut events) = handle();
+        let (submitted, reply, ended) = submit(&h);
+        reply.send(Ok(())).unwrap();
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        ended.mark();
+        drop(ops);
+        let (h2, _ops2, mut events2) = handle();
+        let (submitted, reply, _) = submit(&h2);
+        reply.send(Err(Refusal::Busy)).unwrap();
+        assert_eq!(submitted.admitted.await.unwrap(), Err(Refusal::Busy));
+        drop((h, h2));
+        assert!(events.recv().await.is_none());
+        assert!(events2.recv().await.is_none());
+    }
 }
