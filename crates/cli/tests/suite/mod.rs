@@ -9,6 +9,7 @@ mod discovery;
 mod durability;
 mod file_safety;
 mod first_run;
+mod golden;
 mod images;
 mod many_sessions;
 mod mcp;
