@@ -1,7 +1,9 @@
-//! Sessions at run time: one task per session owns its state and log and takes [`Op`]s from a
-//! queue; everything it wants the editor to see goes out as [`SessionEvent`]s on one shared,
-//! ordered channel. A turn runs as its own task under the session task, which supervises it: a
-//! turn that panics or ignores a cancel still ends with exactly one `TurnEnded`.
+//! Sessions at run time: one task per session owns its state and log and takes ops from a
+//! queue ([`SessionHandle`]); everything it wants the editor to see goes out as [`SessionEvent`]s
+//! on one shared, ordered channel. A turn runs as its own task under the session task, which
+//! supervises it: a turn that panics or ignores a cancel still ends with exactly one `TurnEnded`.
+//! Every prompt handed to a session has a supervisor (`supervisor`) that sends that `TurnEnded`
+//! when the session task cannot (it died, or never took the prompt).
 
 pub mod discovery;
 mod handle;
@@ -276,8 +278,9 @@ impl Runtime {
             check_dir(d, "additionalDirectories")?;
         }
         let (config, catalog) = self.services.context(Some(&req.cwd))?;
-        // Contract §3/§9: no usable model at all, or a default whose provider lacks its key,
-        // is -32000 so the editor offers its login; a keyless default never needs one.
+        // No usable model at all, or a default whose provider lacks its key, is -32000 so the
+        // editor offers its login; a keyless default never needs one (`docs/acp.md`,
+        // "Authentication").
         let chosen = match req.model {
             Some(m) => {
                 catalog
