@@ -164,11 +164,6 @@ impl SessionHandle {
         rx.await.map_err(|_| Refusal::Closed)
     }
 
-    /// Resolves when the session task is gone (closed, or died).
-    pub async fn closed(&self) {
-        self.ops.closed().await
-    }
-
     pub fn is_alive(&self) -> bool {
         !self.ops.is_closed()
     }
