@@ -16,6 +16,8 @@ mod prompts;
 mod pump;
 mod reply;
 pub mod rpc;
+#[cfg(test)]
+mod serve_tests;
 mod server;
 mod state;
 pub mod transport;
