@@ -174,6 +174,7 @@ def main():
     ap.add_argument("src")
     ap.add_argument("--fn-limit", type=int, default=80)
     ap.add_argument("--under", help="only count lines and functions of files under this dir")
+    ap.add_argument("--only", help="only look for circles among modules whose path starts so")
     a = ap.parse_args()
     files = {}
     for d, _, names in os.walk(a.src):
@@ -188,7 +189,11 @@ def main():
         text = strip_comments_and_strings(raw)
         # Tests are not part of the module graph.
         prod = re.split(r"#\[cfg\(test\)\]\s*mod\s+\w+", text)[0]
-        for path in paths_in(prod):
+        # Paths through a child module without `self::` (`task::run(..)`).
+        prefix = m + "::" if m else ""
+        children = {c[len(prefix):] for c in files if c.startswith(prefix) and "::" not in c[len(prefix):] and c != m}
+        bare = [f"self::{c}" for c in children if re.search(rf"(?<![\w:]){c}::\w", prod)]
+        for path in paths_in(prod) + bare:
             t = resolve(path, m, files)
             if t is not None and t != m:
                 graph[m].add(t)
@@ -200,6 +205,9 @@ def main():
         for name, line, n in fns:
             if n > a.fn_limit:
                 print(f"       over {a.fn_limit}: {name} at line {line}: {n} lines")
+    if a.only:
+        keep = {m for m in graph if m.startswith(a.only)}
+        graph = {m: {t for t in ts if t in keep} for m, ts in graph.items() if m in keep}
     circles = sccs(graph)
     print(f"circles: {len(circles)}")
     for c in circles:

@@ -3,7 +3,8 @@
 use ferrite_core::catalog::AuthNeeded;
 use ferrite_core::events::Refusal;
 use ferrite_core::log::StoreError;
-use ferrite_core::runtime::{KeyError, RuntimeError};
+use ferrite_core::runtime::RuntimeError;
+use ferrite_core::runtime::queries::KeyError;
 use serde_json::Value;
 
 use crate::rpc;

@@ -6,19 +6,23 @@
 //! when the session task cannot (it died, or never took the prompt).
 
 pub mod discovery;
+mod error;
 mod handle;
 mod notices;
-mod queries;
+pub mod queries;
 mod supervisor;
 mod task;
+mod timing;
 mod view;
 
+pub use error::RuntimeError;
 pub use handle::SessionHandle;
 use handle::{Op, Snapshot};
 pub use notices::NoticeGate;
-pub use queries::KeyError;
 pub use supervisor::{PROMPT_ACK_TIMEOUT, Submitted};
 use task::{SessionCtx, session_task};
+use timing::uptime_ms;
+pub use timing::{CANCEL_GRACE, CLOSE_GRACE};
 pub(crate) use view::{ceiling, settings_for, usage_for};
 use view::{check_dir, mcp_specs};
 
@@ -26,7 +30,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -37,18 +40,13 @@ use crate::env::Env;
 use crate::events::{Event, Refusal, SessionEvent, Settings};
 use crate::exec::CommandRunner;
 use crate::ids::SessionId;
-use crate::log::{EntryKind, Header, SessionStore, SessionSummary, StoreError};
+use crate::log::{EntryKind, Header, SessionStore, SessionSummary};
 use crate::mcp::{McpLauncher, McpServerSpec};
 use crate::model::ModelConnector;
 use crate::modes::{Harness, Mode};
 use crate::permissions::Approver;
 use crate::state::SessionState;
 use crate::turn::SessionCore;
-
-/// How long a cancelled turn may take to wind down before its task is aborted.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
-/// How long closing a session may take before its task is aborted.
-pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// Failures to inject, for testing that the server survives them (`FERRITE_FAULTS`, a
 /// comma-separated list; see `docs/architecture.md`). All off in normal use.
@@ -139,34 +137,6 @@ impl Services {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    /// Bad parameters (JSON-RPC -32602).
-    #[error("{0}")]
-    Invalid(String),
-    #[error("unknown session")]
-    UnknownSession,
-    /// No model can be used, or the default model's provider needs a key and has none
-    /// (-32000).
-    #[error("{}", .0.message)]
-    AuthRequired(crate::catalog::AuthNeeded),
-    #[error(transparent)]
-    Refused(#[from] Refusal),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Store(StoreError),
-}
-
-impl From<StoreError> for RuntimeError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => RuntimeError::UnknownSession,
-            other => RuntimeError::Store(other),
-        }
-    }
-}
-
 pub struct NewSession {
     pub cwd: PathBuf,
     pub additional_directories: Vec<PathBuf>,
@@ -217,13 +187,6 @@ fn max_resident_sessions() -> usize {
         .unwrap_or(u64::MAX);
     let usable = soft.saturating_sub(64) / 2;
     usize::try_from(usable.clamp(4, 1024)).unwrap_or(1024)
-}
-
-/// Milliseconds since the process started; a monotonic clock for "least recently used".
-fn uptime_ms() -> u64 {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    let start = START.get_or_init(std::time::Instant::now);
-    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Capacity of the event channel: enough to absorb bursts, small enough that a client that
@@ -511,6 +474,11 @@ impl Runtime {
         self.services.store.delete(id)?;
         crate::checkpoints::delete_session(&self.services.home, id);
         Ok(())
+    }
+
+    /// Whether `id` names a session: open in this process, or with a log on disk.
+    pub fn knows(&self, id: &SessionId) -> bool {
+        self.get(id).is_some() || self.services.store.path(id).exists()
     }
 
     /// Closes every session (EOF): turns cancelled, logs flushed, tasks ended.

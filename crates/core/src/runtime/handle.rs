@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-use super::supervisor::{self, Submitted, TurnEnd};
-use super::{CLOSE_GRACE, RuntimeError};
+use super::error::RuntimeError;
+use super::supervisor::{self, Handed, Submitted, TurnEnd};
+use super::timing::{CLOSE_GRACE, uptime_ms};
 use crate::content::UserContent;
 use crate::events::{Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions};
 use crate::ids::{SessionId, TurnId};
@@ -74,7 +75,7 @@ impl SessionHandle {
     }
 
     fn touch(&self) {
-        self.last_used.store(super::uptime_ms(), Ordering::Relaxed);
+        self.last_used.store(uptime_ms(), Ordering::Relaxed);
     }
 
     /// Starts a turn and waits until the session task took it; the turn's events and its
@@ -109,7 +110,15 @@ impl SessionHandle {
             reply,
             ended: ended.clone(),
         })?;
-        Ok(supervisor::supervise(self, turn, ack, ended))
+        let ops = self.ops.clone();
+        Ok(supervisor::supervise(Handed {
+            session: self.id.clone(),
+            turn,
+            ack,
+            ended,
+            task_gone: async move { ops.closed().await },
+            events: self.events.clone(),
+        }))
     }
 
     /// Queues a settings change without waiting (see [`Self::submit_prompt`]). A change that

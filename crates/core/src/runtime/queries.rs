@@ -1,11 +1,10 @@
 //! What a front end (the ACP server) asks the core instead of reading files itself: stored API
-//! keys, whether a model is usable, whether a session exists.
+//! keys, and whether a model is usable.
 
-use super::{Runtime, Services};
+use super::Services;
 use crate::catalog::{AuthNeeded, DefaultModel, KeySource};
 use crate::config::ConfigError;
 use crate::credentials::{Credentials, CredentialsError};
-use crate::ids::SessionId;
 
 /// Why an API key was not stored.
 #[derive(Debug, thiserror::Error)]
@@ -56,12 +55,5 @@ impl Services {
             DefaultModel::Chosen(model) => catalog.auth_needed_for(&model),
             DefaultModel::NoneConfigured => Some(catalog.nothing_configured()),
         })
-    }
-}
-
-impl Runtime {
-    /// Whether `id` names a session: open in this process, or with a log on disk.
-    pub fn knows(&self, id: &SessionId) -> bool {
-        self.get(id).is_some() || self.services.store.path(id).exists()
     }
 }

@@ -5,15 +5,16 @@
 //! [`PROMPT_ACK_TIMEOUT`]. Callers (the ACP server) answer a prompt on its `TurnEnded` and keep
 //! no watchdog of their own.
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::handle::{Op, SessionHandle};
-use super::task::interrupted;
 use crate::events::{Event, Refusal, SessionEvent, TurnOutcome};
 use crate::ids::{SessionId, TurnId};
+use crate::log::{StopReason, TurnFailure};
+use crate::model::TerminalStatus;
 
 /// How long a session task has to take a prompt before the prompt is ended as failed.
 pub const PROMPT_ACK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,26 +46,40 @@ enum Taken {
     Unresponsive,
 }
 
-pub(super) fn supervise(
-    handle: &SessionHandle,
-    turn: TurnId,
-    ack: oneshot::Receiver<Result<(), Refusal>>,
-    ended: TurnEnd,
-) -> Submitted {
-    supervise_within(handle, turn, ack, ended, PROMPT_ACK_TIMEOUT)
+/// The prompt of `turn` in `session`, handed to its task.
+pub(super) struct Handed<G> {
+    pub session: SessionId,
+    pub turn: TurnId,
+    /// The task's answer: took it, or refused it.
+    pub ack: oneshot::Receiver<Result<(), Refusal>>,
+    /// Marked by the task once it queued the turn's `TurnEnded`.
+    pub ended: TurnEnd,
+    /// Resolves when the session task is gone (its op queue closed).
+    pub task_gone: G,
+    pub events: mpsc::Sender<SessionEvent>,
 }
 
-fn supervise_within(
-    handle: &SessionHandle,
-    turn: TurnId,
-    ack: oneshot::Receiver<Result<(), Refusal>>,
-    ended: TurnEnd,
-    ack_timeout: Duration,
-) -> Submitted {
+/// Starts the supervisor of a prompt just handed to its session task.
+pub(super) fn supervise<G>(handed: Handed<G>) -> Submitted
+where
+    G: Future<Output = ()> + Send + 'static,
+{
+    supervise_within(handed, PROMPT_ACK_TIMEOUT)
+}
+
+fn supervise_within<G>(handed: Handed<G>, ack_timeout: Duration) -> Submitted
+where
+    G: Future<Output = ()> + Send + 'static,
+{
+    let Handed {
+        session,
+        turn,
+        ack,
+        ended,
+        task_gone,
+        events,
+    } = handed;
     let (admit, admitted) = oneshot::channel();
-    let ops = handle.ops.clone();
-    let events = handle.events.clone();
-    let session = handle.id.clone();
     tokio::spawn(async move {
         let taken = match wait_taken(ack, ack_timeout).await {
             Ok(taken) => taken,
@@ -76,7 +91,7 @@ fn supervise_within(
         let _ = admit.send(Ok(()));
         let outcome = match taken {
             Taken::Running => {
-                if !died_during_turn(&ops, &ended).await {
+                if !died_during_turn(task_gone, &ended).await {
                     return;
                 }
                 interrupted(
@@ -122,12 +137,25 @@ async fn wait_taken(
 }
 
 /// Waits for the turn to end; true when the session task went away without ending it.
-async fn died_during_turn(ops: &mpsc::Sender<Op>, ended: &TurnEnd) -> bool {
+async fn died_during_turn(task_gone: impl Future<Output = ()>, ended: &TurnEnd) -> bool {
     tokio::select! {
         biased;
         () = ended.0.cancelled() => false,
         // The task marks before it can exit, so a task that ended the turn is never seen here.
-        () = ops.closed() => !ended.0.is_cancelled(),
+        () = task_gone => !ended.0.is_cancelled(),
+    }
+}
+
+/// A turn the runtime ended because it could not run or finish it. The one place such an
+/// outcome is built (the session task uses it for a turn task that panicked).
+pub(super) fn interrupted(kind: &str, message: &str) -> TurnOutcome {
+    TurnOutcome {
+        stop: StopReason::EndTurn,
+        failure: Some(TurnFailure {
+            terminal_status: TerminalStatus::Interrupted,
+            error_kind: kind.into(),
+            message: message.into(),
+        }),
     }
 }
 
@@ -155,37 +183,39 @@ pub(super) async fn send_turn_end(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicU64;
-
     use super::*;
 
     const SHORT: Duration = Duration::from_millis(100);
 
-    /// A handle whose session task is the test: it holds the op queue's receiving end.
-    fn handle() -> (
-        SessionHandle,
-        mpsc::Receiver<Op>,
-        mpsc::Receiver<SessionEvent>,
-    ) {
-        let (ops, ops_rx) = mpsc::channel(8);
-        let (events, events_rx) = mpsc::channel(8);
-        let handle = SessionHandle {
-            id: SessionId::parse("s").unwrap(),
-            ops,
-            abort: tokio::spawn(async {}).abort_handle(),
-            last_used: Arc::default(),
-            events,
-            next_turn: Arc::new(AtomicU64::new(1)),
-        };
-        (handle, ops_rx, events_rx)
+    /// A prompt handed to a session task that is the test: it holds the task's side.
+    struct Task {
+        reply: oneshot::Sender<Result<(), Refusal>>,
+        ended: TurnEnd,
+        /// Dropping it is the task going away.
+        alive: oneshot::Sender<()>,
     }
 
-    fn submit(h: &SessionHandle) -> (Submitted, oneshot::Sender<Result<(), Refusal>>, TurnEnd) {
+    fn submit() -> (Submitted, Task, mpsc::Receiver<SessionEvent>) {
         let (reply, ack) = oneshot::channel();
+        let (alive, gone) = oneshot::channel::<()>();
+        let (events, events_rx) = mpsc::channel(8);
         let ended = TurnEnd::default();
-        let submitted = supervise_within(h, TurnId(7), ack, ended.clone(), SHORT);
-        (submitted, reply, ended)
+        let handed = Handed {
+            session: SessionId::parse("s").unwrap(),
+            turn: TurnId(7),
+            ack,
+            ended: ended.clone(),
+            task_gone: async move {
+                let _ = gone.await;
+            },
+            events,
+        };
+        let task = Task {
+            reply,
+            ended,
+            alive,
+        };
+        (supervise_within(handed, SHORT), task, events_rx)
     }
 
     /// The events the supervisor sent for turn 7: the failure text, then `TurnEnded`'s kind.
@@ -204,51 +234,48 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_that_never_takes_the_prompt_is_unresponsive_and_cannot_start_it_later() {
-        let (h, _ops, mut events) = handle();
-        let (submitted, reply, _) = submit(&h);
+        let (submitted, task, mut events) = submit();
         assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
         let (text, kind) = ending(&mut events).await;
         assert_eq!(kind, "session_unresponsive");
         assert!(text.contains("did not respond"), "{text}");
         // The task wakes up late: its `Ok` fails, so it knows not to start the turn.
-        assert!(reply.send(Ok(())).is_err());
+        assert!(task.reply.send(Ok(())).is_err());
+        assert!(events.recv().await.is_none(), "exactly one TurnEnded");
     }
 
     #[tokio::test]
     async fn a_task_that_dies_before_or_during_the_turn_still_ends_it_once() {
-        let (h, ops, mut events) = handle();
-        let (submitted, reply, _) = submit(&h);
-        drop(reply);
-        drop(ops);
+        let (submitted, task, mut events) = submit();
+        drop(task);
         assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
-        assert_eq!(ending(&mut events).await.1, "session_task_died");
+        let (text, kind) = ending(&mut events).await;
+        assert_eq!(kind, "session_task_died");
+        assert!(text.contains("before the turn started"), "{text}");
 
-        let (h, ops, mut events) = handle();
-        let (submitted, reply, _) = submit(&h);
-        reply.send(Ok(())).unwrap();
+        let (submitted, task, mut events) = submit();
+        task.reply.send(Ok(())).unwrap();
         assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
-        drop(ops);
+        drop(task.alive);
         let (text, kind) = ending(&mut events).await;
         assert_eq!(kind, "session_task_died");
         assert!(text.contains("during the turn"), "{text}");
-        drop(h);
         assert!(events.recv().await.is_none(), "exactly one TurnEnded");
     }
 
     #[tokio::test]
     async fn a_turn_the_task_ended_and_a_refused_prompt_get_nothing_from_the_supervisor() {
-        let (h, ops, mut events) = handle();
-        let (submitted, reply, ended) = submit(&h);
-        reply.send(Ok(())).unwrap();
+        let (submitted, task, mut events) = submit();
+        task.reply.send(Ok(())).unwrap();
         assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
-        ended.mark();
-        drop(ops);
-        let (h2, _ops2, mut events2) = handle();
-        let (submitted, reply, _) = submit(&h2);
-        reply.send(Err(Refusal::Busy)).unwrap();
-        assert_eq!(submitted.admitted.await.unwrap(), Err(Refusal::Busy));
-        drop((h, h2));
+        task.ended.mark();
+        drop(task.alive);
         assert!(events.recv().await.is_none());
-        assert!(events2.recv().await.is_none());
+
+        let (submitted, task, mut events) = submit();
+        task.reply.send(Err(Refusal::Busy)).unwrap();
+        assert_eq!(submitted.admitted.await.unwrap(), Err(Refusal::Busy));
+        drop(task.alive);
+        assert!(events.recv().await.is_none());
     }
 }

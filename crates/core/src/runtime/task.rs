@@ -9,16 +9,15 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::RuntimeError;
-use super::supervisor::{TurnEnd, send_turn_end};
+use super::error::RuntimeError;
+use super::supervisor::{TurnEnd, interrupted, send_turn_end};
 use super::{CANCEL_GRACE, CLOSE_GRACE, Faults, Op, Services, Snapshot, settings_for, usage_for};
 use crate::catalog::Catalog;
 use crate::events::{
     Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
 };
 use crate::ids::{SessionId, TurnId};
-use crate::log::{EntryKind, StopReason, TurnFailure};
-use crate::model::TerminalStatus;
+use crate::log::{EntryKind, StopReason};
 use crate::modes::{Effort, Mode};
 use crate::state::SessionState;
 use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
@@ -352,17 +351,6 @@ async fn refresh_catalog(
                 event: Event::SettingsChanged(after),
             })
             .await;
-    }
-}
-
-pub(super) fn interrupted(kind: &str, message: &str) -> TurnOutcome {
-    TurnOutcome {
-        stop: StopReason::EndTurn,
-        failure: Some(TurnFailure {
-            terminal_status: TerminalStatus::Interrupted,
-            error_kind: kind.into(),
-            message: message.into(),
-        }),
     }
 }
 

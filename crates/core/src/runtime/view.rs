@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::RuntimeError;
+use super::error::RuntimeError;
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::events::{Event, Settings};
