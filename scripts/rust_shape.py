@@ -175,6 +175,7 @@ def main():
     ap.add_argument("--fn-limit", type=int, default=80)
     ap.add_argument("--under", help="only count lines and functions of files under this dir")
     ap.add_argument("--only", help="only look for circles among modules whose path starts so")
+    ap.add_argument("--check", action="store_true", help="exit 1 on a circle or a long function")
     a = ap.parse_args()
     files = {}
     for d, _, names in os.walk(a.src):
@@ -183,6 +184,7 @@ def main():
                 p = os.path.join(d, n)
                 files[module_of(a.src, p)] = p
     graph = {m: set() for m in files}
+    long_fns = 0
     print("lines  file (longest fn)")
     for m, p in sorted(files.items(), key=lambda kv: kv[1]):
         raw = open(p, encoding="utf-8").read()
@@ -204,6 +206,7 @@ def main():
         print(f"{raw.count(chr(10)):5}  {os.path.relpath(p, a.src)} ({longest[0]}: {longest[2]})")
         for name, line, n in fns:
             if n > a.fn_limit:
+                long_fns += 1
                 print(f"       over {a.fn_limit}: {name} at line {line}: {n} lines")
     if a.only:
         keep = {m for m in graph if m.startswith(a.only)}
@@ -212,6 +215,8 @@ def main():
     print(f"circles: {len(circles)}")
     for c in circles:
         print("  " + " <-> ".join(x or "crate" for x in c))
+    if a.check and (circles or long_fns):
+        sys.exit(1)
 
 
 if __name__ == "__main__":
