@@ -1,5 +1,6 @@
 //! The one path from a session to the client. Core events become `session/update`s, prompts are
-//! answered when their turn ends, and requests to the client (`session/request_permission`,
+//! answered when their turn ends (`TurnEnded`, which the core guarantees), and requests to the
+//! client (`session/request_permission`,
 //! `fs/read_text_file`) are written here too, after every event the session produced before
 //! asking. So the client always sees a `tool_call` before any question about it, and a prompt's
 //! answer after all of its updates; an event of a turn that was already answered is dropped.
@@ -13,39 +14,34 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema as acp;
 use ferrite_core::events::{Event, SessionEvent, TurnOutcome};
-use ferrite_core::ids::SessionId;
-use ferrite_core::log::StopReason;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::Caller;
+use crate::client::Client;
 use crate::mapping;
+use crate::out::Out;
+use crate::outbound::Outbound;
+use crate::prompts::Prompts;
 use crate::rpc;
-use crate::server::Server;
 
-/// What the server (not the core) has to say about a session, queued behind the core's events.
-pub(crate) enum Outbound {
-    /// A request to the client, written only if its waiter still waits.
-    Request { id: Value, line: String },
-    /// The waiter of `id` gave up after the request was written: withdraw it.
-    Withdraw { id: Value },
-    /// The session task cannot answer this prompt (it died or is stuck): answer it as failed.
-    FailPrompt {
-        session: SessionId,
-        request_id: Value,
-        kind: &'static str,
-        message: &'static str,
-    },
+/// What the pump writes with and to.
+pub(crate) struct Pump {
+    pub out: Out,
+    pub prompts: Arc<Prompts>,
+    pub caller: Arc<Caller>,
+    pub client: Arc<Client>,
 }
 
 pub(crate) async fn run(
-    server: Arc<Server>,
+    pump: Pump,
     events: mpsc::Receiver<SessionEvent>,
     mut outbound: mpsc::UnboundedReceiver<Outbound>,
     stop: CancellationToken,
 ) {
-    let mut pump = Pump {
-        server,
+    let mut pump = Running {
+        pump,
         events,
         carry: None,
     };
@@ -76,18 +72,18 @@ pub(crate) async fn run(
     }
 }
 
-struct Pump {
-    server: Arc<Server>,
+struct Running {
+    pump: Pump,
     events: mpsc::Receiver<SessionEvent>,
     /// An event read while merging deltas that did not merge.
     carry: Option<SessionEvent>,
 }
 
-impl Pump {
+impl Running {
     async fn forward_merged(&mut self, ev: SessionEvent) {
         let (ev, next) = coalesce(ev, &mut self.events);
         self.carry = next;
-        forward(&self.server, ev).await;
+        self.pump.forward(ev).await;
     }
 
     /// Forwards every event queued right now. Bounded by the queue's length at the start, so a
@@ -110,24 +106,39 @@ impl Pump {
     }
 
     async fn outbound(&mut self, item: Outbound) {
-        let server = &self.server;
+        let pump = &self.pump;
         match item {
             Outbound::Request { id, line } => {
                 // A request answered or withdrawn while it waited here is never written.
-                if server.calls.mark_written(&id) {
-                    server.out.line(line).await;
+                if pump.caller.mark_written(&id) {
+                    pump.out.line(line).await;
                 }
             }
             Outbound::Withdraw { id } => {
                 let line = rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
-                server.out.line(line).await;
+                pump.out.line(line).await;
             }
-            Outbound::FailPrompt {
-                session,
-                request_id,
-                kind,
-                message,
-            } => fail_prompt(server, &session, &request_id, kind, message).await,
+        }
+    }
+}
+
+impl Pump {
+    async fn forward(&self, ev: SessionEvent) {
+        if let Some(turn) = ev.turn {
+            if !self.prompts.wants(&ev.session, turn) {
+                // No prompt waits for this turn: it was already answered.
+                return;
+            }
+            if let Event::TurnEnded(outcome) = &ev.event {
+                if let Some(request) = self.prompts.end(&ev.session, turn) {
+                    self.out.result(&request, prompt_response(outcome)).await;
+                }
+                return;
+            }
+        }
+        let notices = self.client.notices();
+        for u in mapping::updates(&ev.event, notices) {
+            self.out.update(&ev.session, u).await;
         }
     }
 }
@@ -169,33 +180,6 @@ fn coalesce(
     }
 }
 
-async fn forward(server: &Server, ev: SessionEvent) {
-    if let Some(turn) = ev.turn {
-        let current = server.prompts().get(&ev.session).map(|p| p.turn);
-        match current {
-            // No prompt waits: this turn was already answered (e.g. by a watchdog).
-            None => return,
-            Some(Some(t)) if t != turn => return,
-            Some(_) => {}
-        }
-    }
-    if let Event::TurnEnded(outcome) = &ev.event {
-        let pending = server.prompts().remove(&ev.session);
-        if let Some(p) = pending {
-            p.done.cancel();
-            server
-                .out
-                .reply(&p.request_id, Ok(prompt_response(outcome)))
-                .await;
-        }
-        return;
-    }
-    let notices = server.client().notices;
-    for u in mapping::updates(&ev.event, notices) {
-        server.out.update(&ev.session, u).await;
-    }
-}
-
 pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
     let mut resp = acp::PromptResponse::new(mapping::stop_reason(outcome.stop));
     if let Some(f) = &outcome.failure {
@@ -207,50 +191,10 @@ pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
     serde_json::to_value(resp).unwrap_or_else(|_| json!({"stopReason": "end_turn"}))
 }
 
-/// Answers a prompt whose session cannot (a dead or stuck session task), if it is still waiting.
-async fn fail_prompt(
-    server: &Server,
-    session: &SessionId,
-    request_id: &Value,
-    kind: &str,
-    message: &str,
-) {
-    let pending = {
-        let mut prompts = server.prompts();
-        match prompts.get(session) {
-            Some(p) if p.request_id == *request_id => prompts.remove(session),
-            _ => None,
-        }
-    };
-    let Some(p) = pending else { return };
-    p.done.cancel();
-    server
-        .out
-        .update(
-            session,
-            acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(acp::ContentBlock::Text(
-                acp::TextContent::new(message.to_owned()),
-            ))),
-        )
-        .await;
-    let outcome = TurnOutcome {
-        stop: StopReason::EndTurn,
-        failure: Some(ferrite_core::log::TurnFailure {
-            terminal_status: ferrite_core::model::TerminalStatus::Interrupted,
-            error_kind: kind.to_owned(),
-            message: message.to_owned(),
-        }),
-    };
-    server
-        .out
-        .reply(request_id, Ok(prompt_response(&outcome)))
-        .await;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferrite_core::ids::TurnId;
+    use ferrite_core::ids::{SessionId, TurnId};
 
     fn ev(turn: u64, event: Event) -> SessionEvent {
         SessionEvent {
@@ -293,40 +237,25 @@ mod tests {
 
 #[cfg(test)]
 mod ordering_tests {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-
     use ferrite_core::content::{ToolCallView, ToolKind, ToolStatus};
-    use ferrite_core::ids::TurnId;
-    use ferrite_core::runtime::{Runtime, Services};
+    use ferrite_core::ids::{SessionId, TurnId};
 
     use super::*;
-    use crate::server::{ClientInfo, Out, PendingPrompt};
 
-    /// A server whose stdout is `out`, with a prompt of session "s" waiting on turn 1.
-    fn server(out: mpsc::Sender<String>) -> (Arc<Server>, mpsc::UnboundedReceiver<Outbound>) {
-        let home = std::env::temp_dir().join("ferrite-pump-test-unused");
-        let env = ferrite_core::env::Env::from_pairs(Vec::<(String, String)>::new());
-        let (runtime, _events) = Runtime::new(Services::new(home, env, None));
+    /// A pump writing to `out`, with a prompt of session "s" waiting on turn 1.
+    fn pump(out: mpsc::Sender<String>) -> (Pump, mpsc::UnboundedReceiver<Outbound>) {
         let (pump_tx, pump_rx) = mpsc::unbounded_channel();
-        let server = Arc::new(Server {
-            runtime: Arc::new(runtime),
+        let prompts = Arc::new(Prompts::default());
+        let s = SessionId::parse("s").unwrap();
+        assert!(prompts.begin(&s, &json!(1)));
+        prompts.started(&s, &json!(1), TurnId(1));
+        let pump = Pump {
             out: Out(out),
-            prompts: Mutex::new(HashMap::new()),
-            client: Mutex::new(ClientInfo::default()),
-            version: "test".into(),
-            calls: Default::default(),
-            pump: pump_tx,
-        });
-        server.prompts().insert(
-            SessionId::parse("s").unwrap(),
-            PendingPrompt {
-                request_id: json!(1),
-                turn: Some(TurnId(1)),
-                done: CancellationToken::new(),
-            },
-        );
-        (server, pump_rx)
+            prompts,
+            caller: Arc::new(Caller::new(pump_tx)),
+            client: Arc::default(),
+        };
+        (pump, pump_rx)
     }
 
     fn tool_call(id: &str) -> SessionEvent {
@@ -350,19 +279,20 @@ mod ordering_tests {
     #[tokio::test]
     async fn a_request_waits_for_the_events_queued_before_it() {
         let (out_tx, mut out_rx) = mpsc::channel(64);
-        let (server, pump_rx) = server(out_tx);
+        let (pump, pump_rx) = pump(out_tx);
+        let caller = pump.caller.clone();
         let (events_tx, events_rx) = mpsc::channel(64);
         for id in ["t1", "t2"] {
             events_tx.send(tool_call(id)).await.unwrap();
         }
         let request = json!("ferrite-0");
-        server.calls.test_insert_pending(&request);
-        assert!(server.to_pump(Outbound::Request {
+        caller.test_insert_pending(&request);
+        assert!(caller.to_pump(Outbound::Request {
             id: request.clone(),
             line: rpc::request_line(&request, "session/request_permission", json!({})),
         }));
         let stop = CancellationToken::new();
-        let pump = tokio::spawn(run(server.clone(), events_rx, pump_rx, stop.clone()));
+        let pump = tokio::spawn(run(pump, events_rx, pump_rx, stop.clone()));
         let mut lines = vec![];
         for _ in 0..3 {
             lines.push(out_rx.recv().await.unwrap());
@@ -380,19 +310,20 @@ mod ordering_tests {
     #[tokio::test]
     async fn a_request_withdrawn_before_it_was_written_is_dropped_silently() {
         let (out_tx, mut out_rx) = mpsc::channel(64);
-        let (server, pump_rx) = server(out_tx);
+        let (pump, pump_rx) = pump(out_tx);
+        let caller = pump.caller.clone();
         let (_events_tx, events_rx) = mpsc::channel::<SessionEvent>(64);
         // "ferrite-0" is queued but no longer pending: skipped.
         let request = json!("ferrite-0");
         let line = rpc::request_line(&request, "session/request_permission", json!({}));
-        server.to_pump(Outbound::Request { id: request, line });
-        server.calls.test_insert_pending(&json!("ferrite-1"));
-        server.to_pump(Outbound::Request {
+        caller.to_pump(Outbound::Request { id: request, line });
+        caller.test_insert_pending(&json!("ferrite-1"));
+        caller.to_pump(Outbound::Request {
             id: json!("ferrite-1"),
             line: "marker".into(),
         });
         let stop = CancellationToken::new();
-        let pump = tokio::spawn(run(server.clone(), events_rx, pump_rx, stop.clone()));
+        let pump = tokio::spawn(run(pump, events_rx, pump_rx, stop.clone()));
         assert_eq!(out_rx.recv().await.unwrap(), "marker");
         stop.cancel();
         pump.await.unwrap();

@@ -1,44 +1,52 @@
-//! Sessions at run time: one task per session owns its state and log and takes [`Op`]s from a
-//! queue; everything it wants the editor to see goes out as [`SessionEvent`]s on one shared,
-//! ordered channel. A turn runs as its own task under the session task, which supervises it: a
-//! turn that panics or ignores a cancel still ends with exactly one `TurnEnded`.
+//! Sessions at run time: one task per session owns its state and log and takes ops from a
+//! queue ([`SessionHandle`]); everything it wants the editor to see goes out as [`SessionEvent`]s
+//! on one shared, ordered channel. A turn runs as its own task under the session task, which
+//! supervises it: a turn that panics or ignores a cancel still ends with exactly one `TurnEnded`.
+//! Every prompt handed to a session has a supervisor (`supervisor`) that sends that `TurnEnded`
+//! when the session task cannot (it died, or never took the prompt).
 
 pub mod discovery;
+mod error;
+mod handle;
 mod notices;
+pub mod queries;
+mod supervisor;
 mod task;
+mod timing;
+mod view;
 
+pub use error::RuntimeError;
+pub use handle::SessionHandle;
+use handle::{Op, Snapshot};
 pub use notices::NoticeGate;
+pub use supervisor::{PROMPT_ACK_TIMEOUT, Submitted};
 use task::{SessionCtx, session_task};
+use timing::uptime_ms;
+pub use timing::{CANCEL_GRACE, CLOSE_GRACE};
+pub(crate) use view::{ceiling, settings_for, usage_for};
+use view::{check_dir, mcp_specs};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::AbortHandle;
+use tokio::sync::mpsc;
 
 use crate::catalog::{Catalog, DefaultModel};
 use crate::config::{Config, ConfigError};
-use crate::content::UserContent;
 use crate::credentials::Credentials;
 use crate::env::Env;
-use crate::events::{Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions};
+use crate::events::{Event, Refusal, SessionEvent, Settings};
 use crate::exec::CommandRunner;
-use crate::ids::{SessionId, TurnId};
-use crate::log::{EntryKind, Header, SessionStore, SessionSummary, StoreError};
-use crate::mcp::{McpLauncher, McpServerSpec, McpTransport};
+use crate::ids::SessionId;
+use crate::log::{EntryKind, Header, SessionStore, SessionSummary};
+use crate::mcp::{McpLauncher, McpServerSpec};
 use crate::model::ModelConnector;
 use crate::modes::{Harness, Mode};
 use crate::permissions::Approver;
 use crate::state::SessionState;
 use crate::turn::SessionCore;
-
-/// How long a cancelled turn may take to wind down before its task is aborted.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
-/// How long closing a session may take before its task is aborted.
-pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// Failures to inject, for testing that the server survives them (`FERRITE_FAULTS`, a
 /// comma-separated list; see `docs/architecture.md`). All off in normal use.
@@ -129,34 +137,6 @@ impl Services {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    /// Bad parameters (JSON-RPC -32602).
-    #[error("{0}")]
-    Invalid(String),
-    #[error("unknown session")]
-    UnknownSession,
-    /// No model can be used, or the default model's provider needs a key and has none
-    /// (-32000).
-    #[error("{}", .0.message)]
-    AuthRequired(crate::catalog::AuthNeeded),
-    #[error(transparent)]
-    Refused(#[from] Refusal),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Store(StoreError),
-}
-
-impl From<StoreError> for RuntimeError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => RuntimeError::UnknownSession,
-            other => RuntimeError::Store(other),
-        }
-    }
-}
-
 pub struct NewSession {
     pub cwd: PathBuf,
     pub additional_directories: Vec<PathBuf>,
@@ -182,166 +162,10 @@ pub struct Opened {
     /// Holds the session's notices (e.g. an MCP server that failed to start) until the client
     /// knows the session: call [`NoticeGate::release`] after answering.
     pub notices: NoticeGate,
-}
-
-enum Op {
-    Prompt {
-        content: Vec<UserContent>,
-        options: TurnOptions,
-        reply: oneshot::Sender<Result<TurnId, Refusal>>,
-    },
-    Cancel,
-    Change {
-        change: SettingChange,
-        reply: oneshot::Sender<Result<Settings, Refusal>>,
-    },
-    Snapshot {
-        reply: oneshot::Sender<Snapshot>,
-    },
-    Close {
-        reply: oneshot::Sender<()>,
-    },
-    /// Idle and least recently used among many: give the log's descriptor back until the next
-    /// write (ignored while a turn runs).
-    Release,
-    /// Provider listings changed: rebuild the catalog and tell the editor if the options did.
-    Refresh,
-}
-
-struct Snapshot {
-    settings: Settings,
-    usage: Event,
-    replay: Vec<Event>,
-    parent: Option<SessionId>,
-    title: Option<String>,
-    running: bool,
-}
-
-/// The submit side of a session's queue pair.
-#[derive(Clone)]
-pub struct SessionHandle {
-    id: SessionId,
-    ops: mpsc::Sender<Op>,
-    abort: AbortHandle,
-    /// When the client last used the session (ms since the process started), for parking the
-    /// least recently used ones.
-    last_used: Arc<AtomicU64>,
-}
-
-impl SessionHandle {
-    pub fn id(&self) -> &SessionId {
-        &self.id
-    }
-
-    fn touch(&self) {
-        self.last_used.store(uptime_ms(), Ordering::Relaxed);
-    }
-
-    /// Starts a turn. Answers once the session task has accepted it; the turn's events and its
-    /// `TurnEnded` follow on the event channel.
-    pub async fn prompt(
-        &self,
-        content: Vec<UserContent>,
-        options: TurnOptions,
-    ) -> Result<TurnId, Refusal> {
-        self.touch();
-        let (reply, rx) = oneshot::channel();
-        self.ops
-            .send(Op::Prompt {
-                content,
-                options,
-                reply,
-            })
-            .await
-            .map_err(|_| Refusal::Closed)?;
-        rx.await.map_err(|_| Refusal::Closed)?
-    }
-
-    /// Queues a prompt without waiting: the receiver yields once the session task accepted or
-    /// refused it. Queuing in the caller's order keeps a session's requests in arrival order.
-    pub fn submit_prompt(
-        &self,
-        content: Vec<UserContent>,
-        options: TurnOptions,
-    ) -> Result<oneshot::Receiver<Result<TurnId, Refusal>>, Refusal> {
-        let (reply, rx) = oneshot::channel();
-        self.try_submit(Op::Prompt {
-            content,
-            options,
-            reply,
-        })?;
-        Ok(rx)
-    }
-
-    /// Queues a settings change without waiting (see [`Self::submit_prompt`]).
-    pub fn submit_change(
-        &self,
-        change: SettingChange,
-    ) -> Result<oneshot::Receiver<Result<Settings, Refusal>>, Refusal> {
-        let (reply, rx) = oneshot::channel();
-        self.try_submit(Op::Change { change, reply })?;
-        Ok(rx)
-    }
-
-    fn try_submit(&self, op: Op) -> Result<(), Refusal> {
-        self.touch();
-        self.ops.try_send(op).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => {
-                Refusal::Invalid("the session is not responding; try again or close it".into())
-            }
-            mpsc::error::TrySendError::Closed(_) => Refusal::Closed,
-        })
-    }
-
-    /// Asks the running turn, if any, to stop. Never blocks.
-    pub fn cancel(&self) {
-        if let Err(mpsc::error::TrySendError::Full(op)) = self.ops.try_send(Op::Cancel) {
-            // A full queue means the session task is busy; deliver the cancel without blocking
-            // the caller.
-            let ops = self.ops.clone();
-            tokio::spawn(async move {
-                let _ = ops.send(op).await;
-            });
-        }
-    }
-
-    pub async fn change(&self, change: SettingChange) -> Result<Settings, Refusal> {
-        self.touch();
-        let (reply, rx) = oneshot::channel();
-        self.ops
-            .send(Op::Change { change, reply })
-            .await
-            .map_err(|_| Refusal::Closed)?;
-        rx.await.map_err(|_| Refusal::Closed)?
-    }
-
-    async fn snapshot(&self) -> Result<Snapshot, Refusal> {
-        let (reply, rx) = oneshot::channel();
-        self.ops
-            .send(Op::Snapshot { reply })
-            .await
-            .map_err(|_| Refusal::Closed)?;
-        rx.await.map_err(|_| Refusal::Closed)
-    }
-
-    /// Resolves when the session task is gone (closed, or died).
-    pub async fn closed(&self) {
-        self.ops.closed().await
-    }
-
-    pub fn is_alive(&self) -> bool {
-        !self.ops.is_closed()
-    }
-
-    async fn close(&self) {
-        let (reply, rx) = oneshot::channel();
-        if self.ops.send(Op::Close { reply }).await.is_ok()
-            && tokio::time::timeout(CLOSE_GRACE, rx).await.is_err()
-        {
-            tracing::warn!(session = %self.id, "session did not close in time; aborting it");
-            self.abort.abort();
-        }
-    }
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// The slash commands the session offers (built-ins and prompt files).
+    pub commands: Vec<crate::commands::CommandInfo>,
 }
 
 /// All sessions of this process.
@@ -363,13 +187,6 @@ fn max_resident_sessions() -> usize {
         .unwrap_or(u64::MAX);
     let usable = soft.saturating_sub(64) / 2;
     usize::try_from(usable.clamp(4, 1024)).unwrap_or(1024)
-}
-
-/// Milliseconds since the process started; a monotonic clock for "least recently used".
-fn uptime_ms() -> u64 {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    let start = START.get_or_init(std::time::Instant::now);
-    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Capacity of the event channel: enough to absorb bursts, small enough that a client that
@@ -424,8 +241,9 @@ impl Runtime {
             check_dir(d, "additionalDirectories")?;
         }
         let (config, catalog) = self.services.context(Some(&req.cwd))?;
-        // Contract §3/§9: no usable model at all, or a default whose provider lacks its key,
-        // is -32000 so the editor offers its login; a keyless default never needs one.
+        // No usable model at all, or a default whose provider lacks its key, is -32000 so the
+        // editor offers its login; a keyless default never needs one (`docs/acp.md`,
+        // "Authentication").
         let chosen = match req.model {
             Some(m) => {
                 catalog
@@ -492,6 +310,8 @@ impl Runtime {
                 title: snap.title,
                 usage: snap.usage,
                 notices,
+                commands: crate::commands::available(&self.services.home, &snap.cwd),
+                cwd: snap.cwd,
             });
         }
         let (log, loaded) = self.services.store.open(id)?;
@@ -528,6 +348,7 @@ impl Runtime {
         };
         let parent = state.parent.clone();
         let title = state.title.clone();
+        let cwd = state.cwd.clone();
         let ctx = SessionCtx { catalog, ceiling };
         let settings = ctx.settings(&state);
         let usage = ctx.usage(&state);
@@ -549,13 +370,14 @@ impl Runtime {
             ops_rx,
             self.services.clone(),
             self.events.clone(),
-            self.next_turn.clone(),
         ));
         let handle = SessionHandle {
             id: id.clone(),
             ops: ops_tx,
             abort: task.abort_handle(),
             last_used: Arc::new(AtomicU64::new(uptime_ms())),
+            events: self.events.clone(),
+            next_turn: self.next_turn.clone(),
         };
         self.sessions().insert(id, handle.clone());
         self.park_least_recently_used();
@@ -567,6 +389,8 @@ impl Runtime {
             title,
             usage,
             notices,
+            commands: crate::commands::available(&self.services.home, &cwd),
+            cwd,
         }
     }
 
@@ -652,113 +476,15 @@ impl Runtime {
         Ok(())
     }
 
+    /// Whether `id` names a session: open in this process, or with a log on disk.
+    pub fn knows(&self, id: &SessionId) -> bool {
+        self.get(id).is_some() || self.services.store.path(id).exists()
+    }
+
     /// Closes every session (EOF): turns cancelled, logs flushed, tasks ended.
     pub async fn shutdown(&self) {
         let handles: Vec<SessionHandle> = self.sessions().drain().map(|(_, h)| h).collect();
         let closes = handles.iter().map(|h| h.close());
         futures::future::join_all(closes).await;
-    }
-}
-
-/// The client's servers, then those of config whose names the client did not use.
-fn mcp_specs(
-    config: &Config,
-    mut from_client: Vec<McpServerSpec>,
-    cwd: &Path,
-) -> Vec<McpServerSpec> {
-    for (name, s) in &config.mcp_servers {
-        if from_client.iter().any(|c| c.name == *name) {
-            continue;
-        }
-        let transport = match (&s.command, &s.url) {
-            (Some(command), _) => McpTransport::Stdio {
-                command: command.clone(),
-                args: s.args.clone(),
-                env: s.env.clone(),
-            },
-            (None, Some(url)) => McpTransport::Http {
-                url: url.clone(),
-                headers: s.headers.clone(),
-            },
-            (None, None) => continue,
-        };
-        from_client.push(McpServerSpec {
-            name: name.clone(),
-            transport,
-            cwd: None,
-            env_remove: vec![],
-        });
-    }
-    let secret = crate::exec::secret_env_names(config);
-    for s in &mut from_client {
-        s.cwd.get_or_insert_with(|| cwd.to_owned());
-        s.env_remove.clone_from(&secret);
-    }
-    from_client
-}
-
-fn check_dir(p: &Path, what: &str) -> Result<(), RuntimeError> {
-    if !p.is_absolute() {
-        return Err(RuntimeError::Invalid(format!(
-            "`{what}` must be an absolute path"
-        )));
-    }
-    if !p.is_dir() {
-        return Err(RuntimeError::Invalid(format!(
-            "`{what}` is not an existing directory: {}",
-            p.display()
-        )));
-    }
-    Ok(())
-}
-
-pub(crate) fn ceiling(config: &Config, harness: Harness) -> Mode {
-    harness.ceiling().min(config.max_mode)
-}
-
-/// A session's context occupancy and running cost. The cost is shown (0 at first) as soon as
-/// the session's model has a known price.
-pub(crate) fn usage_for(state: &SessionState, catalog: &Catalog) -> Event {
-    let info = state.model.as_deref().and_then(|m| catalog.resolve(m).ok());
-    let size = info
-        .as_ref()
-        .map_or(crate::catalog::DEFAULT_CONTEXT_WINDOW, |m| m.context_window);
-    let cost = state
-        .cost_usd
-        .or_else(|| info.as_ref().and_then(|m| m.price).map(|_| 0.0));
-    Event::Usage {
-        used: state.context_tokens,
-        size,
-        cost,
-    }
-}
-
-/// A session's settings as the editor sees them.
-pub(crate) fn settings_for(state: &SessionState, catalog: &Catalog, ceiling: Mode) -> Settings {
-    let mut models: Vec<(String, String)> = catalog
-        .usable_models()
-        .into_iter()
-        .map(|m| (m.id.clone(), m.name.clone()))
-        .collect();
-    let model = state
-        .model
-        .clone()
-        .or_else(|| models.first().map(|m| m.0.clone()))
-        .unwrap_or_default();
-    // The current model is always among the choices, listed or not (an open model id).
-    if !model.is_empty() && !models.iter().any(|(id, _)| *id == model) {
-        let name = catalog
-            .resolve(&model)
-            .map(|m| m.name)
-            .unwrap_or_else(|_| model.clone());
-        models.insert(0, (model.clone(), name));
-    }
-    Settings {
-        mode: state.mode,
-        available_modes: Mode::ALL.into_iter().filter(|m| *m <= ceiling).collect(),
-        model,
-        models,
-        effort: state.effort,
-        web_search: state.web_search,
     }
 }

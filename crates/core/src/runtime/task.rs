@@ -1,7 +1,6 @@
 //! The session task: owns a session's state and log, takes ops from its queue one at a time,
 //! and supervises the turn it starts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,14 +9,15 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::error::RuntimeError;
+use super::supervisor::{TurnEnd, interrupted, send_turn_end};
 use super::{CANCEL_GRACE, CLOSE_GRACE, Faults, Op, Services, Snapshot, settings_for, usage_for};
 use crate::catalog::Catalog;
 use crate::events::{
     Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
 };
 use crate::ids::{SessionId, TurnId};
-use crate::log::{EntryKind, StopReason, TurnFailure};
-use crate::model::TerminalStatus;
+use crate::log::{EntryKind, StopReason};
 use crate::modes::{Effort, Mode};
 use crate::state::SessionState;
 use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
@@ -114,6 +114,7 @@ struct Running {
     cancel: CancellationToken,
     handle: JoinHandle<TurnOutcome>,
     deadline: Option<Instant>,
+    ended: TurnEnd,
 }
 
 impl Drop for Running {
@@ -148,7 +149,6 @@ pub(super) async fn session_task(
     mut ops: mpsc::Receiver<Op>,
     services: Arc<Services>,
     events: mpsc::Sender<SessionEvent>,
-    next_turn: Arc<AtomicU64>,
 ) {
     let session = lock(&core).state.id.clone();
     let mut running: Option<Running> = None;
@@ -199,13 +199,15 @@ pub(super) async fn session_task(
                         }
                     }
                 };
-                finish_turn(&core, &events, &session, r.id, outcome).await;
+                finish_turn(&core, &events, &session, &r, outcome).await;
             }
             Ok(None) => break None,
             Ok(Some(Op::Prompt {
                 content,
                 options,
+                turn,
                 reply,
+                ended,
             })) => {
                 if running.is_some() {
                     let _ = reply.send(Err(Refusal::Busy));
@@ -220,7 +222,11 @@ pub(super) async fn session_task(
                     let _ = reply.send(Err(refusal));
                     continue;
                 }
-                let id = TurnId(next_turn.fetch_add(1, Ordering::Relaxed));
+                let id = turn;
+                if reply.send(Ok(())).is_err() {
+                    // The supervisor gave up waiting and answered the prompt already.
+                    continue;
+                }
                 let cancel = CancellationToken::new();
                 let rec = Recorder {
                     core: core.clone(),
@@ -240,8 +246,8 @@ pub(super) async fn session_task(
                     cancel,
                     handle,
                     deadline: None,
+                    ended,
                 });
-                let _ = reply.send(Ok(id));
             }
             Ok(Some(Op::Cancel)) => {
                 if let Some(r) = running.as_mut() {
@@ -269,6 +275,7 @@ pub(super) async fn session_task(
                     replay: core.state.replay(),
                     parent: core.state.parent.clone(),
                     title: core.state.title.clone(),
+                    cwd: core.state.cwd.clone(),
                     running: running.is_some(),
                 });
             }
@@ -288,7 +295,7 @@ pub(super) async fn session_task(
                             }
                         }
                     };
-                    finish_turn(&core, &events, &session, r.id, outcome).await;
+                    finish_turn(&core, &events, &session, &r, outcome).await;
                 }
                 if let Err(e) = lock(&core).log.sync() {
                     tracing::error!(session = %session, error = %e, "could not flush session log on close");
@@ -347,17 +354,6 @@ async fn refresh_catalog(
     }
 }
 
-fn interrupted(kind: &str, message: &str) -> TurnOutcome {
-    TurnOutcome {
-        stop: StopReason::EndTurn,
-        failure: Some(TurnFailure {
-            terminal_status: TerminalStatus::Interrupted,
-            error_kind: kind.into(),
-            message: message.into(),
-        }),
-    }
-}
-
 fn check_turn_options(ctx: &SessionCtx, state: &SessionState, o: &TurnOptions) -> Option<Refusal> {
     let model_id = o.model.as_deref().or(state.model.as_deref());
     if let Some(m) = &o.model
@@ -388,13 +384,11 @@ fn apply_change(
     core: &Mutex<SessionCore>,
     ctx: &mut SessionCtx,
     change: &SettingChange,
-) -> Result<Settings, Refusal> {
+) -> Result<Settings, RuntimeError> {
     let mut core = lock(core);
     let entries = ctx.plan_change(&core.state, change)?;
     for e in entries {
-        core.log
-            .append(e.clone())
-            .map_err(|e| Refusal::Invalid(format!("could not record the change: {e}")))?;
+        core.log.append(e.clone()).map_err(RuntimeError::Store)?;
         core.state.apply(e);
     }
     if let Err(e) = core.log.sync() {
@@ -407,7 +401,7 @@ async fn finish_turn(
     core: &Mutex<SessionCore>,
     events: &mpsc::Sender<SessionEvent>,
     session: &SessionId,
-    turn: TurnId,
+    running: &Running,
     outcome: TurnOutcome,
 ) {
     {
@@ -425,17 +419,8 @@ async fn finish_turn(
             tracing::error!(session = %session, error = %e, "could not sync session log");
         }
     }
-    let send = |event| SessionEvent {
-        session: session.clone(),
-        turn: Some(turn),
-        event,
-    };
-    if let Some(f) = &outcome.failure {
-        let _ = events
-            .send(send(Event::AgentMessageChunk {
-                text: f.message.clone(),
-            }))
-            .await;
-    }
-    let _ = events.send(send(Event::TurnEnded(outcome))).await;
+    send_turn_end(events, session, running.id, outcome).await;
+    // Right after the send, with no await between: the supervisor, which looks once the task is
+    // gone, sees the mark whenever the `TurnEnded` was queued.
+    running.ended.mark();
 }

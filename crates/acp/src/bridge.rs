@@ -1,0 +1,128 @@
+//! The core's traits for asking the client, backed by ACP requests: [`Approver`] by
+//! `session/request_permission`, [`ClientFs`] by `fs/read_text_file`.
+//!
+//! [`Approver`]: ferrite_core::permissions::Approver
+//! [`ClientFs`]: ferrite_core::clientfs::ClientFs
+
+use std::sync::{Arc, Weak};
+
+use agent_client_protocol::v1::schema as acp;
+use ferrite_core::ids::SessionId;
+use ferrite_core::permissions::{OptionKind, PermissionAnswer, PermissionRequest};
+use futures::future::BoxFuture;
+
+use crate::calls::{CallError, Caller};
+use crate::client::Client;
+
+/// The core's [`ferrite_core::permissions::Approver`], backed by `session/request_permission`.
+pub(crate) struct AcpApprover {
+    pub caller: Weak<Caller>,
+}
+
+fn option_kind(k: OptionKind) -> acp::PermissionOptionKind {
+    match k {
+        OptionKind::AllowOnce => acp::PermissionOptionKind::AllowOnce,
+        OptionKind::AllowAlways => acp::PermissionOptionKind::AllowAlways,
+        OptionKind::RejectOnce => acp::PermissionOptionKind::RejectOnce,
+        OptionKind::RejectAlways => acp::PermissionOptionKind::RejectAlways,
+    }
+}
+
+impl ferrite_core::permissions::Approver for AcpApprover {
+    fn request(
+        &self,
+        session: &SessionId,
+        req: PermissionRequest,
+    ) -> BoxFuture<'_, PermissionAnswer> {
+        let session = session.clone();
+        Box::pin(async move {
+            let Some(caller) = self.caller.upgrade() else {
+                return PermissionAnswer::Cancelled;
+            };
+            let options = req
+                .options
+                .iter()
+                .map(|o| {
+                    acp::PermissionOption::new(o.id.clone(), o.name.clone(), option_kind(o.kind))
+                })
+                .collect();
+            let params = acp::RequestPermissionRequest::new(
+                acp::SessionId::new(session.as_str()),
+                crate::mapping::tool_call_as_update(&req.call),
+                options,
+            );
+            let Ok(params) = serde_json::to_value(params) else {
+                return PermissionAnswer::Cancelled;
+            };
+            match caller
+                .call(&session, "session/request_permission", params)
+                .await
+            {
+                Ok(v) => match serde_json::from_value::<acp::RequestPermissionResponse>(v) {
+                    Ok(r) => match r.outcome {
+                        acp::RequestPermissionOutcome::Selected(s) => {
+                            PermissionAnswer::Selected(s.option_id.0.to_string())
+                        }
+                        _ => PermissionAnswer::Cancelled,
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "unreadable permission answer; treated as a refusal");
+                        PermissionAnswer::Cancelled
+                    }
+                },
+                Err(_) => PermissionAnswer::Cancelled,
+            }
+        })
+    }
+}
+
+pub(crate) fn approver(caller: &Arc<Caller>) -> Arc<dyn ferrite_core::permissions::Approver> {
+    Arc::new(AcpApprover {
+        caller: Arc::downgrade(caller),
+    })
+}
+
+/// The core's [`ferrite_core::clientfs::ClientFs`], backed by `fs/read_text_file`.
+pub(crate) struct AcpClientFs {
+    pub caller: Weak<Caller>,
+    pub client: Arc<Client>,
+}
+
+impl ferrite_core::clientfs::ClientFs for AcpClientFs {
+    fn available(&self) -> bool {
+        self.caller.strong_count() > 0 && self.client.fs_read()
+    }
+
+    fn read_text_file(
+        &self,
+        session: &SessionId,
+        path: &std::path::Path,
+    ) -> BoxFuture<'_, Result<String, String>> {
+        let session = session.clone();
+        let path = path.to_owned();
+        Box::pin(async move {
+            let caller = self.caller.upgrade().ok_or("the server is shutting down")?;
+            let params = acp::ReadTextFileRequest::new(acp::SessionId::new(session.as_str()), path);
+            let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+            let answer = caller.call(&session, "fs/read_text_file", params).await;
+            match answer {
+                Ok(v) => serde_json::from_value::<acp::ReadTextFileResponse>(v)
+                    .map(|r| r.content)
+                    .map_err(|e| format!("unreadable answer: {e}")),
+                Err(CallError::Rejected(e)) => Err(format!("the editor refused: {e}")),
+                Err(CallError::Cancelled) => Err("cancelled".into()),
+                Err(CallError::Gone) => Err("the server is shutting down".into()),
+            }
+        })
+    }
+}
+
+pub(crate) fn client_fs(
+    caller: &Arc<Caller>,
+    client: &Arc<Client>,
+) -> Arc<dyn ferrite_core::clientfs::ClientFs> {
+    Arc::new(AcpClientFs {
+        caller: Arc::downgrade(caller),
+        client: client.clone(),
+    })
+}

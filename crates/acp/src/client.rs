@@ -1,0 +1,32 @@
+//! What the client said about itself in `initialize`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Default)]
+pub(crate) struct Client {
+    initialized: AtomicBool,
+    notices: AtomicBool,
+    fs_read: AtomicBool,
+}
+
+impl Client {
+    pub fn set(&self, notices: bool, fs_read: bool) {
+        self.notices.store(notices, Ordering::Relaxed);
+        self.fs_read.store(fs_read, Ordering::Relaxed);
+        self.initialized.store(true, Ordering::Release);
+    }
+
+    pub fn initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// The client takes `notice` updates (`session.notices`).
+    pub fn notices(&self) -> bool {
+        self.notices.load(Ordering::Relaxed)
+    }
+
+    /// The client advertised `fs.readTextFile`.
+    pub fn fs_read(&self) -> bool {
+        self.fs_read.load(Ordering::Relaxed)
+    }
+}

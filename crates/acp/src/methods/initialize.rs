@@ -1,0 +1,172 @@
+//! `initialize`, `authenticate`, `logout`.
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema as acp;
+use ferrite_core::catalog::Catalog;
+use ferrite_core::modes::Harness;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value, json};
+
+use super::meta;
+use crate::fail::Fail;
+use crate::params::meta_str;
+use crate::reply::Json;
+use crate::state::Server;
+
+/// `initialize` params, and whether the client takes terminal authentication: read from the
+/// raw JSON, as the schema crate's `ClientCapabilities` has no `auth` field yet.
+pub(crate) struct InitializeParams {
+    request: acp::InitializeRequest,
+    terminal_auth: bool,
+}
+
+impl<'de> Deserialize<'de> for InitializeParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Value::deserialize(d)?;
+        let terminal_auth = raw
+            .pointer("/clientCapabilities/auth/terminal")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let request = serde_json::from_value(raw).map_err(serde::de::Error::custom)?;
+        Ok(Self {
+            request,
+            terminal_auth,
+        })
+    }
+}
+
+pub(crate) async fn initialize(
+    s: &Server,
+    p: InitializeParams,
+) -> Result<acp::InitializeResponse, Fail> {
+    let caps = &p.request.client_capabilities;
+    let notices = caps.session.as_ref().is_some_and(|c| c.notices.is_some());
+    s.client.set(notices, caps.fs.read_text_file);
+    let (_, catalog) = s
+        .runtime
+        .services()
+        .context(None)
+        .map_err(|e| Fail::internal(e.to_string()))?;
+    Ok(acp::InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(capabilities())
+        .auth_methods(auth_methods(p.terminal_auth))
+        .agent_info(
+            acp::Implementation::new("ferrite", s.version.clone()).title("Ferrite".to_owned()),
+        )
+        .meta(meta(json!({ "ferrite": ferrite_facts(&catalog) }))))
+}
+
+fn capabilities() -> acp::AgentCapabilities {
+    acp::AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(
+            acp::PromptCapabilities::new()
+                .image(true)
+                .embedded_context(true),
+        )
+        .mcp_capabilities(acp::McpCapabilities::new().http(true))
+        .session_capabilities(
+            acp::SessionCapabilities::new()
+                .list(acp::SessionListCapabilities::new())
+                .resume(acp::SessionResumeCapabilities::new())
+                .close(acp::SessionCloseCapabilities::new())
+                .delete(acp::SessionDeleteCapabilities::new())
+                .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
+        )
+        .auth(acp::AgentAuthCapabilities::new().logout(acp::LogoutCapabilities::new()))
+}
+
+fn auth_methods(terminal_auth: bool) -> Vec<acp::AuthMethod> {
+    let mut methods = vec![acp::AuthMethod::Agent(
+        acp::AuthMethodAgent::new("api-key", "API key").description(
+            "Uses ANTHROPIC_API_KEY / OPENAI_API_KEY or a key stored by `ferrite login`; \
+             `_meta.provider` and `_meta.token` store a key"
+                .to_owned(),
+        ),
+    )];
+    // The ACP schema: advertised only to clients that enabled terminal authentication.
+    if terminal_auth {
+        methods.push(acp::AuthMethod::Terminal(
+            acp::AuthMethodTerminal::new("ferrite-login", "Log in from a terminal")
+                .args(vec!["login".into()])
+                .description(
+                    "Runs `ferrite login`, which asks for a provider's API key".to_owned(),
+                ),
+        ));
+    }
+    methods
+}
+
+/// `_meta.ferrite` of the answer: models, auth state, harnesses (`docs/acp.md`).
+fn ferrite_facts(catalog: &Catalog) -> Value {
+    let models: Vec<Value> = catalog
+        .models
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.id, "name": m.name, "provider": m.provider,
+                "contextWindow": m.context_window, "maxOutputTokens": m.max_output_tokens,
+                "reasoning": m.takes_effort(), "webSearch": m.web_search,
+                "price": m.price, "source": m.source.id(),
+                "available": catalog.is_usable(&m.provider),
+            })
+        })
+        .collect();
+    let configured = catalog.configured_providers();
+    let harnesses: Vec<Value> = Harness::ALL
+        .iter()
+        .map(|h| json!({"id": h.id(), "description": h.description(), "ceiling": h.ceiling().id(), "defaultMode": h.default_mode().id()}))
+        .collect();
+    json!({
+        "models": models,
+        "auth": {"configured": !configured.is_empty(), "providers": configured},
+        "harnesses": harnesses,
+    })
+}
+
+pub(crate) async fn authenticate(s: &Server, req: acp::AuthenticateRequest) -> Result<Json, Fail> {
+    match &*req.method_id.0 {
+        // After the terminal login ran, the client asks again: the same check as `api-key`.
+        "api-key" | "ferrite-login" => {}
+        _ => return Err(Fail::params("unknown auth method; use `api-key`")),
+    }
+    let m = req.meta.as_ref();
+    let services = s.runtime.services();
+    let token = meta_str(m, "token").filter(|t| !t.trim().is_empty());
+    if let Some(token) = token {
+        let provider = meta_str(m, "provider")
+            .ok_or_else(|| Fail::params("`_meta.provider` is required with `_meta.token`"))?;
+        services.store_key(provider, token.trim())?;
+    }
+    // Called with `{methodId}` alone (how clients call an agent method): the environment and
+    // credentials.json are read again, and it succeeds when a model is now usable.
+    match services
+        .auth_needed()
+        .map_err(|e| Fail::internal(e.to_string()))?
+    {
+        None => Ok(Json(json!({}))),
+        Some(need) => Err(Fail::auth_required(&need)),
+    }
+}
+
+/// `logout` params: only `_meta.provider` matters, whatever else was sent.
+pub(crate) struct LogoutParams {
+    meta: Option<Map<String, Value>>,
+}
+
+impl<'de> Deserialize<'de> for LogoutParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Value::deserialize(d)?;
+        let meta = raw.get("_meta").and_then(Value::as_object).cloned();
+        Ok(Self { meta })
+    }
+}
+
+pub(crate) async fn logout(s: &Server, p: LogoutParams) -> Result<Json, Fail> {
+    let provider = meta_str(p.meta.as_ref(), "provider");
+    s.runtime
+        .services()
+        .forget_keys(provider)
+        .map_err(|e| Fail::internal(e.to_string()))?;
+    Ok(Json(json!({})))
+}

@@ -1,0 +1,261 @@
+//! `session/new`, `session/load`, `session/resume`, `session/list`, `session/close`,
+//! `session/delete`, `_ferrite/session/fork`.
+
+use std::path::PathBuf;
+
+use agent_client_protocol::v1::schema as acp;
+use ferrite_core::events::Event;
+use ferrite_core::ids::SessionId;
+use ferrite_core::modes::Harness;
+use ferrite_core::runtime::{NewSession, Opened};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::meta;
+use crate::fail::Fail;
+use crate::mapping;
+use crate::params::session_id;
+use crate::reply::{After, Followed, Json};
+use crate::state::Server;
+
+/// Sessions listed per `session/list` page.
+pub const LIST_PAGE_SIZE: usize = 50;
+
+#[derive(Deserialize)]
+struct HarnessMeta {
+    #[serde(default)]
+    harness: Option<String>,
+}
+
+fn harness(meta: Option<&Map<String, Value>>) -> Result<Harness, Fail> {
+    match meta
+        .cloned()
+        .map(Value::Object)
+        .map(serde_json::from_value::<HarnessMeta>)
+    {
+        Some(Ok(HarnessMeta { harness: Some(h) })) => h
+            .parse::<Harness>()
+            .map_err(|e| Fail::params(e.to_string())),
+        Some(Err(_)) => Err(Fail::params("`_meta.harness` must be a string")),
+        Some(Ok(HarnessMeta { harness: None })) | None => Ok(Harness::Code),
+    }
+}
+
+pub(crate) async fn new(
+    s: &Server,
+    req: acp::NewSessionRequest,
+) -> Result<Followed<acp::NewSessionResponse>, Fail> {
+    let harness = harness(req.meta.as_ref())?;
+    let (mcp_servers, unsupported) = mapping::mcp_servers(req.mcp_servers);
+    let opened = s
+        .runtime
+        .new_session(NewSession {
+            cwd: req.cwd,
+            additional_directories: req.additional_directories,
+            harness,
+            mcp_servers,
+            model: None,
+        })
+        .await?;
+    let sid = opened.handle.id().clone();
+    let response = acp::NewSessionResponse::new(acp::SessionId::new(sid.as_str()))
+        .modes(mapping::modes(&opened.settings))
+        .config_options(mapping::config_options(&opened.settings))
+        .meta(ferrite_meta(&sid, None));
+    let then = after_open(s, &sid, &opened, &unsupported, None);
+    Ok(Followed { response, then })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OpenParams {
+    session_id: acp::SessionId,
+    cwd: PathBuf,
+    #[serde(default)]
+    mcp_servers: Vec<acp::McpServer>,
+}
+
+/// `session/load`: the replay, then the answer.
+pub(crate) async fn load(
+    s: &Server,
+    p: OpenParams,
+) -> Result<Followed<acp::LoadSessionResponse>, Fail> {
+    let (opened, unsupported) = open(s, p, true).await?;
+    let sid = opened.handle.id().clone();
+    let notices = s.client.notices();
+    for event in &opened.replay {
+        for u in mapping::updates(event, notices) {
+            s.out.update(&sid, u).await;
+        }
+    }
+    let response = acp::LoadSessionResponse::new()
+        .modes(mapping::modes(&opened.settings))
+        .config_options(mapping::config_options(&opened.settings))
+        .meta(ferrite_meta(&sid, opened.parent.as_ref()));
+    let then = after_open(s, &sid, &opened, &unsupported, opened.title.clone());
+    Ok(Followed { response, then })
+}
+
+/// `session/resume`: `session/load` without the replay.
+pub(crate) async fn resume(
+    s: &Server,
+    p: OpenParams,
+) -> Result<Followed<acp::ResumeSessionResponse>, Fail> {
+    let (opened, unsupported) = open(s, p, false).await?;
+    let sid = opened.handle.id().clone();
+    let response = acp::ResumeSessionResponse::new()
+        .modes(mapping::modes(&opened.settings))
+        .config_options(mapping::config_options(&opened.settings))
+        .meta(ferrite_meta(&sid, opened.parent.as_ref()));
+    let then = after_open(s, &sid, &opened, &unsupported, opened.title.clone());
+    Ok(Followed { response, then })
+}
+
+async fn open(s: &Server, p: OpenParams, replay: bool) -> Result<(Opened, Vec<String>), Fail> {
+    let sid = session_id(&p.session_id)?;
+    if !p.cwd.is_absolute() {
+        return Err(Fail::params("`cwd` must be an absolute path"));
+    }
+    let (servers, unsupported) = mapping::mcp_servers(p.mcp_servers);
+    Ok((
+        s.runtime.open_session(&sid, replay, servers).await?,
+        unsupported,
+    ))
+}
+
+fn ferrite_meta(id: &SessionId, parent: Option<&SessionId>) -> Option<Map<String, Value>> {
+    let mut f = json!({ "sessionId": id.as_str() });
+    if let Some(p) = parent {
+        f["parentSessionId"] = json!(p.as_str());
+    }
+    meta(json!({ "ferrite": f }))
+}
+
+/// After the answer (clients drop updates for a session id they have not learned yet): the
+/// usage meter, the title of a loaded session, the commands, notices of MCP servers not started,
+/// then discovery and the session's own held notices.
+fn after_open(
+    s: &Server,
+    id: &SessionId,
+    opened: &Opened,
+    unsupported_mcp: &[String],
+    title: Option<String>,
+) -> Vec<After> {
+    let update = |u| After::update(id, u);
+    let mut then: Vec<After> = mapping::updates(&opened.usage, false)
+        .into_iter()
+        .map(update)
+        .collect();
+    if let Some(title) = title {
+        // Editors that list sessions show the title of a loaded one too.
+        let info = acp::SessionInfoUpdate::new().title(title);
+        then.push(update(acp::SessionUpdate::SessionInfoUpdate(info)));
+    }
+    then.push(update(acp::SessionUpdate::AvailableCommandsUpdate(
+        acp::AvailableCommandsUpdate::new(mapping::available_commands(&opened.commands)),
+    )));
+    let notices = s.client.notices();
+    for name in unsupported_mcp {
+        let text = format!(
+            "MCP server `{name}` was not started: its transport (SSE) is not supported; use stdio or HTTP."
+        );
+        then.extend(
+            mapping::updates(&Event::Notice { text }, notices)
+                .into_iter()
+                .map(update),
+        );
+    }
+    then.push(After::Discover);
+    then.push(After::ReleaseNotices(opened.notices.clone()));
+    then
+}
+
+/// Cursor of `session/list`: where the previous page ended. Opaque to clients.
+fn encode_cursor(updated_nanos: u128, id: &SessionId) -> String {
+    format!("{updated_nanos}.{id}")
+}
+
+fn decode_cursor(c: &str) -> Option<(u128, SessionId)> {
+    let (n, id) = c.split_once('.')?;
+    Some((n.parse().ok()?, SessionId::parse(id).ok()?))
+}
+
+fn nanos(t: std::time::SystemTime) -> u128 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+pub(crate) async fn list(
+    s: &Server,
+    req: acp::ListSessionsRequest,
+) -> Result<acp::ListSessionsResponse, Fail> {
+    if req.cwd.as_deref().is_some_and(|c| !c.is_absolute()) {
+        return Err(Fail::params("`cwd` must be an absolute path"));
+    }
+    // Listing reads the header of every log (thousands of files): on a blocking thread.
+    let runtime = s.runtime.clone();
+    let cwd = req.cwd.clone();
+    let all = tokio::task::spawn_blocking(move || runtime.list(cwd.as_deref()))
+        .await
+        .map_err(|e| Fail::internal(format!("listing sessions failed: {e}")))??;
+    let start = match req.cursor.as_deref() {
+        None => 0,
+        Some(c) => {
+            let (n, id) = decode_cursor(c).ok_or_else(|| Fail::params("invalid cursor"))?;
+            // Newest first: the page starts after the cursor's position in that order.
+            all.iter()
+                .position(|x| (nanos(x.updated_at), &x.id) < (n, &id))
+                .unwrap_or(all.len())
+        }
+    };
+    let page: Vec<_> = all.iter().skip(start).take(LIST_PAGE_SIZE).collect();
+    let next = (start + page.len() < all.len())
+        .then(|| {
+            page.last()
+                .map(|l| encode_cursor(nanos(l.updated_at), &l.id))
+        })
+        .flatten();
+    let sessions = page
+        .iter()
+        .map(|x| {
+            acp::SessionInfo::new(acp::SessionId::new(x.id.as_str()), x.cwd.clone())
+                .title(x.title.clone())
+                .updated_at(ferrite_core::time::rfc3339(x.updated_at))
+        })
+        .collect();
+    Ok(acp::ListSessionsResponse::new(sessions).next_cursor(next))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionParams {
+    session_id: acp::SessionId,
+}
+
+pub(crate) async fn close(s: &Server, p: SessionParams) -> Result<Json, Fail> {
+    let sid = session_id(&p.session_id)?;
+    if !s.runtime.knows(&sid) {
+        return Err(Fail::params("unknown session"));
+    }
+    s.caller.cancel_session(&sid);
+    s.runtime.close(&sid).await;
+    Ok(Json(json!({})))
+}
+
+pub(crate) async fn delete(s: &Server, p: SessionParams) -> Result<Json, Fail> {
+    let sid = session_id(&p.session_id)?;
+    if s.prompts.is_waiting(&sid) {
+        return Err(Fail::params(
+            "a turn is running in this session; cancel it first",
+        ));
+    }
+    s.runtime.delete(&sid).await?;
+    Ok(Json(json!({})))
+}
+
+pub(crate) async fn fork(s: &Server, p: SessionParams) -> Result<Json, Fail> {
+    let sid = session_id(&p.session_id)?;
+    let new_id = s.runtime.fork(&sid)?;
+    Ok(Json(json!({ "sessionId": new_id.as_str() })))
+}

@@ -1,0 +1,11 @@
+//! What the server (not the core) writes about a session, queued to the pump behind the core's
+//! events.
+
+use serde_json::Value;
+
+pub(crate) enum Outbound {
+    /// A request to the client, written only if its waiter still waits.
+    Request { id: Value, line: String },
+    /// The waiter of `id` gave up after the request was written: withdraw it.
+    Withdraw { id: Value },
+}

@@ -1,0 +1,281 @@
+//! The one supervisor of a prompt: every prompt a session task was handed ends with exactly one
+//! `TurnEnded` on the event channel, or with the session's refusal. The session task sends the
+//! `TurnEnded` of every turn it ran (`task::finish_turn`); the supervisor sends it when the task
+//! cannot: the task died before or during the turn, or did not take the prompt within
+//! [`PROMPT_ACK_TIMEOUT`]. Callers (the ACP server) answer a prompt on its `TurnEnded` and keep
+//! no watchdog of their own.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Event, Refusal, SessionEvent, TurnOutcome};
+use crate::ids::{SessionId, TurnId};
+use crate::log::{StopReason, TurnFailure};
+use crate::model::TerminalStatus;
+
+/// How long a session task has to take a prompt before the prompt is ended as failed.
+pub const PROMPT_ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A prompt handed to a session task.
+pub struct Submitted {
+    /// The turn's id: its events and its `TurnEnded` carry it.
+    pub turn: TurnId,
+    /// Resolves within [`PROMPT_ACK_TIMEOUT`]: `Ok` once the turn is the runtime's to end (its
+    /// `TurnEnded` will follow), or the session's refusal (no event of the turn follows).
+    pub admitted: oneshot::Receiver<Result<(), Refusal>>,
+}
+
+/// Marked by the session task right after it queued a turn's `TurnEnded`.
+#[derive(Clone, Default)]
+pub(super) struct TurnEnd(CancellationToken);
+
+impl TurnEnd {
+    pub(super) fn mark(&self) {
+        self.0.cancel();
+    }
+}
+
+/// What became of a prompt the session task did not refuse.
+enum Taken {
+    Running,
+    /// The session task went away with the prompt still queued.
+    Died,
+    Unresponsive,
+}
+
+/// The prompt of `turn` in `session`, handed to its task.
+pub(super) struct Handed<G> {
+    pub session: SessionId,
+    pub turn: TurnId,
+    /// The task's answer: took it, or refused it.
+    pub ack: oneshot::Receiver<Result<(), Refusal>>,
+    /// Marked by the task once it queued the turn's `TurnEnded`.
+    pub ended: TurnEnd,
+    /// Resolves when the session task is gone (its op queue closed).
+    pub task_gone: G,
+    pub events: mpsc::Sender<SessionEvent>,
+}
+
+/// Starts the supervisor of a prompt just handed to its session task.
+pub(super) fn supervise<G>(handed: Handed<G>) -> Submitted
+where
+    G: Future<Output = ()> + Send + 'static,
+{
+    supervise_within(handed, PROMPT_ACK_TIMEOUT)
+}
+
+fn supervise_within<G>(handed: Handed<G>, ack_timeout: Duration) -> Submitted
+where
+    G: Future<Output = ()> + Send + 'static,
+{
+    let Handed {
+        session,
+        turn,
+        ack,
+        ended,
+        task_gone,
+        events,
+    } = handed;
+    let (admit, admitted) = oneshot::channel();
+    tokio::spawn(async move {
+        let taken = match wait_taken(ack, ack_timeout).await {
+            Ok(taken) => taken,
+            Err(refusal) => {
+                let _ = admit.send(Err(refusal));
+                return;
+            }
+        };
+        let _ = admit.send(Ok(()));
+        let outcome = match taken {
+            Taken::Running => {
+                if !died_during_turn(task_gone, &ended).await {
+                    return;
+                }
+                interrupted(
+                    "session_task_died",
+                    "The session stopped unexpectedly during the turn; what was recorded is kept. Reload the session to continue.",
+                )
+            }
+            Taken::Died => interrupted(
+                "session_task_died",
+                "The session stopped unexpectedly before the turn started; reload the session to continue.",
+            ),
+            Taken::Unresponsive => interrupted(
+                "session_unresponsive",
+                "The session did not respond; the turn was not started. Try again, or close and reload the session.",
+            ),
+        };
+        send_turn_end(&events, &session, turn, outcome).await;
+    });
+    Submitted { turn, admitted }
+}
+
+async fn wait_taken(
+    mut ack: oneshot::Receiver<Result<(), Refusal>>,
+    timeout: Duration,
+) -> Result<Taken, Refusal> {
+    let answer = match tokio::time::timeout(timeout, &mut ack).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            // After `close` the task's `Ok` can no longer arrive, so it will not start the turn;
+            // one sent before is still read here.
+            ack.close();
+            match ack.try_recv() {
+                Ok(answer) => Ok(answer),
+                Err(_) => return Ok(Taken::Unresponsive),
+            }
+        }
+    };
+    match answer {
+        Ok(Ok(())) => Ok(Taken::Running),
+        Ok(Err(r)) => Err(r),
+        Err(_) => Ok(Taken::Died),
+    }
+}
+
+/// Waits for the turn to end; true when the session task went away without ending it.
+async fn died_during_turn(task_gone: impl Future<Output = ()>, ended: &TurnEnd) -> bool {
+    tokio::select! {
+        biased;
+        () = ended.0.cancelled() => false,
+        // The task marks before it can exit, so a task that ended the turn is never seen here.
+        () = task_gone => !ended.0.is_cancelled(),
+    }
+}
+
+/// A turn the runtime ended because it could not run or finish it. The one place such an
+/// outcome is built (the session task uses it for a turn task that panicked).
+pub(super) fn interrupted(kind: &str, message: &str) -> TurnOutcome {
+    TurnOutcome {
+        stop: StopReason::EndTurn,
+        failure: Some(TurnFailure {
+            terminal_status: TerminalStatus::Interrupted,
+            error_kind: kind.into(),
+            message: message.into(),
+        }),
+    }
+}
+
+/// Queues a turn's end: a failure's text as a message, then `TurnEnded`.
+pub(super) async fn send_turn_end(
+    events: &mpsc::Sender<SessionEvent>,
+    session: &SessionId,
+    turn: TurnId,
+    outcome: TurnOutcome,
+) {
+    let send = |event| SessionEvent {
+        session: session.clone(),
+        turn: Some(turn),
+        event,
+    };
+    if let Some(f) = &outcome.failure {
+        let _ = events
+            .send(send(Event::AgentMessageChunk {
+                text: f.message.clone(),
+            }))
+            .await;
+    }
+    let _ = events.send(send(Event::TurnEnded(outcome))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHORT: Duration = Duration::from_millis(100);
+
+    /// A prompt handed to a session task that is the test: it holds the task's side.
+    struct Task {
+        reply: oneshot::Sender<Result<(), Refusal>>,
+        ended: TurnEnd,
+        /// Dropping it is the task going away.
+        alive: oneshot::Sender<()>,
+    }
+
+    fn submit() -> (Submitted, Task, mpsc::Receiver<SessionEvent>) {
+        let (reply, ack) = oneshot::channel();
+        let (alive, gone) = oneshot::channel::<()>();
+        let (events, events_rx) = mpsc::channel(8);
+        let ended = TurnEnd::default();
+        let handed = Handed {
+            session: SessionId::parse("s").unwrap(),
+            turn: TurnId(7),
+            ack,
+            ended: ended.clone(),
+            task_gone: async move {
+                let _ = gone.await;
+            },
+            events,
+        };
+        let task = Task {
+            reply,
+            ended,
+            alive,
+        };
+        (supervise_within(handed, SHORT), task, events_rx)
+    }
+
+    /// The events the supervisor sent for turn 7: the failure text, then `TurnEnded`'s kind.
+    async fn ending(events: &mut mpsc::Receiver<SessionEvent>) -> (String, String) {
+        let text = match events.recv().await.unwrap().event {
+            Event::AgentMessageChunk { text } => text,
+            other => panic!("{other:?}"),
+        };
+        let end = events.recv().await.unwrap();
+        assert_eq!(end.turn, Some(TurnId(7)));
+        let Event::TurnEnded(outcome) = end.event else {
+            panic!("{:?}", end.event)
+        };
+        (text, outcome.failure.unwrap().error_kind)
+    }
+
+    #[tokio::test]
+    async fn a_task_that_never_takes_the_prompt_is_unresponsive_and_cannot_start_it_later() {
+        let (submitted, task, mut events) = submit();
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        let (text, kind) = ending(&mut events).await;
+        assert_eq!(kind, "session_unresponsive");
+        assert!(text.contains("did not respond"), "{text}");
+        // The task wakes up late: its `Ok` fails, so it knows not to start the turn.
+        assert!(task.reply.send(Ok(())).is_err());
+        assert!(events.recv().await.is_none(), "exactly one TurnEnded");
+    }
+
+    #[tokio::test]
+    async fn a_task_that_dies_before_or_during_the_turn_still_ends_it_once() {
+        let (submitted, task, mut events) = submit();
+        drop(task);
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        let (text, kind) = ending(&mut events).await;
+        assert_eq!(kind, "session_task_died");
+        assert!(text.contains("before the turn started"), "{text}");
+
+        let (submitted, task, mut events) = submit();
+        task.reply.send(Ok(())).unwrap();
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        drop(task.alive);
+        let (text, kind) = ending(&mut events).await;
+        assert_eq!(kind, "session_task_died");
+        assert!(text.contains("during the turn"), "{text}");
+        assert!(events.recv().await.is_none(), "exactly one TurnEnded");
+    }
+
+    #[tokio::test]
+    async fn a_turn_the_task_ended_and_a_refused_prompt_get_nothing_from_the_supervisor() {
+        let (submitted, task, mut events) = submit();
+        task.reply.send(Ok(())).unwrap();
+        assert_eq!(submitted.admitted.await.unwrap(), Ok(()));
+        task.ended.mark();
+        drop(task.alive);
+        assert!(events.recv().await.is_none());
+
+        let (submitted, task, mut events) = submit();
+        task.reply.send(Err(Refusal::Busy)).unwrap();
+        assert_eq!(submitted.admitted.await.unwrap(), Err(Refusal::Busy));
+        drop(task.alive);
+        assert!(events.recv().await.is_none());
+    }
+}
