@@ -4,8 +4,9 @@
 use serde::Serialize;
 
 use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView, UserContent};
+use crate::failure::{FailureKind, TurnFailure};
 use crate::ids::{SessionId, TurnId};
-use crate::log::{StopReason, TurnFailure};
+use crate::log::StopReason;
 use crate::modes::{Effort, Mode};
 
 /// Something the editor should be shown.
@@ -69,6 +70,25 @@ pub struct TurnOutcome {
     pub failure: Option<TurnFailure>,
 }
 
+impl TurnOutcome {
+    /// A turn that stopped for `stop`, without failing.
+    pub fn ended(stop: StopReason) -> Self {
+        Self {
+            stop,
+            failure: None,
+        }
+    }
+
+    /// A failed turn: it answers `end_turn` with the failure's facts, and `message` is what the
+    /// user is told. The one constructor of a failed outcome.
+    pub fn failed(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            stop: StopReason::EndTurn,
+            failure: Some(TurnFailure::new(&kind, message)),
+        }
+    }
+}
+
 /// A session's current choices and what it may choose from: everything the ACP `modes` and
 /// `configOptions` are rendered from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,7 +123,8 @@ pub enum SettingChange {
     WebSearch(bool),
 }
 
-/// Why a request to a session was refused (JSON-RPC -32602 material).
+/// Why a request to a session was refused: the request's fault (JSON-RPC -32602), except
+/// [`Refusal::Store`], which is ferrite's (-32603).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("a turn is already running")]
@@ -112,4 +133,17 @@ pub enum Refusal {
     Invalid(String),
     #[error("the session is closed")]
     Closed,
+    /// The session log could not be written: nothing is wrong with the request.
+    #[error("could not record the change: {0}")]
+    Store(String),
+}
+
+impl Refusal {
+    /// Whether the request itself was at fault (else ferrite was: an internal error).
+    pub fn is_invalid_request(&self) -> bool {
+        match self {
+            Refusal::Busy | Refusal::Invalid(_) | Refusal::Closed => true,
+            Refusal::Store(_) => false,
+        }
+    }
 }

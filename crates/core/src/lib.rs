@@ -14,6 +14,7 @@ pub mod credentials;
 pub mod env;
 pub mod events;
 pub mod exec;
+pub mod failure;
 pub mod ids;
 pub mod log;
 pub mod mcp;

@@ -14,8 +14,9 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView, UserContent};
+pub use crate::failure::TurnFailure;
 use crate::ids::SessionId;
-use crate::model::{AssistantPart, TerminalStatus};
+use crate::model::AssistantPart;
 use crate::modes::{Effort, Harness, Mode};
 
 /// The version of the line format. Bump it when an entry changes meaning; readers refuse newer
@@ -82,14 +83,6 @@ pub enum StopReason {
     MaxTurnRequests,
     Refusal,
     Cancelled,
-}
-
-/// The facts of a failed turn (`docs/acp.md`), with the text the user was shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TurnFailure {
-    pub terminal_status: TerminalStatus,
-    pub error_kind: String,
-    pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
