@@ -25,6 +25,7 @@ pub mod private_fs;
 pub mod prompt;
 pub mod protected;
 pub mod runtime;
+mod session;
 pub mod state;
 pub mod time;
 pub mod tools;

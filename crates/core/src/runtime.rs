@@ -32,8 +32,8 @@ use crate::mcp::{McpLauncher, McpServerSpec, McpTransport};
 use crate::model::ModelConnector;
 use crate::modes::{Harness, Mode};
 use crate::permissions::Approver;
+use crate::session::Session;
 use crate::state::SessionState;
-use crate::turn::SessionCore;
 
 /// How long a cancelled turn may take to wind down before its task is aborted.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
@@ -531,17 +531,8 @@ impl Runtime {
         let ctx = SessionCtx { catalog, ceiling };
         let settings = ctx.settings(&state);
         let usage = ctx.usage(&state);
-        let context_tokens = state.context_tokens;
         let events = if replay { state.replay() } else { vec![] };
-        let core = Arc::new(Mutex::new(SessionCore {
-            state,
-            log,
-            sandbox_warned: Default::default(),
-            extra_tools,
-            disk_changes: Default::default(),
-            context_tokens,
-            nested_instructions: Default::default(),
-        }));
+        let core = Session::new(state, log, extra_tools);
         let (ops_tx, ops_rx) = mpsc::channel(64);
         let task = tokio::spawn(session_task(
             core,

@@ -1,8 +1,8 @@
 //! The session task: owns a session's state and log, takes ops from its queue one at a time,
 //! and supervises the turn it starts.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -15,12 +15,13 @@ use crate::catalog::Catalog;
 use crate::events::{
     Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
 };
+use crate::failure::FailureKind;
 use crate::ids::{SessionId, TurnId};
-use crate::log::{EntryKind, StopReason, TurnFailure};
-use crate::model::TerminalStatus;
+use crate::log::{EntryKind, StopReason};
 use crate::modes::{Effort, Mode};
+use crate::session::Session;
 use crate::state::SessionState;
-use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
+use crate::turn::{TurnRequest, run_turn};
 
 /// Resolves (by panicking) only when the session-task fault is on and a turn runs.
 async fn injected_fault(faults: Faults, turn_running: bool) {
@@ -143,16 +144,15 @@ async fn wait_running(running: &mut Option<Running>) -> RunningEnd {
 }
 
 pub(super) async fn session_task(
-    core: Arc<Mutex<SessionCore>>,
+    core: Session,
     mut ctx: SessionCtx,
     mut ops: mpsc::Receiver<Op>,
     services: Arc<Services>,
     events: mpsc::Sender<SessionEvent>,
     next_turn: Arc<AtomicU64>,
 ) {
-    let session = lock(&core).state.id.clone();
+    let (session, cwd) = core.read(|s| (s.id.clone(), s.cwd.clone()));
     let mut running: Option<Running> = None;
-    let cwd = lock(&core).state.cwd.clone();
     let mut commands_seen = crate::commands::fingerprint(&services.home, &cwd);
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
     commands_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -185,8 +185,8 @@ pub(super) async fn session_task(
                     RunningEnd::Finished(Ok(outcome)) => outcome,
                     RunningEnd::Finished(Err(e)) => {
                         tracing::error!(session = %session, error = %e, "turn task failed");
-                        interrupted(
-                            "internal",
+                        TurnOutcome::failed(
+                            FailureKind::Internal,
                             "The turn stopped unexpectedly (an internal error); the session is intact and you can continue.",
                         )
                     }
@@ -216,19 +216,14 @@ pub(super) async fn session_task(
                     tracing::warn!("fault injection: stalling the session task");
                     std::future::pending::<()>().await;
                 }
-                if let Some(refusal) = check_turn_options(&ctx, &lock(&core).state, &options) {
+                if let Some(refusal) = core.read(|state| check_turn_options(&ctx, state, &options))
+                {
                     let _ = reply.send(Err(refusal));
                     continue;
                 }
                 let id = TurnId(next_turn.fetch_add(1, Ordering::Relaxed));
                 let cancel = CancellationToken::new();
-                let rec = Recorder {
-                    core: core.clone(),
-                    events: events.clone(),
-                    session: session.clone(),
-                    turn: Some(id),
-                    hidden_call: None,
-                };
+                let rec = core.recorder(events.clone(), Some(id));
                 let handle = tokio::spawn(run_turn(
                     services.clone(),
                     rec,
@@ -256,21 +251,20 @@ pub(super) async fn session_task(
             }
             Ok(Some(Op::Release)) => {
                 if running.is_none()
-                    && let Err(e) = lock(&core).log.release()
+                    && let Err(e) = core.release()
                 {
                     tracing::warn!(session = %session, error = %e, "could not release an idle session's log");
                 }
             }
             Ok(Some(Op::Snapshot { reply })) => {
-                let core = lock(&core);
-                let _ = reply.send(Snapshot {
-                    settings: ctx.settings(&core.state),
-                    usage: ctx.usage(&core.state),
-                    replay: core.state.replay(),
-                    parent: core.state.parent.clone(),
-                    title: core.state.title.clone(),
+                let _ = reply.send(core.read(|state| Snapshot {
+                    settings: ctx.settings(state),
+                    usage: ctx.usage(state),
+                    replay: state.replay(),
+                    parent: state.parent.clone(),
+                    title: state.title.clone(),
                     running: running.is_some(),
-                });
+                }));
             }
             Ok(Some(Op::Refresh)) => {
                 refresh_catalog(&core, &mut ctx, &services, &events, &session).await;
@@ -290,7 +284,7 @@ pub(super) async fn session_task(
                     };
                     finish_turn(&core, &events, &session, r.id, outcome).await;
                 }
-                if let Err(e) = lock(&core).log.sync() {
+                if let Err(e) = core.sync() {
                     tracing::error!(session = %session, error = %e, "could not flush session log on close");
                 }
                 break Some(reply);
@@ -299,7 +293,7 @@ pub(super) async fn session_task(
     };
     // Dropping `core` closes the log file and releases its lock; only then is the close
     // answered, so the session can be reopened at once.
-    let extra_tools = lock(&core).extra_tools.take();
+    let extra_tools = core.take_extra_tools();
     if let Some(provider) = extra_tools
         && tokio::time::timeout(CLOSE_GRACE, provider.shutdown())
             .await
@@ -316,13 +310,13 @@ pub(super) async fn session_task(
 /// Rebuilds the session's catalog (new provider listings) and sends the `model` option again
 /// when what the editor shows changed.
 async fn refresh_catalog(
-    core: &Mutex<SessionCore>,
+    core: &Session,
     ctx: &mut SessionCtx,
     services: &Services,
     events: &mpsc::Sender<SessionEvent>,
     session: &SessionId,
 ) {
-    let cwd = lock(core).state.cwd.clone();
+    let cwd = core.read(|s| s.cwd.clone());
     let catalog = match services.context(Some(&cwd)) {
         Ok((_, catalog)) => catalog,
         Err(e) => {
@@ -330,12 +324,11 @@ async fn refresh_catalog(
             return;
         }
     };
-    let (before, after) = {
-        let core = lock(core);
-        let before = ctx.settings(&core.state);
+    let (before, after) = core.read(|state| {
+        let before = ctx.settings(state);
         ctx.catalog = catalog;
-        (before, ctx.settings(&core.state))
-    };
+        (before, ctx.settings(state))
+    });
     if before != after {
         let _ = events
             .send(SessionEvent {
@@ -344,17 +337,6 @@ async fn refresh_catalog(
                 event: Event::SettingsChanged(after),
             })
             .await;
-    }
-}
-
-fn interrupted(kind: &str, message: &str) -> TurnOutcome {
-    TurnOutcome {
-        stop: StopReason::EndTurn,
-        failure: Some(TurnFailure {
-            terminal_status: TerminalStatus::Interrupted,
-            error_kind: kind.into(),
-            message: message.into(),
-        }),
     }
 }
 
@@ -385,46 +367,25 @@ fn check_turn_options(ctx: &SessionCtx, state: &SessionState, o: &TurnOptions) -
 }
 
 fn apply_change(
-    core: &Mutex<SessionCore>,
+    core: &Session,
     ctx: &mut SessionCtx,
     change: &SettingChange,
 ) -> Result<Settings, Refusal> {
-    let mut core = lock(core);
-    let entries = ctx.plan_change(&core.state, change)?;
-    for e in entries {
-        core.log
-            .append(e.clone())
-            .map_err(|e| Refusal::Invalid(format!("could not record the change: {e}")))?;
-        core.state.apply(e);
-    }
-    if let Err(e) = core.log.sync() {
-        tracing::error!(error = %e, "could not sync session log");
-    }
-    Ok(ctx.settings(&core.state))
+    let entries = core.read(|state| ctx.plan_change(state, change))?;
+    // A log that cannot be written is ferrite's failure, not the request's.
+    core.record_all(entries)
+        .map_err(|e| Refusal::Store(e.to_string()))?;
+    Ok(core.read(|state| ctx.settings(state)))
 }
 
 async fn finish_turn(
-    core: &Mutex<SessionCore>,
+    core: &Session,
     events: &mpsc::Sender<SessionEvent>,
     session: &SessionId,
     turn: TurnId,
     outcome: TurnOutcome,
 ) {
-    {
-        let mut core = lock(core);
-        let entry = EntryKind::TurnEnd {
-            stop: outcome.stop,
-            failure: outcome.failure.clone(),
-        };
-        if let Err(e) = core.log.append(entry.clone()) {
-            tracing::error!(session = %session, error = %e, "could not record the end of a turn");
-        } else {
-            core.state.apply(entry);
-        }
-        if let Err(e) = core.log.sync() {
-            tracing::error!(session = %session, error = %e, "could not sync session log");
-        }
-    }
+    core.end_turn(&outcome);
     let send = |event| SessionEvent {
         session: session.clone(),
         turn: Some(turn),
