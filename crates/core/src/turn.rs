@@ -155,13 +155,13 @@ async fn call_env(
     cancel: &CancellationToken,
 ) -> Stage<CallEnv> {
     let extra_tools = parts.start.extra_tools.clone();
-    let (config, rec) = (parts.config, parts.rec);
+    let (config, rec, connector) = (parts.config, parts.rec, parts.services.connector.as_ref());
     let mut env = CallEnv::new(parts);
     env.read_only = crate::commands::is_read_only(&req.content);
     env.checkpoint = Some(checkpoint.clone());
     // The assistant harness has no tools to give a subagent.
     if env.tools.get("read").is_some() {
-        env.subagent = Some(resolve::subagent_model(config, model));
+        env.subagent = Some(resolve::subagent_model(config, model, connector));
     }
     if let Some(provider) = extra_tools {
         let tools = tokio::select! {

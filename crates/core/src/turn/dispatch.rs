@@ -290,3 +290,6 @@ async fn succeeded(
     )
     .await
 }
+
+#[cfg(test)]
+mod tests;

@@ -46,7 +46,6 @@ pub(super) struct TurnModel {
     pub effort: Effort,
     pub web_search: bool,
     pub catalog: Catalog,
-    pub connector: Arc<dyn ModelConnector>,
 }
 
 /// Picks the turn's model (the prompt's, else the session's, else the default), checks that it
@@ -82,7 +81,7 @@ pub(super) fn model(
     if let Some(need) = catalog.auth_needed_for(&model_id) {
         return Err(TurnOutcome::failed(FailureKind::NoApiKey, need.message));
     }
-    let connector = services.connector.clone().ok_or_else(no_provider)?;
+    let connector = services.connector.as_ref().ok_or_else(no_provider)?;
     let provider = catalog.provider(&info.provider).ok_or_else(no_provider)?;
     let client = connector
         .connect(provider, catalog.key(&provider.name))
@@ -94,12 +93,15 @@ pub(super) fn model(
         info,
         origin,
         catalog,
-        connector,
     })
 }
 
 /// The model subagents use: `subagent.model` when set and usable, else the turn's own.
-pub(super) fn subagent_model(config: &Config, turn: &TurnModel) -> SubagentModel {
+pub(super) fn subagent_model(
+    config: &Config,
+    turn: &TurnModel,
+    connector: Option<&Arc<dyn ModelConnector>>,
+) -> SubagentModel {
     let own = || SubagentModel {
         client: turn.client.clone(),
         info: turn.info.clone(),
@@ -115,8 +117,7 @@ pub(super) fn subagent_model(config: &Config, turn: &TurnModel) -> SubagentModel
     let catalog = &turn.catalog;
     let chosen = catalog.resolve(id).ok().and_then(|info| {
         let provider = catalog.provider(&info.provider)?;
-        let client = turn
-            .connector
+        let client = connector?
             .connect(provider, catalog.key(&provider.name))
             .ok()?;
         Some(SubagentModel { client, info })

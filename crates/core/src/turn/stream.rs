@@ -250,3 +250,6 @@ fn without_images(messages: &mut [Message]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
