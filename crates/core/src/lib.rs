@@ -3,6 +3,7 @@
 //! Knows nothing of JSON-RPC, HTTP or process spawning: it reaches them through small traits
 //! ([`model::ModelClient`], ...) that the other crates implement and `cli` wires together.
 
+pub mod access;
 pub mod attachments;
 pub mod catalog;
 pub mod checkpoints;
@@ -30,4 +31,5 @@ pub mod state;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 pub mod web;

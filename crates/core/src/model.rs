@@ -13,6 +13,7 @@ use crate::catalog::{ListedModel, Provider};
 use crate::modes::Effort;
 
 pub use crate::failure::{FailureKind, TerminalStatus, sanitize_error_kind};
+pub use crate::usage::Usage;
 
 /// One request to a model: everything needed to produce the next assistant message.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,24 +152,6 @@ pub enum StopKind {
     ToolUse,
     MaxTokens,
     Refusal,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    /// All input tokens of the request, cached ones included.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cached_input_tokens: u64,
-    /// Input tokens written to the prompt cache (Anthropic bills them at a higher rate).
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// Tokens the conversation occupies in the context window after this call.
-    pub fn context_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
 }
 
 /// A failed model call, classified so the turn loop can branch on it.

@@ -22,6 +22,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::access::Access;
 use crate::content::{Location, PlanEntry, ToolCallUpdateView, ToolContent, ToolKind};
 use crate::exec::{CommandRunner, Sandbox};
 use crate::ids::SessionId;
@@ -78,30 +79,6 @@ pub enum Approval {
     /// The tool puts its own question to the user (`exit_plan`): no policy decision, and the
     /// call is not shown running before it asks; it answers a cancel itself.
     OwnQuestion,
-}
-
-/// What a call will do, for the permission policy (`docs/permissions.md`). Paths are absolute and
-/// resolved (symlinks and `..`), as far as they exist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Access {
-    /// Nothing outside the agent (plans, thinking).
-    None,
-    Read {
-        paths: Vec<PathBuf>,
-    },
-    Write {
-        paths: Vec<PathBuf>,
-    },
-    Execute {
-        command: String,
-    },
-    /// An MCP tool: the policy rules are `mcp__server__tool`.
-    Mcp,
-    /// A web request (`web_fetch`): rules are `web_fetch(domain:…)` on `host`.
-    Fetch {
-        url: String,
-        host: String,
-    },
 }
 
 /// What a tool must not open on its own (the files a search walks into): what the deny rules
