@@ -192,3 +192,74 @@ async fn calls_after_a_cancel_get_results_without_running() {
         ]
     );
 }
+
+/// Answers every question with the option of `kind`, counting the questions.
+struct Answers {
+    kind: crate::permissions::OptionKind,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl crate::permissions::Approver for Answers {
+    fn request(
+        &self,
+        _session: &crate::ids::SessionId,
+        req: crate::permissions::PermissionRequest,
+    ) -> futures::future::BoxFuture<'_, crate::permissions::PermissionAnswer> {
+        self.asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = req
+            .options
+            .iter()
+            .find(|o| o.kind == self.kind)
+            .map(|o| o.id.clone());
+        Box::pin(async move {
+            match id {
+                Some(id) => crate::permissions::PermissionAnswer::Selected(id),
+                None => crate::permissions::PermissionAnswer::Cancelled,
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_always_answer_decides_the_later_calls_of_the_same_turn() {
+    let mut r = rig();
+    let answers = Arc::new(Answers {
+        kind: crate::permissions::OptionKind::AllowAlways,
+        asked: Default::default(),
+    });
+    r.env.approver = Some(answers.clone());
+    let calls = [
+        call(
+            "w1",
+            "write",
+            serde_json::json!({"path": "a.txt", "content": "1"}),
+        ),
+        call(
+            "w2",
+            "write",
+            serde_json::json!({"path": "b.txt", "content": "2"}),
+        ),
+    ];
+    let outcome = run_all(
+        &r.session.recorder,
+        &r.env,
+        &calls,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, None);
+    assert_eq!(
+        answers.asked.load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "the second write was allowed by the stored rule"
+    );
+    assert!(r.root.join("a.txt").exists() && r.root.join("b.txt").exists());
+    // The question went to the approver between the card and the "running" mark.
+    let events = shown(r.session.drain_events());
+    assert!(
+        events[1].starts_with("update Some(InProgress)"),
+        "{events:?}"
+    );
+}
