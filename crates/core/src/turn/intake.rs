@@ -63,3 +63,68 @@ pub(super) async fn name_session(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::session::testing::TestSession;
+
+    fn text(t: &str) -> Vec<UserContent> {
+        vec![UserContent::Text { text: t.into() }]
+    }
+
+    /// The prompts the log holds, by entry type.
+    fn kinds(s: &TestSession) -> Vec<&'static str> {
+        s.recorder.read(|state| {
+            state
+                .history
+                .iter()
+                .filter_map(|k| {
+                    if matches!(k, EntryKind::UserMessage { .. }) {
+                        Some("user_message")
+                    } else if matches!(k, EntryKind::Command { .. }) {
+                        Some("command")
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_prompt_is_recorded_and_names_the_session_once() {
+        let mut s = TestSession::new(std::env::temp_dir());
+        for prompt in ["fix the   bug", "and the tests"] {
+            let start = s.recorder.start();
+            let intake = record_prompt(s.home.path(), &s.recorder, &text(prompt), &start).unwrap();
+            name_session(&s.recorder, &text(prompt), &start, &intake)
+                .await
+                .unwrap();
+        }
+        assert_eq!(kinds(&s), ["user_message", "user_message"]);
+        let title = s.recorder.read(|state| state.title.clone());
+        assert_eq!(title.as_deref(), Some("fix the bug"));
+        assert_eq!(
+            s.drain_events(),
+            [Event::TitleChanged {
+                title: "fix the bug".into()
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn commands_to_ferrite_are_told_apart() {
+        let s = TestSession::new(std::env::temp_dir());
+        let start = s.recorder.start();
+        let compact =
+            record_prompt(s.home.path(), &s.recorder, &text("/compact short"), &start).unwrap();
+        assert_eq!(compact.compact.as_deref(), Some("short"));
+        let undo = record_prompt(s.home.path(), &s.recorder, &text("/undo 2"), &start).unwrap();
+        assert!(undo.checkpoint_command.is_some());
+        // `/compact` is replayed (a `command` entry); `/undo` is not part of the conversation.
+        assert_eq!(kinds(&s), ["command"]);
+    }
+}
