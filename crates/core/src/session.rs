@@ -44,8 +44,8 @@ impl SessionCore {
     }
 }
 
-/// The owner's handle on an open session (its task's). Cheap to clone for the session's turn.
-#[derive(Clone)]
+/// The owner's handle on an open session: its task's, and no one else's (it is not `Clone`;
+/// a turn gets a [`Recorder`]).
 pub(crate) struct Session {
     core: Arc<Mutex<SessionCore>>,
 }
@@ -67,6 +67,13 @@ impl Session {
                 context_tokens,
                 nested_instructions: Default::default(),
             })),
+        }
+    }
+
+    /// The same session, for a recorder.
+    fn share(&self) -> Session {
+        Session {
+            core: self.core.clone(),
         }
     }
 
@@ -130,7 +137,7 @@ impl Session {
     /// The writer for one turn (`turn`) or for events outside a turn (`None`).
     pub fn recorder(&self, events: mpsc::Sender<SessionEvent>, turn: Option<TurnId>) -> Recorder {
         let id = self.read(|s| s.id.clone());
-        Recorder::new(self.clone(), events, id, turn)
+        Recorder::new(self.share(), events, id, turn)
     }
 }
 

@@ -33,7 +33,6 @@ pub(crate) struct TurnStart {
 }
 
 /// Writes entries to the log (folding them into the state) and sends events to the editor.
-#[derive(Clone)]
 pub(crate) struct Recorder {
     session: Session,
     events: mpsc::Sender<SessionEvent>,
@@ -41,6 +40,18 @@ pub(crate) struct Recorder {
     turn: Option<TurnId>,
     /// A tool call the editor is not shown as a card (`update_plan`: its `plan` update is it).
     hidden_call: Option<String>,
+}
+
+impl Clone for Recorder {
+    fn clone(&self) -> Self {
+        Recorder {
+            session: self.session.share(),
+            events: self.events.clone(),
+            id: self.id.clone(),
+            turn: self.turn,
+            hidden_call: self.hidden_call.clone(),
+        }
+    }
 }
 
 impl Recorder {
