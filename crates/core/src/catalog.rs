@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ApiKind, Config};
 use crate::credentials::Credentials;
 use crate::env::Env;
-use crate::model::Usage;
+use crate::usage::Usage;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySource {

@@ -4,8 +4,9 @@
 use serde::Serialize;
 
 use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView, UserContent};
+use crate::failure::{FailureKind, TurnFailure};
 use crate::ids::{SessionId, TurnId};
-use crate::log::{StopReason, TurnFailure};
+use crate::log::StopReason;
 use crate::modes::{Effort, Mode};
 
 /// Something the editor should be shown.
@@ -69,6 +70,25 @@ pub struct TurnOutcome {
     pub failure: Option<TurnFailure>,
 }
 
+impl TurnOutcome {
+    /// A turn that stopped for `stop`, without failing.
+    pub fn ended(stop: StopReason) -> Self {
+        Self {
+            stop,
+            failure: None,
+        }
+    }
+
+    /// A failed turn: it answers `end_turn` with the failure's facts, and `message` is what the
+    /// user is told. The one constructor of a failed outcome.
+    pub fn failed(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            stop: StopReason::EndTurn,
+            failure: Some(TurnFailure::new(&kind, message)),
+        }
+    }
+}
+
 /// A session's current choices and what it may choose from: everything the ACP `modes` and
 /// `configOptions` are rendered from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,7 +123,8 @@ pub enum SettingChange {
     WebSearch(bool),
 }
 
-/// Why a request to a session was refused (JSON-RPC -32602 material).
+/// Why a request to a session was refused: always the request's fault (JSON-RPC -32602). A log
+/// that cannot be written is ferrite's fault and travels as `RuntimeError::Store` (-32603).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("a turn is already running")]

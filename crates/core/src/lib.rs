@@ -3,6 +3,7 @@
 //! Knows nothing of JSON-RPC, HTTP or process spawning: it reaches them through small traits
 //! ([`model::ModelClient`], ...) that the other crates implement and `cli` wires together.
 
+pub mod access;
 pub mod attachments;
 pub mod catalog;
 pub mod checkpoints;
@@ -14,6 +15,7 @@ pub mod credentials;
 pub mod env;
 pub mod events;
 pub mod exec;
+pub mod failure;
 pub mod ids;
 pub mod log;
 pub mod mcp;
@@ -24,8 +26,10 @@ pub mod private_fs;
 pub mod prompt;
 pub mod protected;
 pub mod runtime;
+mod session;
 pub mod state;
 pub mod time;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 pub mod web;

@@ -12,6 +12,9 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{ListedModel, Provider};
 use crate::modes::Effort;
 
+pub use crate::failure::{FailureKind, TerminalStatus, sanitize_error_kind};
+pub use crate::usage::Usage;
+
 /// One request to a model: everything needed to produce the next assistant message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
@@ -151,24 +154,6 @@ pub enum StopKind {
     Refusal,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    /// All input tokens of the request, cached ones included.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cached_input_tokens: u64,
-    /// Input tokens written to the prompt cache (Anthropic bills them at a higher rate).
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// Tokens the conversation occupies in the context window after this call.
-    pub fn context_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
-}
-
 /// A failed model call, classified so the turn loop can branch on it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
@@ -215,83 +200,38 @@ impl ModelError {
         }
     }
 
+    /// What this failure is for a turn: its `errorKind` and `terminalStatus`.
+    pub fn failure_kind(&self) -> FailureKind {
+        FailureKind::from(&self.kind)
+    }
+
     /// The `errorKind` (`docs/acp.md`): lower-case ASCII, at most 64 bytes.
     pub fn error_kind(&self) -> String {
-        let raw = match &self.kind {
-            ModelErrorKind::Http { status } => format!("http_{status}"),
-            ModelErrorKind::Auth => "auth".into(),
-            ModelErrorKind::Quota => "insufficient_quota".into(),
-            ModelErrorKind::ContextLength => "context_length".into(),
-            ModelErrorKind::StreamCut => "stream_cut".into(),
-            ModelErrorKind::IdleTimeout => "idle_timeout".into(),
-            ModelErrorKind::Connection => "connection".into(),
-            ModelErrorKind::Provider { code } => code.clone(),
-            ModelErrorKind::InvalidResponse => "invalid_response".into(),
-            ModelErrorKind::Configuration => "no_provider".into(),
-            ModelErrorKind::ModelNotFound => "model_not_found".into(),
-            ModelErrorKind::Cancelled => "cancelled".into(),
-        };
-        sanitize_error_kind(&raw)
+        self.failure_kind().id().into_owned()
     }
 
     pub fn terminal_status(&self) -> TerminalStatus {
-        match self.kind {
-            ModelErrorKind::Configuration | ModelErrorKind::ModelNotFound => {
-                TerminalStatus::ConfigurationError
-            }
-            ModelErrorKind::Cancelled => TerminalStatus::Interrupted,
-            ModelErrorKind::Http { .. }
-            | ModelErrorKind::Auth
-            | ModelErrorKind::Quota
-            | ModelErrorKind::ContextLength
-            | ModelErrorKind::StreamCut
-            | ModelErrorKind::IdleTimeout
-            | ModelErrorKind::Connection
-            | ModelErrorKind::Provider { .. }
-            | ModelErrorKind::InvalidResponse => TerminalStatus::ProviderError,
+        self.failure_kind().terminal_status()
+    }
+}
+
+impl From<&ModelErrorKind> for FailureKind {
+    fn from(kind: &ModelErrorKind) -> Self {
+        match kind {
+            ModelErrorKind::Http { status } => FailureKind::Http(*status),
+            ModelErrorKind::Auth => FailureKind::Auth,
+            ModelErrorKind::Quota => FailureKind::InsufficientQuota,
+            ModelErrorKind::ContextLength => FailureKind::ContextLength,
+            ModelErrorKind::StreamCut => FailureKind::StreamCut,
+            ModelErrorKind::IdleTimeout => FailureKind::IdleTimeout,
+            ModelErrorKind::Connection => FailureKind::Connection,
+            ModelErrorKind::Provider { code } => FailureKind::provider(code),
+            ModelErrorKind::InvalidResponse => FailureKind::InvalidResponse,
+            ModelErrorKind::Configuration => FailureKind::NoProvider,
+            ModelErrorKind::ModelNotFound => FailureKind::ModelNotFound,
+            ModelErrorKind::Cancelled => FailureKind::Cancelled,
         }
     }
-}
-
-/// `terminalStatus` of a failed turn (`docs/acp.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TerminalStatus {
-    ConfigurationError,
-    ProviderError,
-    ToolError,
-    Interrupted,
-}
-
-impl TerminalStatus {
-    pub fn id(self) -> &'static str {
-        match self {
-            TerminalStatus::ConfigurationError => "configuration_error",
-            TerminalStatus::ProviderError => "provider_error",
-            TerminalStatus::ToolError => "tool_error",
-            TerminalStatus::Interrupted => "interrupted",
-        }
-    }
-}
-
-/// Forces `raw` into `^[a-z][a-z0-9_]*$`, at most 64 bytes.
-pub fn sanitize_error_kind(raw: &str) -> String {
-    let mut out: String = raw
-        .chars()
-        .map(|c| c.to_ascii_lowercase())
-        .map(|c| {
-            if c.is_ascii_lowercase() || c.is_ascii_digit() {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if !out.starts_with(|c: char| c.is_ascii_lowercase()) {
-        out.insert_str(0, "e_");
-    }
-    out.truncate(64);
-    out
 }
 
 pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
@@ -333,14 +273,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn error_kinds_are_identifiers() {
-        assert_eq!(sanitize_error_kind("overloaded_error"), "overloaded_error");
-        assert_eq!(
-            sanitize_error_kind("Rate-Limit.Exceeded"),
-            "rate_limit_exceeded"
+    fn model_errors_have_failure_kinds() {
+        let p = ModelError::new(
+            ModelErrorKind::Provider {
+                code: "Overloaded.Error".into(),
+            },
+            "busy",
         );
-        assert_eq!(sanitize_error_kind("429"), "e_429");
-        assert_eq!(sanitize_error_kind(&"x".repeat(100)).len(), 64);
+        assert_eq!(p.error_kind(), "overloaded_error");
+        let c = ModelError::new(ModelErrorKind::Configuration, "no key");
+        assert_eq!(c.error_kind(), "no_provider");
+        assert_eq!(c.terminal_status(), TerminalStatus::ConfigurationError);
         let e = ModelError::new(ModelErrorKind::Http { status: 429 }, "slow down");
         assert_eq!(e.error_kind(), "http_429");
         assert_eq!(e.terminal_status(), TerminalStatus::ProviderError);

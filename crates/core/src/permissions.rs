@@ -33,10 +33,10 @@ use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
+use crate::access::Access;
 use crate::content::ToolCallView;
 use crate::ids::SessionId;
 use crate::modes::{Harness, Mode};
-use crate::tools::Access;
 use command_rules::{CommandPattern, Verdict};
 use shell::{PlainCommand, Script, Word};
 

@@ -13,8 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::access::Access;
 use crate::modes::Mode;
-use crate::tools::Access;
 
 /// What the protection of `FERRITE_HOME` says about one call, before the policy's own decision.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -45,8 +45,8 @@ use crate::mcp::{McpLauncher, McpServerSpec};
 use crate::model::ModelConnector;
 use crate::modes::{Harness, Mode};
 use crate::permissions::Approver;
+use crate::session::Session;
 use crate::state::SessionState;
-use crate::turn::SessionCore;
 
 /// Failures to inject, for testing that the server survives them (`FERRITE_FAULTS`, a
 /// comma-separated list; see `docs/architecture.md`). All off in normal use.
@@ -352,17 +352,8 @@ impl Runtime {
         let ctx = SessionCtx { catalog, ceiling };
         let settings = ctx.settings(&state);
         let usage = ctx.usage(&state);
-        let context_tokens = state.context_tokens;
         let events = if replay { state.replay() } else { vec![] };
-        let core = Arc::new(Mutex::new(SessionCore {
-            state,
-            log,
-            sandbox_warned: Default::default(),
-            extra_tools,
-            disk_changes: Default::default(),
-            context_tokens,
-            nested_instructions: Default::default(),
-        }));
+        let core = Session::new(state, log, extra_tools);
         let (ops_tx, ops_rx) = mpsc::channel(64);
         let task = tokio::spawn(session_task(
             core,

@@ -23,10 +23,12 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::content::{Location, ToolContent, ToolKind};
+pub use crate::access::Access;
+use crate::content::{Location, PlanEntry, ToolCallUpdateView, ToolContent, ToolKind};
 use crate::exec::{CommandRunner, Sandbox};
+use crate::ids::SessionId;
 use crate::model::ToolSpec;
-use crate::turn::Recorder;
+use crate::modes::Mode;
 
 pub use bash::Bash;
 pub use edit::Edit;
@@ -64,30 +66,22 @@ pub enum ToolError {
     /// The tool machinery itself broke: the turn ends as a `tool_error`.
     #[error("{0}")]
     Fatal(String),
+    /// The turn was cancelled while the tool was asking the user; the text is the call's result.
+    #[error("{0}")]
+    Cancelled(String),
+    /// The session log could not be written: the turn stops (`session_log_write`).
+    #[error("{0}")]
+    SessionLog(String),
 }
 
-/// What a call will do, for the permission policy (`docs/permissions.md`). Paths are absolute and
-/// resolved (symlinks and `..`), as far as they exist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Access {
-    /// Nothing outside the agent (plans, thinking).
-    None,
-    Read {
-        paths: Vec<PathBuf>,
-    },
-    Write {
-        paths: Vec<PathBuf>,
-    },
-    Execute {
-        command: String,
-    },
-    /// An MCP tool: the policy rules are `mcp__server__tool`.
-    Mcp,
-    /// A web request (`web_fetch`): rules are `web_fetch(domain:…)` on `host`.
-    Fetch {
-        url: String,
-        host: String,
-    },
+/// Who decides whether a call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// The permission policy (`docs/permissions.md`), asking the user when it says so.
+    Policy,
+    /// The tool puts its own question to the user (`exit_plan`): no policy decision, and the
+    /// call is not shown running before it asks; it answers a cancel itself.
+    OwnQuestion,
 }
 
 /// What a tool must not open on its own (the files a search walks into): what the deny rules
@@ -127,6 +121,28 @@ pub struct OutputLimits {
     pub max_lines: usize,
 }
 
+/// What a tool may do to its session, and no more: it never sees the session's state. The
+/// session's recorder implements it (`crate::session::Recorder`).
+pub trait CallRecorder: Send + Sync {
+    fn session(&self) -> &SessionId;
+    /// Shows the editor how the call is going (a command's output so far).
+    fn progress(&self, update: ToolCallUpdateView) -> BoxFuture<'_, ()>;
+    /// Records the session's plan and shows it (`update_plan`).
+    fn plan(&self, entries: Vec<PlanEntry>) -> BoxFuture<'_, Result<(), String>>;
+    /// Notes that the agent wrote `path` (the editor's buffer of it is now stale).
+    fn wrote(&self, path: &std::path::Path);
+    /// Notes that a command is about to run (it may change any file).
+    fn command_started(&self);
+    /// Whether `read` should take `path` from the editor (`docs/acp.md`).
+    fn read_from_client(
+        &self,
+        policy: crate::config::FsDelegation,
+        available: bool,
+        path: &std::path::Path,
+        roots: &[PathBuf],
+    ) -> bool;
+}
+
 /// What a tool may use while it runs.
 pub struct ToolContext<'a> {
     pub cwd: PathBuf,
@@ -134,7 +150,7 @@ pub struct ToolContext<'a> {
     pub roots: Vec<PathBuf>,
     pub call_id: String,
     pub cancel: CancellationToken,
-    pub recorder: &'a Recorder,
+    pub recorder: &'a dyn CallRecorder,
     pub limits: OutputLimits,
     /// Where full outputs are spilled: `FERRITE_HOME/sessions/<id>/tool-output/`.
     pub spill_dir: PathBuf,
@@ -162,12 +178,28 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     fn kind(&self) -> ToolKind;
     fn describe(&self, input: &Value, cwd: &std::path::Path) -> CallDescription;
+    /// What the call's card shows before it runs (`exit_plan`: the plan). Empty for most.
+    fn card_content(&self, _input: &Value) -> Vec<ToolContent> {
+        vec![]
+    }
     /// What the call would do, checked against the permission policy before it runs.
     fn access(&self, input: &Value, cwd: &std::path::Path) -> Access;
     /// What the user is shown when asked to approve the call: what it will change (a diff
     /// against the file as it is now, the command and where it runs). Empty: the title says it.
     fn preview(&self, _input: &Value, _cwd: &std::path::Path) -> Vec<ToolContent> {
         vec![]
+    }
+    /// Who decides whether a call runs.
+    fn approval(&self) -> Approval {
+        Approval::Policy
+    }
+    /// Whether the tool can be called in `mode` (else a call of it is a call of an unknown tool).
+    fn callable(&self, _mode: Mode) -> bool {
+        true
+    }
+    /// Whether the model is offered the tool in `mode`.
+    fn offered(&self, mode: Mode) -> bool {
+        self.callable(mode)
     }
     fn call<'a>(
         &'a self,
@@ -192,8 +224,22 @@ impl ToolRegistry {
         self.tools.iter().find(|t| t.name() == name)
     }
 
+    /// The tool `name`, if it can be called in `mode`.
+    pub fn callable(&self, name: &str, mode: Mode) -> Option<&Arc<dyn Tool>> {
+        self.get(name).filter(|t| t.callable(mode))
+    }
+
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// The tools offered in `mode`, in the order they were added.
+    pub fn specs_in(&self, mode: Mode) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .filter(|t| t.offered(mode))
+            .map(|t| t.spec())
+            .collect()
     }
 }
 

@@ -17,7 +17,7 @@ use crate::events::Event;
 use crate::log::{EntryKind, StopReason, StoreError};
 use crate::permissions::{OptionKind, PermissionAnswer, PermissionOption, PermissionRequest};
 use crate::runtime::Services;
-use crate::turn::{Recorder, lock};
+use crate::session::Recorder;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Command {
@@ -59,7 +59,7 @@ pub(crate) async fn run(
     cancel: &CancellationToken,
 ) -> Result<StopReason, StoreError> {
     let home = std::fs::canonicalize(&services.home).unwrap_or_else(|_| services.home.clone());
-    let store = Store::new(&home, &rec.session);
+    let store = Store::new(&home, rec.session_id());
     let root = roots.first().cloned().unwrap_or_default();
     let (stop, text) = match command {
         Command::BadUndo(arg) => (
@@ -161,7 +161,7 @@ impl Undo<'_> {
             Err(e) => return Ok((StopReason::EndTurn, format!("Could not undo: {e}."))),
         };
         // The undo is itself a checkpoint, durable before anything is touched.
-        let cp = TurnCheckpoint::new(&self.services.home, &self.rec.session);
+        let cp = TurnCheckpoint::new(&self.services.home, self.rec.session_id());
         cp.configure(self.rec, self.roots.clone(), self.config.checkpoints);
         let paths: Vec<PathBuf> = plan.steps.iter().map(|s| s.path.clone()).collect();
         let (cp2, ids2) = (cp.clone(), ids.clone());
@@ -248,7 +248,7 @@ impl Undo<'_> {
     /// Asks before overwriting a file someone changed since the agent's turn, showing the diff
     /// from its current content to the one undo would restore.
     async fn ask(&self, step: &Step) -> Answer {
-        let harness = lock(&self.rec.core).state.harness;
+        let harness = self.rec.read(|state| state.harness);
         let Some(approver) = self.services.approver.get().cloned() else {
             return Answer::Keep(
                 "it changed since the agent's turn and no one could be asked".into(),
@@ -321,7 +321,7 @@ impl Undo<'_> {
         let answer = tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,
-            a = tokio::time::timeout(timeout, approver.request(&self.rec.session, req)) => Some(a),
+            a = tokio::time::timeout(timeout, approver.request(self.rec.session_id(), req)) => Some(a),
         };
         let answer = match answer {
             None => Answer::Cancelled,

@@ -14,8 +14,8 @@ use crate::events::Event;
 use crate::ids::SessionId;
 use crate::log::EntryKind;
 use crate::modes::Mode;
+use crate::session::Recorder;
 use crate::tools::Access;
-use crate::turn::{Recorder, lock};
 
 /// A turn's checkpoint, shared by its tool calls. Disk work runs on the blocking pool.
 #[derive(Clone)]
@@ -68,14 +68,13 @@ impl TurnCheckpoint {
 
     /// Arms the checkpoint for a turn of the session in `rec` over `roots`.
     pub fn configure(&self, rec: &Recorder, roots: Vec<PathBuf>, config: CheckpointsConfig) {
-        let turn = {
-            let core = lock(&rec.core);
-            core.state
+        let turn = rec.read(|state| {
+            state
                 .history
                 .iter()
                 .filter(|k| matches!(k, EntryKind::UserMessage { .. }))
                 .count() as u64
-        };
+        });
         self.locked().setup = Some(Setup {
             roots,
             turn: turn.max(1),

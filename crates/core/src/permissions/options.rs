@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::command_rules::CommandPattern;
 use super::shell::{PlainCommand, Script};
 use super::{OptionKind, PermissionOption};
-use crate::tools::Access;
+use crate::access::Access;
 
 /// Programs whose first argument is a sub-command worth keeping in an "always" rule.
 const SUBCOMMAND_PROGRAMS: &[&str] = &[

@@ -12,9 +12,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, Refusal, SessionEvent, TurnOutcome};
+use crate::failure::FailureKind;
 use crate::ids::{SessionId, TurnId};
-use crate::log::{StopReason, TurnFailure};
-use crate::model::TerminalStatus;
 
 /// How long a session task has to take a prompt before the prompt is ended as failed.
 pub const PROMPT_ACK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -94,17 +93,17 @@ where
                 if !died_during_turn(task_gone, &ended).await {
                     return;
                 }
-                interrupted(
-                    "session_task_died",
+                TurnOutcome::failed(
+                    FailureKind::SessionTaskDied,
                     "The session stopped unexpectedly during the turn; what was recorded is kept. Reload the session to continue.",
                 )
             }
-            Taken::Died => interrupted(
-                "session_task_died",
+            Taken::Died => TurnOutcome::failed(
+                FailureKind::SessionTaskDied,
                 "The session stopped unexpectedly before the turn started; reload the session to continue.",
             ),
-            Taken::Unresponsive => interrupted(
-                "session_unresponsive",
+            Taken::Unresponsive => TurnOutcome::failed(
+                FailureKind::SessionUnresponsive,
                 "The session did not respond; the turn was not started. Try again, or close and reload the session.",
             ),
         };
@@ -143,19 +142,6 @@ async fn died_during_turn(task_gone: impl Future<Output = ()>, ended: &TurnEnd) 
         () = ended.0.cancelled() => false,
         // The task marks before it can exit, so a task that ended the turn is never seen here.
         () = task_gone => !ended.0.is_cancelled(),
-    }
-}
-
-/// A turn the runtime ended because it could not run or finish it. The one place such an
-/// outcome is built (the session task uses it for a turn task that panicked).
-pub(super) fn interrupted(kind: &str, message: &str) -> TurnOutcome {
-    TurnOutcome {
-        stop: StopReason::EndTurn,
-        failure: Some(TurnFailure {
-            terminal_status: TerminalStatus::Interrupted,
-            error_kind: kind.into(),
-            message: message.into(),
-        }),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The session task: owns a session's state and log, takes ops from its queue one at a time,
 //! and supervises the turn it starts.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -10,17 +10,19 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::error::RuntimeError;
-use super::supervisor::{TurnEnd, interrupted, send_turn_end};
+use super::supervisor::{TurnEnd, send_turn_end};
 use super::{CANCEL_GRACE, CLOSE_GRACE, Faults, Op, Services, Snapshot, settings_for, usage_for};
 use crate::catalog::Catalog;
 use crate::events::{
     Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
 };
+use crate::failure::FailureKind;
 use crate::ids::{SessionId, TurnId};
 use crate::log::{EntryKind, StopReason};
 use crate::modes::{Effort, Mode};
+use crate::session::Session;
 use crate::state::SessionState;
-use crate::turn::{Recorder, SessionCore, TurnRequest, lock, run_turn};
+use crate::turn::{TurnRequest, run_turn};
 
 /// Resolves (by panicking) only when the session-task fault is on and a turn runs.
 async fn injected_fault(faults: Faults, turn_running: bool) {
@@ -144,15 +146,14 @@ async fn wait_running(running: &mut Option<Running>) -> RunningEnd {
 }
 
 pub(super) async fn session_task(
-    core: Arc<Mutex<SessionCore>>,
+    core: Session,
     mut ctx: SessionCtx,
     mut ops: mpsc::Receiver<Op>,
     services: Arc<Services>,
     events: mpsc::Sender<SessionEvent>,
 ) {
-    let session = lock(&core).state.id.clone();
+    let (session, cwd) = core.read(|s| (s.id.clone(), s.cwd.clone()));
     let mut running: Option<Running> = None;
-    let cwd = lock(&core).state.cwd.clone();
     let mut commands_seen = crate::commands::fingerprint(&services.home, &cwd);
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
     commands_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -185,8 +186,8 @@ pub(super) async fn session_task(
                     RunningEnd::Finished(Ok(outcome)) => outcome,
                     RunningEnd::Finished(Err(e)) => {
                         tracing::error!(session = %session, error = %e, "turn task failed");
-                        interrupted(
-                            "internal",
+                        TurnOutcome::failed(
+                            FailureKind::Internal,
                             "The turn stopped unexpectedly (an internal error); the session is intact and you can continue.",
                         )
                     }
@@ -218,7 +219,8 @@ pub(super) async fn session_task(
                     tracing::warn!("fault injection: stalling the session task");
                     std::future::pending::<()>().await;
                 }
-                if let Some(refusal) = check_turn_options(&ctx, &lock(&core).state, &options) {
+                if let Some(refusal) = core.read(|state| check_turn_options(&ctx, state, &options))
+                {
                     let _ = reply.send(Err(refusal));
                     continue;
                 }
@@ -228,13 +230,7 @@ pub(super) async fn session_task(
                     continue;
                 }
                 let cancel = CancellationToken::new();
-                let rec = Recorder {
-                    core: core.clone(),
-                    events: events.clone(),
-                    session: session.clone(),
-                    turn: Some(id),
-                    hidden_call: None,
-                };
+                let rec = core.recorder(events.clone(), Some(id));
                 let handle = tokio::spawn(run_turn(
                     services.clone(),
                     rec,
@@ -262,22 +258,21 @@ pub(super) async fn session_task(
             }
             Ok(Some(Op::Release)) => {
                 if running.is_none()
-                    && let Err(e) = lock(&core).log.release()
+                    && let Err(e) = core.release()
                 {
                     tracing::warn!(session = %session, error = %e, "could not release an idle session's log");
                 }
             }
             Ok(Some(Op::Snapshot { reply })) => {
-                let core = lock(&core);
-                let _ = reply.send(Snapshot {
-                    settings: ctx.settings(&core.state),
-                    usage: ctx.usage(&core.state),
-                    replay: core.state.replay(),
-                    parent: core.state.parent.clone(),
-                    title: core.state.title.clone(),
-                    cwd: core.state.cwd.clone(),
+                let _ = reply.send(core.read(|state| Snapshot {
+                    settings: ctx.settings(state),
+                    usage: ctx.usage(state),
+                    replay: state.replay(),
+                    parent: state.parent.clone(),
+                    title: state.title.clone(),
+                    cwd: state.cwd.clone(),
                     running: running.is_some(),
-                });
+                }));
             }
             Ok(Some(Op::Refresh)) => {
                 refresh_catalog(&core, &mut ctx, &services, &events, &session).await;
@@ -297,7 +292,7 @@ pub(super) async fn session_task(
                     };
                     finish_turn(&core, &events, &session, &r, outcome).await;
                 }
-                if let Err(e) = lock(&core).log.sync() {
+                if let Err(e) = core.sync() {
                     tracing::error!(session = %session, error = %e, "could not flush session log on close");
                 }
                 break Some(reply);
@@ -306,7 +301,7 @@ pub(super) async fn session_task(
     };
     // Dropping `core` closes the log file and releases its lock; only then is the close
     // answered, so the session can be reopened at once.
-    let extra_tools = lock(&core).extra_tools.take();
+    let extra_tools = core.take_extra_tools();
     if let Some(provider) = extra_tools
         && tokio::time::timeout(CLOSE_GRACE, provider.shutdown())
             .await
@@ -323,13 +318,13 @@ pub(super) async fn session_task(
 /// Rebuilds the session's catalog (new provider listings) and sends the `model` option again
 /// when what the editor shows changed.
 async fn refresh_catalog(
-    core: &Mutex<SessionCore>,
+    core: &Session,
     ctx: &mut SessionCtx,
     services: &Services,
     events: &mpsc::Sender<SessionEvent>,
     session: &SessionId,
 ) {
-    let cwd = lock(core).state.cwd.clone();
+    let cwd = core.read(|s| s.cwd.clone());
     let catalog = match services.context(Some(&cwd)) {
         Ok((_, catalog)) => catalog,
         Err(e) => {
@@ -337,12 +332,11 @@ async fn refresh_catalog(
             return;
         }
     };
-    let (before, after) = {
-        let core = lock(core);
-        let before = ctx.settings(&core.state);
+    let (before, after) = core.read(|state| {
+        let before = ctx.settings(state);
         ctx.catalog = catalog;
-        (before, ctx.settings(&core.state))
-    };
+        (before, ctx.settings(state))
+    });
     if before != after {
         let _ = events
             .send(SessionEvent {
@@ -381,44 +375,24 @@ fn check_turn_options(ctx: &SessionCtx, state: &SessionState, o: &TurnOptions) -
 }
 
 fn apply_change(
-    core: &Mutex<SessionCore>,
+    core: &Session,
     ctx: &mut SessionCtx,
     change: &SettingChange,
 ) -> Result<Settings, RuntimeError> {
-    let mut core = lock(core);
-    let entries = ctx.plan_change(&core.state, change)?;
-    for e in entries {
-        core.log.append(e.clone()).map_err(RuntimeError::Store)?;
-        core.state.apply(e);
-    }
-    if let Err(e) = core.log.sync() {
-        tracing::error!(error = %e, "could not sync session log");
-    }
-    Ok(ctx.settings(&core.state))
+    let entries = core.read(|state| ctx.plan_change(state, change))?;
+    // A log that cannot be written is ferrite's failure, not the request's.
+    core.record_all(entries).map_err(RuntimeError::Store)?;
+    Ok(core.read(|state| ctx.settings(state)))
 }
 
 async fn finish_turn(
-    core: &Mutex<SessionCore>,
+    core: &Session,
     events: &mpsc::Sender<SessionEvent>,
     session: &SessionId,
     running: &Running,
     outcome: TurnOutcome,
 ) {
-    {
-        let mut core = lock(core);
-        let entry = EntryKind::TurnEnd {
-            stop: outcome.stop,
-            failure: outcome.failure.clone(),
-        };
-        if let Err(e) = core.log.append(entry.clone()) {
-            tracing::error!(session = %session, error = %e, "could not record the end of a turn");
-        } else {
-            core.state.apply(entry);
-        }
-        if let Err(e) = core.log.sync() {
-            tracing::error!(session = %session, error = %e, "could not sync session log");
-        }
-    }
+    core.end_turn(&outcome);
     send_turn_end(events, session, running.id, outcome).await;
     // Right after the send, with no await between: the supervisor, which looks once the task is
     // gone, sees the mark whenever the `TurnEnded` was queued.

@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use crate::config::BASH_TIMEOUT_CAP_SECS;
 use crate::content::{ToolCallUpdateView, ToolContent, ToolKind, fenced, inline_code};
-use crate::events::Event;
 use crate::exec::{CommandOutput, CommandSpec, ExecError, Exit};
 use crate::model::ToolSpec;
 use crate::tools::markdown;
@@ -147,11 +146,11 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
                 let snapshot = lock(&tail).take_if_changed();
                 if let Some(text) = snapshot {
                     ctx.recorder
-                        .emit(Event::ToolCallUpdate(ToolCallUpdateView {
+                        .progress(ToolCallUpdateView {
                             id: ctx.call_id.clone(),
                             content: Some(vec![ToolContent::Text { text }]),
                             ..Default::default()
-                        }))
+                        })
                         .await;
                 }
             }
@@ -285,6 +284,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::events::Event;
     use crate::exec::{CommandRunner, Sandbox, SandboxSupport};
     use crate::tools::output::testing::TestEnv;
     use tokio_util::sync::CancellationToken;

@@ -246,21 +246,16 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod testing {
     use std::path::PathBuf;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
     use std::time::Duration;
 
     use serde_json::Value;
-    use tokio::sync::mpsc;
     use tokio_util::sync::CancellationToken;
 
-    use crate::events::{Event, SessionEvent};
+    use crate::events::Event;
     use crate::exec::{CommandRunner, Sandbox};
-    use crate::ids::SessionId;
-    use crate::log::{Header, SessionStore};
-    use crate::modes::Harness;
-    use crate::state::SessionState;
+    use crate::session::testing::TestSession;
     use crate::tools::{OutputLimits, Tool, ToolContext, ToolError, ToolOutput};
-    use crate::turn::{Recorder, SessionCore};
 
     pub struct TestEnv {
         /// The workspace root, canonical.
@@ -268,54 +263,27 @@ pub(crate) mod testing {
         pub spill: PathBuf,
         pub limits: OutputLimits,
         pub runner: Option<Arc<dyn CommandRunner>>,
-        pub recorder: Recorder,
-        pub events: mpsc::Receiver<SessionEvent>,
+        pub session: TestSession,
         pub read_deny: crate::tools::ReadDeny,
-        _dirs: (tempfile::TempDir, tempfile::TempDir),
+        _work: tempfile::TempDir,
     }
 
     impl TestEnv {
         pub fn new() -> Self {
             let work = tempfile::tempdir().unwrap();
-            let home = tempfile::tempdir().unwrap();
             let root = std::fs::canonicalize(work.path()).unwrap();
-            let header = Header::new(
-                SessionId::generate(),
-                root.clone(),
-                vec![],
-                Harness::Code,
-                None,
-            );
-            let log = SessionStore::new(home.path()).create(&header).unwrap();
-            let core = SessionCore {
-                state: SessionState::new(&header),
-                log,
-                sandbox_warned: Default::default(),
-                extra_tools: None,
-                disk_changes: Default::default(),
-                context_tokens: 0,
-                nested_instructions: Default::default(),
-            };
-            let (tx, rx) = mpsc::channel(4096);
-            let recorder = Recorder {
-                core: Arc::new(Mutex::new(core)),
-                events: tx,
-                session: header.id.clone(),
-                turn: None,
-                hidden_call: None,
-            };
+            let session = TestSession::new(root.clone());
             Self {
-                spill: home.path().join("tool-output"),
+                spill: session.home.path().join("tool-output"),
                 root,
                 limits: OutputLimits {
                     max_bytes: 51_200,
                     max_lines: 2_000,
                 },
                 runner: None,
-                recorder,
-                events: rx,
+                session,
                 read_deny: crate::tools::ReadDeny::default(),
-                _dirs: (work, home),
+                _work: work,
             }
         }
 
@@ -335,7 +303,7 @@ pub(crate) mod testing {
                 roots: vec![self.root.clone()],
                 call_id: "call_1".into(),
                 cancel: CancellationToken::new(),
-                recorder: &self.recorder,
+                recorder: &self.session.recorder,
                 limits: self.limits,
                 spill_dir: self.spill.clone(),
                 runner: self.runner.clone(),
@@ -380,11 +348,7 @@ pub(crate) mod testing {
         }
 
         pub fn drain_events(&mut self) -> Vec<Event> {
-            let mut out = vec![];
-            while let Ok(ev) = self.events.try_recv() {
-                out.push(ev.event);
-            }
-            out
+            self.session.drain_events()
         }
     }
 }

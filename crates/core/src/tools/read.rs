@@ -132,7 +132,7 @@ impl Tool for Read {
                 )
             {
                 // The editor's buffer, unsaved changes included; the disk is the fallback.
-                match client.read_text_file(&ctx.recorder.session, &path).await {
+                match client.read_text_file(ctx.recorder.session(), &path).await {
                     Ok(text) => {
                         let page =
                             blocking(move || page_of_text(text, &shown, &input, limits)).await?;

@@ -7,8 +7,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::content::{PlanEntry, ToolKind};
-use crate::events::Event;
-use crate::log::EntryKind;
 use crate::model::ToolSpec;
 use crate::tools::{
     Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
@@ -72,15 +70,9 @@ impl Tool for UpdatePlan {
                 .filter(|e| e.status == crate::content::PlanStatus::Completed)
                 .count();
             ctx.recorder
-                .record(EntryKind::Plan {
-                    entries: input.entries.clone(),
-                })
-                .map_err(|e| ToolError::Fatal(e.to_string()))?;
-            ctx.recorder
-                .emit(Event::Plan {
-                    entries: input.entries,
-                })
-                .await;
+                .plan(input.entries)
+                .await
+                .map_err(ToolError::SessionLog)?;
             Ok(ToolOutput {
                 text: format!("Plan updated: {done} of {n} entries completed."),
                 content: vec![],

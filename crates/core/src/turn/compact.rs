@@ -10,14 +10,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{ModelInfo, ReasoningStyle};
 use crate::content::UserContent;
-use crate::events::Event;
-use crate::log::{EntryKind, StoreError};
+use crate::events::{Event, TurnOutcome};
+use crate::log::{EntryKind, StopReason, StoreError};
 use crate::model::{
     AssistantPart, Message, ModelClient, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
     UserPart,
 };
 use crate::modes::Effort;
-use crate::turn::{Recorder, lock};
+use crate::session::Recorder;
+
+use super::resolve::TurnModel;
 
 const INSTRUCTIONS: &str = "Summarize the conversation so far so that the work can continue from \
 the summary alone: the user's goals and constraints, decisions made, files read or changed (with \
@@ -36,27 +38,71 @@ pub(crate) fn requested(content: &[UserContent]) -> Option<String> {
     (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim().to_owned())
 }
 
+/// `/compact`: the turn is the compaction.
+pub(super) async fn on_request(
+    rec: &Recorder,
+    model: &TurnModel,
+    cancel: &CancellationToken,
+    extra: &str,
+) -> Result<TurnOutcome, StoreError> {
+    Ok(
+        match run(rec, &model.client, &model.info, cancel, extra).await? {
+            Outcome::Compacted => TurnOutcome::ended(StopReason::EndTurn),
+            Outcome::NothingToDo => {
+                rec.emit(Event::AgentMessageChunk {
+                    text: "Nothing to compact yet.".into(),
+                })
+                .await;
+                TurnOutcome::ended(StopReason::EndTurn)
+            }
+            Outcome::Cancelled => TurnOutcome::ended(StopReason::Cancelled),
+            Outcome::Failed(e) => super::stream::model_failure(&e),
+        },
+    )
+}
+
+/// Before a model request: compacts when the context passed `threshold` of the window. A failed
+/// compaction is logged and the full history sent; only a cancel ends the turn (`Err`).
+pub(super) async fn if_due(
+    rec: &Recorder,
+    model: &TurnModel,
+    threshold: f64,
+    cancel: &CancellationToken,
+) -> Result<Result<(), TurnOutcome>, StoreError> {
+    if !due(rec, &model.info, threshold) {
+        return Ok(Ok(()));
+    }
+    match run(rec, &model.client, &model.info, cancel, "").await? {
+        Outcome::Cancelled => return Ok(Err(TurnOutcome::ended(StopReason::Cancelled))),
+        Outcome::Failed(e) => {
+            tracing::warn!(error = %e, "automatic compaction failed; sending the full history")
+        }
+        Outcome::Compacted | Outcome::NothingToDo => {}
+    }
+    Ok(Ok(()))
+}
+
 /// Whether the context has passed the threshold.
-pub(crate) fn due(rec: &Recorder, info: &ModelInfo, threshold: f64) -> bool {
-    let used = lock(&rec.core).context_tokens;
+fn due(rec: &Recorder, info: &ModelInfo, threshold: f64) -> bool {
+    let used = rec.context_tokens();
     used > 0 && (used as f64) > threshold * (info.context_window as f64)
 }
 
-pub(crate) enum Outcome {
+enum Outcome {
     Compacted,
     NothingToDo,
     Cancelled,
     Failed(ModelError),
 }
 
-pub(crate) async fn run(
+async fn run(
     rec: &Recorder,
     client: &Arc<dyn ModelClient>,
     info: &ModelInfo,
     cancel: &CancellationToken,
     extra: &str,
 ) -> Result<Outcome, StoreError> {
-    let mut messages = lock(&rec.core).state.model_messages();
+    let mut messages = rec.model_messages();
     if messages.is_empty() {
         return Ok(Outcome::NothingToDo);
     }
@@ -79,7 +125,7 @@ pub(crate) async fn run(
         web_search: false,
         max_output_tokens: info.max_output_tokens.map(|m| m.min(SUMMARY_MAX_TOKENS)),
     };
-    let before = lock(&rec.core).context_tokens;
+    let before = rec.context_tokens();
     let mut stream = client.stream(request, cancel.child_token());
     let response = loop {
         let item = tokio::select! {
@@ -123,6 +169,6 @@ pub(crate) async fn run(
         text: format!("Compacted the conversation: about {before} → {after} tokens in context."),
     })
     .await;
-    super::record_usage(rec, info, &response.usage, after).await?;
+    super::model_call::record_usage(rec, info, &response.usage, after).await?;
     Ok(Outcome::Compacted)
 }

@@ -5,10 +5,10 @@ use crate::catalog::ModelInfo;
 use crate::config::Config;
 use crate::env::Env;
 use crate::events::Event;
-use crate::log::{EntryKind, StoreError};
+use crate::log::StoreError;
 use crate::model::{ModelError, ModelErrorKind, Usage};
 use crate::modes::Effort;
-use crate::turn::{Recorder, lock};
+use crate::session::Recorder;
 
 /// The most output tokens one call asks for, whatever the model allows: what a coding turn
 /// needs, and a bound on what a runaway answer can cost.
@@ -111,17 +111,7 @@ pub(crate) async fn record_usage(
     context_tokens: u64,
 ) -> Result<(), StoreError> {
     let cost_usd = info.price.map(|p| p.cost(usage));
-    rec.record(EntryKind::Usage {
-        model: info.id.clone(),
-        usage: *usage,
-        context_tokens,
-        cost_usd,
-    })?;
-    let cost = {
-        let mut core = lock(&rec.core);
-        core.context_tokens = context_tokens;
-        core.state.cost_usd
-    };
+    let cost = rec.record_usage(&info.id, *usage, context_tokens, cost_usd)?;
     rec.emit(Event::Usage {
         used: context_tokens,
         size: info.context_window,

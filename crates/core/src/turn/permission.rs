@@ -1,17 +1,21 @@
 //! Applying the permission policy to one tool call: decide, ask the user when the policy says so,
 //! and store "always" answers as rules for the workspace.
 
+use std::time::Duration;
+
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::content::{ToolCallView, ToolContent, fenced};
+use crate::ids::SessionId;
 use crate::permissions::{
-    self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest, Rules,
-    StoredRules,
+    self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest,
 };
 use crate::protected::Verdict;
+use crate::session::Recorder;
 use crate::tools::Access;
-use crate::turn::{CallEnv, Recorder, lock};
+
+use super::env::CallEnv;
 
 /// What the policy lets a call do.
 pub(crate) enum Gate {
@@ -36,10 +40,10 @@ pub(crate) async fn check(
     cancel: &CancellationToken,
 ) -> Gate {
     let mode = env.mode(rec);
-    let harness = lock(&rec.core).state.harness;
-    // A rules file or rule that cannot be read refuses the call: a dropped deny rule is a hole.
-    // (Config rules were checked when the turn began; this catches a file changed since.)
-    let rules = match rules_in_force(env) {
+    let harness = env.harness;
+    // Rules that cannot be used refuse the call: a dropped deny rule is a hole. (An unreadable
+    // rules file failed the turn when it began; this catches one broken by an "always" answer.)
+    let rules = match env.rules.in_force() {
         Ok(r) => r,
         Err(e) => return Gate::Refused(format!("Permission denied: {e}.")),
     };
@@ -92,14 +96,6 @@ async fn request_content(
     }
 }
 
-/// The rules for this workspace: config plus stored "always" answers.
-pub(crate) fn rules_in_force(env: &CallEnv) -> Result<Rules, String> {
-    let stored = StoredRules::load(&env.home, &env.cwd).map_err(|e| e.to_string())?;
-    let allow: Vec<String> = env.allow.iter().chain(&stored.allow).cloned().collect();
-    let deny: Vec<String> = env.deny.iter().chain(&stored.deny).cloned().collect();
-    Rules::from_strings(&allow, &deny).map_err(|e| e.to_string())
-}
-
 async fn ask(
     rec: &Recorder,
     env: &CallEnv,
@@ -119,7 +115,9 @@ async fn ask(
     let mut call = view.clone();
     call.content = request_content(view, access, preview).await;
     let req = PermissionRequest { call, options };
-    let kind = match ask_user(rec, env, approver.as_ref(), req, cancel).await {
+    let session = rec.session_id();
+    let timeout = env.permission_timeout;
+    let kind = match ask_user(session, timeout, approver.as_ref(), req, cancel).await {
         Asked::Cancelled => return Gate::Cancelled,
         Asked::TimedOut => {
             return Gate::Refused(format!(
@@ -132,12 +130,12 @@ async fn ask(
     match kind {
         Some(OptionKind::AllowOnce) => Gate::Run,
         Some(OptionKind::AllowAlways) => {
-            store(env, tool, access, true);
+            env.rules.remember(tool, access, &env.roots, true);
             Gate::Run
         }
         Some(OptionKind::RejectOnce) => Gate::Refused("The user declined this call.".into()),
         Some(OptionKind::RejectAlways) => {
-            store(env, tool, access, false);
+            env.rules.remember(tool, access, &env.roots, false);
             Gate::Refused("The user declined this call and calls like it.".into())
         }
         None => Gate::Refused("The permission request was cancelled; the call did not run.".into()),
@@ -154,10 +152,11 @@ pub(super) enum Asked {
     Cancelled,
 }
 
-/// Puts `req` to the user, bounded by `permissions.timeout_secs` and the turn's cancel.
+/// Puts `req` to the user, bounded by `timeout` (`permissions.timeout_secs`) and the turn's
+/// cancel.
 pub(super) async fn ask_user(
-    rec: &Recorder,
-    env: &CallEnv,
+    session: &SessionId,
+    timeout: Duration,
     approver: &dyn Approver,
     req: PermissionRequest,
     cancel: &CancellationToken,
@@ -166,7 +165,7 @@ pub(super) async fn ask_user(
     let answer = tokio::select! {
         biased;
         () = cancel.cancelled() => return Asked::Cancelled,
-        a = tokio::time::timeout(env.permission_timeout, approver.request(&rec.session, req)) => a,
+        a = tokio::time::timeout(timeout, approver.request(session, req)) => a,
     };
     if cancel.is_cancelled() {
         return Asked::Cancelled;
@@ -177,19 +176,5 @@ pub(super) async fn ask_user(
             Asked::Picked(options.iter().find(|o| o.id == id).map(|o| o.kind))
         }
         Ok(PermissionAnswer::Cancelled) => Asked::Picked(None),
-    }
-}
-
-fn store(env: &CallEnv, tool: &str, access: &Access, allow: bool) {
-    let kind = if allow {
-        OptionKind::AllowAlways
-    } else {
-        OptionKind::RejectAlways
-    };
-    let Some(rule) = permissions::always_rule(tool, access, &env.roots, kind) else {
-        return;
-    };
-    if let Err(e) = StoredRules::add(&env.home, &env.cwd, rule.clone(), allow) {
-        tracing::error!(%rule, error = %e, "could not store a permission rule");
     }
 }

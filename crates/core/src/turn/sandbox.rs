@@ -6,26 +6,30 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::BoxFuture;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{Event, SessionEvent};
+use crate::events::Event;
 use crate::exec::{CommandOutput, CommandRunner, CommandSpec, ExecError, Sandbox, SandboxSupport};
-use crate::ids::{SessionId, TurnId};
 use crate::modes::Mode;
+use crate::session::Recorder;
 
-pub(crate) struct ModeAwareRunner {
+/// A turn's command runner, built once per turn.
+pub(crate) struct TurnRunner {
     pub inner: Arc<dyn CommandRunner>,
-    pub mode: Mode,
     /// Key variables commands must not inherit (see `exec::secret_env_names`).
     pub env_remove: Vec<String>,
     /// Set once the session was told it runs unsandboxed.
     pub warned: Arc<AtomicBool>,
     /// Test hook: behave as if the kernel could not sandbox.
     pub simulate_unavailable: bool,
-    pub events: mpsc::Sender<SessionEvent>,
-    pub session: SessionId,
-    pub turn: Option<TurnId>,
+    /// Where the warning goes.
+    pub rec: Recorder,
+}
+
+/// The turn's runner for one call, in the mode that call runs in.
+pub(crate) struct ModeAwareRunner {
+    pub turn: Arc<TurnRunner>,
+    pub mode: Mode,
 }
 
 const SIMULATED: &str = "the sandbox is unavailable (simulated)";
@@ -37,14 +41,15 @@ impl CommandRunner for ModeAwareRunner {
         cancel: CancellationToken,
         on_output: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<CommandOutput, ExecError>> {
+        let turn = &self.turn;
         let mut spec = spec;
-        spec.env_remove.extend(self.env_remove.iter().cloned());
+        spec.env_remove.extend(turn.env_remove.iter().cloned());
         Box::pin(async move {
             let restricted = matches!(spec.sandbox, Sandbox::Restricted { .. });
-            let first = if self.simulate_unavailable && restricted {
+            let first = if turn.simulate_unavailable && restricted {
                 Err(ExecError::SandboxUnavailable(SIMULATED.into()))
             } else {
-                self.inner
+                turn.inner
                     .run(spec.clone(), cancel.clone(), on_output)
                     .await
             };
@@ -54,22 +59,17 @@ impl CommandRunner for ModeAwareRunner {
             };
             match self.mode {
                 Mode::Ask => {
-                    if !self.warned.swap(true, Ordering::Relaxed) {
+                    if !turn.warned.swap(true, Ordering::Relaxed) {
                         let text = format!(
                             "Commands run without a sandbox in this session: {why}. Each command still needs your approval in ask mode."
                         );
-                        let ev = SessionEvent {
-                            session: self.session.clone(),
-                            turn: self.turn,
-                            event: Event::Notice { text },
-                        };
-                        let _ = self.events.send(ev).await;
+                        turn.rec.emit(Event::Notice { text }).await;
                     }
                     let spec = CommandSpec {
                         sandbox: Sandbox::None,
                         ..spec
                     };
-                    self.inner.run(spec, cancel, on_output).await
+                    turn.inner.run(spec, cancel, on_output).await
                 }
                 Mode::Plan | Mode::Auto | Mode::Full => {
                     Err(ExecError::SandboxUnavailable(format!(
@@ -83,6 +83,6 @@ impl CommandRunner for ModeAwareRunner {
     }
 
     fn sandbox_support(&self) -> SandboxSupport {
-        self.inner.sandbox_support()
+        self.turn.inner.sandbox_support()
     }
 }

@@ -26,7 +26,10 @@ use crate::model::{
 use crate::modes::Effort;
 use crate::tools::ToolError;
 
-use super::{Admission, CallEnd, CallEnv, Recorder, admit, finish_call};
+use crate::session::Recorder;
+
+use super::call::{Admission, Call, CallEnd, admit, calls_of, finish_call};
+use super::env::CallEnv;
 
 pub(crate) const NAME: &str = "task";
 
@@ -127,7 +130,17 @@ pub(crate) async fn run(
         cancel,
     )
     .await?;
-    let listing = progress_text(&progress);
+    report(rec, id, outcome, &progress).await
+}
+
+/// The card's final state and the parent's result: the answer, or why there is none.
+async fn report(
+    rec: &Recorder,
+    id: &str,
+    outcome: Nested,
+    progress: &[String],
+) -> Result<CallEnd, StoreError> {
+    let listing = progress_text(progress);
     match outcome {
         Nested::Answer(answer) => {
             let shown = format!("{listing}{answer}");
@@ -219,70 +232,34 @@ async fn nested_loop(
     }];
     for round in 0..MAX_REQUESTS {
         let last = round + 1 == MAX_REQUESTS;
-        let request = ModelRequest {
-            model: model.info.model.clone(),
-            system: system.clone(),
-            messages: messages.clone(),
-            // The last request gets no tools: the subagent must answer with what it has.
-            tools: if last { vec![] } else { specs.clone() },
-            effort: Effort::Default,
-            reasoning: model.info.reasoning.is_reasoner(),
-            adaptive_thinking: model.info.reasoning == ReasoningStyle::Adaptive,
-            web_search: false,
-            max_output_tokens: model.info.max_output_tokens.map(|m| m.min(16_000)),
+        // The last request gets no tools: the subagent must answer with what it has.
+        let tools = if last { vec![] } else { specs.clone() };
+        let request = request(model, &system, messages.clone(), tools);
+        let response = match answer(model, request, cancel).await {
+            Ok(r) => r,
+            Err(end) => return Ok(end),
         };
-        let mut stream = model.client.stream(request, cancel.child_token());
-        let response = loop {
-            let item = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Ok(Nested::Cancelled),
-                item = stream.next() => item,
-            };
-            match item {
-                Some(Ok(ModelEvent::Completed(r))) => break r,
-                Some(Ok(_)) => {}
-                Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => {
-                    return Ok(Nested::Cancelled);
-                }
-                Some(Err(e)) => return Ok(Nested::Failed(e.message)),
-                None => return Ok(Nested::Failed("the model's stream ended early".into())),
-            }
-        };
-        drop(stream);
         // What the subagent spends counts in the session's cost; the parent's context is
         // unchanged by it.
-        let context_tokens = super::lock(&rec.core).state.context_tokens;
-        rec.record(EntryKind::Usage {
-            model: model.info.id.clone(),
-            usage: response.usage,
-            context_tokens,
-            cost_usd: model.info.price.map(|p| p.cost(&response.usage)),
-        })?;
-        let mut calls = Vec::new();
-        let mut text = String::new();
-        for part in &response.content {
-            match part {
-                AssistantPart::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                } => calls.push((id.clone(), name.clone(), arguments.clone())),
-                AssistantPart::Text { text: t } => text.push_str(t),
-                AssistantPart::Reasoning { .. } | AssistantPart::Opaque { .. } => {}
-            }
-        }
+        rec.record_side_usage(
+            &model.info.id,
+            response.usage,
+            model.info.price.map(|p| p.cost(&response.usage)),
+        )?;
+        let calls = calls_of(&response.content);
         messages.push(Message::Assistant {
             content: response.content.clone(),
         });
         if calls.is_empty() {
-            return Ok(Nested::Answer(if text.trim().is_empty() {
-                "(The subagent gave no answer.)".to_owned()
-            } else {
-                text
-            }));
+            return Ok(Nested::Answer(answer_text(&response.content)));
         }
         let mut results = Vec::with_capacity(calls.len());
-        for (call_id, name, arguments) in calls {
+        for Call {
+            id: call_id,
+            name,
+            arguments,
+        } in calls
+        {
             let (content, is_error) = inner_call(
                 rec, env, card, allowed, &call_id, &name, &arguments, progress, cancel,
             )
@@ -301,6 +278,67 @@ async fn nested_loop(
     Ok(Nested::Failed(format!(
         "it used its {MAX_REQUESTS} model requests without answering"
     )))
+}
+
+/// A request of the subagent's conversation.
+fn request(
+    model: &SubagentModel,
+    system: &str,
+    messages: Vec<Message>,
+    tools: Vec<ToolSpec>,
+) -> ModelRequest {
+    ModelRequest {
+        model: model.info.model.clone(),
+        system: system.to_owned(),
+        messages,
+        tools,
+        effort: Effort::Default,
+        reasoning: model.info.reasoning.is_reasoner(),
+        adaptive_thinking: model.info.reasoning == ReasoningStyle::Adaptive,
+        web_search: false,
+        max_output_tokens: model.info.max_output_tokens.map(|m| m.min(16_000)),
+    }
+}
+
+/// The text of the subagent's final response.
+fn answer_text(content: &[AssistantPart]) -> String {
+    let mut text = String::new();
+    for part in content {
+        match part {
+            AssistantPart::Text { text: t } => text.push_str(t),
+            AssistantPart::ToolCall { .. }
+            | AssistantPart::Reasoning { .. }
+            | AssistantPart::Opaque { .. } => {}
+        }
+    }
+    if text.trim().is_empty() {
+        "(The subagent gave no answer.)".to_owned()
+    } else {
+        text
+    }
+}
+
+/// One model request of the subagent, to its complete response (or how it ended without one).
+async fn answer(
+    model: &SubagentModel,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+) -> Result<crate::model::ModelResponse, Nested> {
+    let mut stream = model.client.stream(request, cancel.child_token());
+    loop {
+        let item = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(Nested::Cancelled),
+            item = stream.next() => item,
+        };
+        match item {
+            Some(Ok(ModelEvent::Completed(r))) => return Ok(r),
+            Some(Ok(_)) => {}
+            Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => return Err(Nested::Cancelled),
+            Some(Err(e)) => return Err(Nested::Failed(e.message)),
+            None => return Err(Nested::Failed("the model's stream ended early".into())),
+        }
+    }
 }
 
 /// One tool call of the subagent: the same permission policy and tools as the parent's, its
@@ -365,7 +403,7 @@ async fn inner_call(
         Admission::Cancelled => return Ok(("Cancelled by the user.".into(), true)),
     }
     let hidden = rec.hiding_call(call_id);
-    let ctx = super::tool_context(&hidden, env, call_id, cancel);
+    let ctx = env.tool_context(&hidden, call_id, env.mode(rec), cancel);
     let result = tokio::select! {
         biased;
         () = cancel.cancelled() => return Ok(("Cancelled.".into(), true)),
@@ -373,7 +411,12 @@ async fn inner_call(
     };
     Ok(match result {
         Ok(out) => (out.text, false),
-        Err(ToolError::RespondToModel(msg) | ToolError::Fatal(msg)) => (msg, true),
+        Err(
+            ToolError::RespondToModel(msg)
+            | ToolError::Fatal(msg)
+            | ToolError::Cancelled(msg)
+            | ToolError::SessionLog(msg),
+        ) => (msg, true),
     })
 }
 

@@ -1,0 +1,134 @@
+//! The log on disk: durability, locking, torn lines, listing.
+
+use super::*;
+use crate::content::UserContent;
+use crate::modes::{Harness, Mode};
+use pretty_assertions::assert_eq;
+
+fn header(id: &SessionId) -> Header {
+    Header::new(id.clone(), "/w".into(), vec![], Harness::Code, None)
+}
+
+fn user(text: &str) -> EntryKind {
+    EntryKind::UserMessage {
+        content: vec![UserContent::Text { text: text.into() }],
+    }
+}
+
+#[test]
+fn a_released_writer_reopens_and_refuses_a_log_changed_meanwhile() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let mut w = store.create(&header(&id)).unwrap();
+    w.append(user("one")).unwrap();
+    w.release().unwrap();
+    assert!(w.is_released());
+    // Released means unlocked: another writer could take it now.
+    let (other, _) = store.open(&id).unwrap();
+    drop(other);
+    w.append(user("two")).unwrap();
+    w.sync().unwrap();
+    assert!(!w.is_released());
+    let loaded = store.read(&id).unwrap();
+    assert_eq!(loaded.entries.len(), 2);
+    // Someone appends while this writer is released: its next write is refused.
+    w.release().unwrap();
+    let (mut other, _) = store.open(&id).unwrap();
+    other.append(user("theirs")).unwrap();
+    drop(other);
+    assert!(matches!(
+        w.append(user("mine")),
+        Err(StoreError::Corrupt { .. })
+    ));
+    assert_eq!(store.read(&id).unwrap().entries.len(), 3);
+}
+
+#[test]
+fn roundtrip_and_seq() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let mut w = store.create(&header(&id)).unwrap();
+    assert_eq!(w.append(user("hi")).unwrap(), 1);
+    assert_eq!(w.append(EntryKind::Mode { mode: Mode::Auto }).unwrap(), 2);
+    w.sync().unwrap();
+    drop(w);
+    let (w, log) = store.open(&id).unwrap();
+    assert_eq!(log.entries.len(), 2);
+    assert_eq!(log.entries[1].kind, EntryKind::Mode { mode: Mode::Auto });
+    assert_eq!(w.next_seq(), 3);
+    assert_eq!(log.header.id, id);
+}
+
+#[test]
+fn second_writer_is_refused_until_the_first_is_gone() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let w = store.create(&header(&id)).unwrap();
+    assert!(matches!(store.open(&id), Err(StoreError::Locked)));
+    assert!(matches!(store.delete(&id), Err(StoreError::Locked)));
+    drop(w);
+    assert!(store.open(&id).is_ok());
+}
+
+#[test]
+fn torn_tail_is_dropped_and_cut() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let mut w = store.create(&header(&id)).unwrap();
+    w.append(user("one")).unwrap();
+    drop(w);
+    let path = store.path(&id);
+    let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(b"{\"seq\":2,\"at\":\"x\",\"type\":\"user_mess")
+        .unwrap();
+    drop(f);
+    let log = store.read(&id).unwrap();
+    assert!(log.torn_tail);
+    assert_eq!(log.entries.len(), 1);
+    let (mut w, _) = store.open(&id).unwrap();
+    assert_eq!(w.append(user("two")).unwrap(), 2);
+    drop(w);
+    let log = store.read(&id).unwrap();
+    assert!(!log.torn_tail);
+    assert_eq!(log.entries.len(), 2);
+}
+
+#[test]
+fn bad_middle_line_is_skipped_not_fatal() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let mut w = store.create(&header(&id)).unwrap();
+    w.append(user("one")).unwrap();
+    w.write_line(b"{not json".to_vec()).unwrap();
+    w.append(user("two")).unwrap();
+    drop(w);
+    let log = store.read(&id).unwrap();
+    assert_eq!(log.entries.len(), 2);
+    assert_eq!(log.skipped_lines, 1);
+}
+
+#[test]
+fn list_newest_first_with_titles() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let a = SessionId::generate();
+    let mut w = store.create(&header(&a)).unwrap();
+    w.append(user("  first   question \n here ")).unwrap();
+    drop(w);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let b = SessionId::generate();
+    drop(store.create(&header(&b)).unwrap());
+    std::fs::write(store.dir().join("not-a-session.txt"), "x").unwrap();
+    let list = store.list().unwrap();
+    assert_eq!(
+        list.iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
+        vec![b, a]
+    );
+    assert_eq!(list[1].title.as_deref(), Some("first question here"));
+    assert_eq!(list[0].title, None);
+}

@@ -1,0 +1,203 @@
+//! One open session: its state, its log and the lock around them. This module is the only one
+//! that holds them: the session's task owns the [`Session`]; the turn it starts writes through a
+//! [`Recorder`]; tools get a narrower capability still ([`crate::tools::CallRecorder`], which the
+//! recorder implements). No one else sees [`SessionCore`], and only [`Session::lock`] locks it,
+//! always for a short, non-async section.
+
+mod recorder;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::mpsc;
+
+use crate::events::{SessionEvent, TurnOutcome};
+use crate::ids::TurnId;
+use crate::log::{EntryKind, LogWriter, StoreError};
+use crate::mcp::ToolProvider;
+use crate::state::SessionState;
+
+pub(crate) use recorder::{Recorder, TurnStart};
+
+/// What a session holds while it is open.
+struct SessionCore {
+    state: SessionState,
+    log: LogWriter,
+    /// Whether the user was told that commands run unsandboxed (once per session).
+    sandbox_warned: Arc<AtomicBool>,
+    /// The session's MCP servers' tools.
+    extra_tools: Option<Arc<dyn ToolProvider>>,
+    /// Files the agent changed on disk, for the stale-buffer rule (`docs/acp.md`).
+    disk_changes: crate::clientfs::DiskChanges,
+    /// Tokens in context after the last model call (0 until one happened in this process).
+    context_tokens: u64,
+    /// Instruction files of nested packages already given to the model.
+    nested_instructions: crate::prompt::Nested,
+}
+
+impl SessionCore {
+    /// Appends `kind` to the log, then folds it into the state: the log is written first.
+    fn record(&mut self, kind: EntryKind) -> Result<u64, StoreError> {
+        let seq = self.log.append(kind.clone())?;
+        self.state.apply(kind);
+        Ok(seq)
+    }
+}
+
+/// The owner's handle on an open session: its task's, and no one else's (it is not `Clone`;
+/// a turn gets a [`Recorder`]).
+pub(crate) struct Session {
+    core: Arc<Mutex<SessionCore>>,
+}
+
+impl Session {
+    pub fn new(
+        state: SessionState,
+        log: LogWriter,
+        extra_tools: Option<Arc<dyn ToolProvider>>,
+    ) -> Self {
+        let context_tokens = state.context_tokens;
+        Self {
+            core: Arc::new(Mutex::new(SessionCore {
+                state,
+                log,
+                sandbox_warned: Default::default(),
+                extra_tools,
+                disk_changes: Default::default(),
+                context_tokens,
+                nested_instructions: Default::default(),
+            })),
+        }
+    }
+
+    /// The same session, for a recorder.
+    fn share(&self) -> Session {
+        Session {
+            core: self.core.clone(),
+        }
+    }
+
+    /// The one place that locks a session's state. A panic while holding the lock leaves
+    /// consistent data behind (every mutation is a single append + fold), so a poisoned lock is
+    /// still usable.
+    fn lock(&self) -> MutexGuard<'_, SessionCore> {
+        self.core
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Reads the state (settings, replay, ...).
+    pub fn read<R>(&self, f: impl FnOnce(&SessionState) -> R) -> R {
+        f(&self.lock().state)
+    }
+
+    /// Records entries that belong together (one settings change), then syncs. On a failed
+    /// write the entries before it stay recorded, as the log has them.
+    pub fn record_all(&self, entries: Vec<EntryKind>) -> Result<(), StoreError> {
+        let mut core = self.lock();
+        for e in entries {
+            core.record(e)?;
+        }
+        if let Err(e) = core.log.sync() {
+            tracing::error!(error = %e, "could not sync session log");
+        }
+        Ok(())
+    }
+
+    /// Records the end of a turn and syncs. Failures are logged: the turn is over either way,
+    /// and its answer must still go out.
+    pub fn end_turn(&self, outcome: &TurnOutcome) {
+        let mut core = self.lock();
+        let entry = EntryKind::TurnEnd {
+            stop: outcome.stop,
+            failure: outcome.failure.clone(),
+        };
+        if let Err(e) = core.record(entry) {
+            tracing::error!(session = %core.state.id, error = %e, "could not record the end of a turn");
+        }
+        if let Err(e) = core.log.sync() {
+            tracing::error!(session = %core.state.id, error = %e, "could not sync session log");
+        }
+    }
+
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.lock().log.sync()
+    }
+
+    /// Gives the log's descriptor (and OS lock) back until the next write.
+    pub fn release(&self) -> Result<(), StoreError> {
+        self.lock().log.release()
+    }
+
+    /// The MCP servers, taken to be stopped (close).
+    pub fn take_extra_tools(&self) -> Option<Arc<dyn ToolProvider>> {
+        self.lock().extra_tools.take()
+    }
+
+    /// The writer for one turn (`turn`) or for events outside a turn (`None`).
+    pub fn recorder(&self, events: mpsc::Sender<SessionEvent>, turn: Option<TurnId>) -> Recorder {
+        let id = self.read(|s| s.id.clone());
+        Recorder::new(self.share(), events, id, turn)
+    }
+}
+
+/// What a turn reads once, when it starts.
+fn turn_start(core: &SessionCore) -> TurnStart {
+    let s = &core.state;
+    TurnStart {
+        first_prompt: s.title.is_none(),
+        roots: s.workspace_roots(),
+        cwd: s.cwd.clone(),
+        harness: s.harness,
+        model: s.model.clone(),
+        effort: s.effort,
+        web_search: s.web_search,
+        extra_tools: core.extra_tools.clone(),
+        sandbox_warned: core.sandbox_warned.clone(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A session on a temporary store, for unit tests of what writes through a recorder.
+
+    use super::*;
+    use crate::events::Event;
+    use crate::ids::SessionId;
+    use crate::log::{Header, SessionStore};
+    use crate::modes::Harness;
+    use std::path::PathBuf;
+
+    pub(crate) struct TestSession {
+        pub recorder: Recorder,
+        pub events: mpsc::Receiver<SessionEvent>,
+        pub home: tempfile::TempDir,
+    }
+
+    impl TestSession {
+        /// A `code` session over `cwd`.
+        pub fn new(cwd: PathBuf) -> Self {
+            let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let header = Header::new(SessionId::generate(), cwd, vec![], Harness::Code, None);
+            let log = SessionStore::new(home.path())
+                .create(&header)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let session = Session::new(SessionState::new(&header), log, None);
+            let (tx, events) = mpsc::channel(4096);
+            let recorder = session.recorder(tx, Some(TurnId(1)));
+            Self {
+                recorder,
+                events,
+                home,
+            }
+        }
+
+        pub fn drain_events(&mut self) -> Vec<Event> {
+            let mut out = vec![];
+            while let Ok(ev) = self.events.try_recv() {
+                out.push(ev.event);
+            }
+            out
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The turn's writer: records entries (log first, then the state) and sends the editor events,
+//! in that order. It reads only what a turn needs of the state, one question per method.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::{Session, turn_start};
+use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView};
+use crate::events::{Event, SessionEvent};
+use crate::ids::{SessionId, TurnId};
+use crate::log::{EntryKind, StoreError};
+use crate::mcp::ToolProvider;
+use crate::model::{Message, Usage};
+use crate::modes::{Effort, Harness, Mode};
+use crate::state::SessionState;
+
+/// What a turn takes from the session once, at its start.
+pub(crate) struct TurnStart {
+    /// No title yet: this prompt names the session.
+    pub first_prompt: bool,
+    pub roots: Vec<PathBuf>,
+    pub cwd: PathBuf,
+    pub harness: Harness,
+    pub model: Option<String>,
+    pub effort: Effort,
+    pub web_search: bool,
+    pub extra_tools: Option<Arc<dyn ToolProvider>>,
+    pub sandbox_warned: Arc<AtomicBool>,
+}
+
+/// Writes entries to the log (folding them into the state) and sends events to the editor.
+pub(crate) struct Recorder {
+    session: Session,
+    events: mpsc::Sender<SessionEvent>,
+    id: SessionId,
+    turn: Option<TurnId>,
+    /// A tool call the editor is not shown as a card (`update_plan`: its `plan` update is it).
+    hidden_call: Option<String>,
+}
+
+impl Clone for Recorder {
+    fn clone(&self) -> Self {
+        Recorder {
+            session: self.session.share(),
+            events: self.events.clone(),
+            id: self.id.clone(),
+            turn: self.turn,
+            hidden_call: self.hidden_call.clone(),
+        }
+    }
+}
+
+impl Recorder {
+    pub(super) fn new(
+        session: Session,
+        events: mpsc::Sender<SessionEvent>,
+        id: SessionId,
+        turn: Option<TurnId>,
+    ) -> Self {
+        Self {
+            session,
+            events,
+            id,
+            turn,
+            hidden_call: None,
+        }
+    }
+
+    pub fn session_id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The same recorder, minus the card of tool call `id`.
+    pub fn hiding_call(&self, id: &str) -> Recorder {
+        Recorder {
+            hidden_call: Some(id.to_owned()),
+            ..self.clone()
+        }
+    }
+
+    pub fn record(&self, kind: EntryKind) -> Result<u64, StoreError> {
+        self.session.lock().record(kind)
+    }
+
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.session.sync()
+    }
+
+    pub async fn emit(&self, event: Event) {
+        if let (Some(hidden), Event::ToolCall(ToolCallView { id, .. }))
+        | (Some(hidden), Event::ToolCallUpdate(ToolCallUpdateView { id, .. })) =
+            (&self.hidden_call, &event)
+            && hidden == id
+        {
+            return;
+        }
+        let ev = SessionEvent {
+            session: self.id.clone(),
+            turn: self.turn,
+            event,
+        };
+        // The receiver is gone only when the server is shutting down; nothing to tell then.
+        let _ = self.events.send(ev).await;
+    }
+
+    /// Reads the state: for what a turn asks rarely (settings after a mode change).
+    pub fn read<R>(&self, f: impl FnOnce(&SessionState) -> R) -> R {
+        self.session.read(f)
+    }
+
+    /// What the turn needs to know of the session when it starts.
+    pub fn start(&self) -> TurnStart {
+        turn_start(&self.session.lock())
+    }
+
+    /// The session's mode now: the editor or an approved `exit_plan` may change it mid-turn.
+    pub fn mode(&self) -> Mode {
+        self.read(|s| s.mode)
+    }
+
+    /// The conversation as the model is sent it.
+    pub fn model_messages(&self) -> Vec<Message> {
+        self.read(SessionState::model_messages)
+    }
+
+    /// Tokens in context after the last model call of this process (0 before one).
+    pub fn context_tokens(&self) -> u64 {
+        self.session.lock().context_tokens
+    }
+
+    /// Records a model call's usage; `context_tokens` is what the context holds now. Returns
+    /// the session's running cost.
+    pub fn record_usage(
+        &self,
+        model: &str,
+        usage: Usage,
+        context_tokens: u64,
+        cost_usd: Option<f64>,
+    ) -> Result<Option<f64>, StoreError> {
+        let mut core = self.session.lock();
+        core.record(EntryKind::Usage {
+            model: model.to_owned(),
+            usage,
+            context_tokens,
+            cost_usd,
+        })?;
+        core.context_tokens = context_tokens;
+        Ok(core.state.cost_usd)
+    }
+
+    /// Records the usage of a call made beside the conversation (a subagent's): it counts in
+    /// the cost and leaves the context as it is.
+    pub fn record_side_usage(
+        &self,
+        model: &str,
+        usage: Usage,
+        cost_usd: Option<f64>,
+    ) -> Result<(), StoreError> {
+        let mut core = self.session.lock();
+        let context_tokens = core.state.context_tokens;
+        core.record(EntryKind::Usage {
+            model: model.to_owned(),
+            usage,
+            context_tokens,
+            cost_usd,
+        })
+        .map(drop)
+    }
+
+    /// The instructions of nested packages that `paths` are in, the first time each is met.
+    pub fn nested_instructions(
+        &self,
+        paths: &[PathBuf],
+        cwd: &Path,
+        roots: &[PathBuf],
+    ) -> Option<String> {
+        self.session
+            .lock()
+            .nested_instructions
+            .for_paths(paths, cwd, roots)
+    }
+}
+
+/// What a tool may do to its session (`crate::tools::CallRecorder`).
+impl crate::tools::CallRecorder for Recorder {
+    fn session(&self) -> &SessionId {
+        &self.id
+    }
+
+    fn progress(&self, update: ToolCallUpdateView) -> BoxFuture<'_, ()> {
+        Box::pin(self.emit(Event::ToolCallUpdate(update)))
+    }
+
+    fn plan(&self, entries: Vec<PlanEntry>) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.record(EntryKind::Plan {
+                entries: entries.clone(),
+            })
+            .map_err(|e| e.to_string())?;
+            self.emit(Event::Plan { entries }).await;
+            Ok(())
+        })
+    }
+
+    fn wrote(&self, path: &Path) {
+        self.session
+            .lock()
+            .disk_changes
+            .written
+            .insert(path.to_owned());
+    }
+
+    fn command_started(&self) {
+        self.session
+            .lock()
+            .disk_changes
+            .commands_since
+            .get_or_insert_with(std::time::SystemTime::now);
+    }
+
+    fn read_from_client(
+        &self,
+        policy: crate::config::FsDelegation,
+        available: bool,
+        path: &Path,
+        roots: &[PathBuf],
+    ) -> bool {
+        let core = self.session.lock();
+        crate::clientfs::use_client(policy, available, path, roots, &core.disk_changes)
+    }
+}

@@ -1,0 +1,212 @@
+//! What every tool call of a turn shares, built once when the turn starts: the tools, the
+//! workspace, the rules, who to ask, and the parts of each call's [`ToolContext`] (limits,
+//! spill directory, the sandboxing runner, the editor's file system, the web).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::Catalog;
+use crate::checkpoints::TurnCheckpoint;
+use crate::config::{Config, FsDelegation};
+use crate::exec::{CommandRunner, Sandbox};
+use crate::model::ToolSpec;
+use crate::modes::{Harness, Mode};
+use crate::permissions::Approver;
+use crate::protected::Protected;
+use crate::runtime::Services;
+use crate::session::{Recorder, TurnStart};
+use crate::tools::{OutputLimits, ReadDeny, ToolContext, ToolRegistry};
+
+use super::resolve::TurnRules;
+use super::sandbox::{ModeAwareRunner, TurnRunner};
+use super::subagent::SubagentModel;
+
+/// What every tool call of a turn shares.
+pub(crate) struct CallEnv {
+    pub tools: ToolRegistry,
+    pub cwd: PathBuf,
+    pub roots: Vec<PathBuf>,
+    pub home: PathBuf,
+    pub harness: Harness,
+    /// FERRITE_HOME, which tools may not change and read only with the user's consent.
+    pub protected: Protected,
+    pub rules: TurnRules,
+    /// `_meta.permission_mode = "ask"` for this turn.
+    pub force_ask: bool,
+    /// A command that may only look (`/review`): the turn runs as in `plan` mode.
+    pub read_only: bool,
+    pub permission_timeout: Duration,
+    pub approver: Option<Arc<dyn Approver>>,
+    /// The session's mode ceiling (harness and `max_mode`).
+    pub ceiling: Mode,
+    pub catalog: Catalog,
+    /// Keeps what the turn's tools are about to change, for `/undo`.
+    pub checkpoint: Option<TurnCheckpoint>,
+    /// The model `task` subagents use; `None` where there is none (no `task` tool offered).
+    pub subagent: Option<SubagentModel>,
+    /// How many `task` calls of one response run at once (`subagent.max_parallel`).
+    pub subagent_parallel: usize,
+    /// The parts of every call's context.
+    pub base: ToolBase,
+}
+
+/// What a call's [`ToolContext`] is made of, apart from the call itself.
+pub(crate) struct ToolBase {
+    pub limits: OutputLimits,
+    pub spill_dir: PathBuf,
+    /// The turn's runner; each call gets it with the mode the call runs in.
+    pub runner: Option<Arc<TurnRunner>>,
+    pub bash_timeout: Duration,
+    pub sandbox_network: bool,
+    /// `sandbox.deny_read` with `~` expanded: hidden from commands.
+    pub deny_read: Vec<PathBuf>,
+    pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
+    pub fs_delegation: FsDelegation,
+    pub web: Option<Arc<dyn crate::web::WebFetch>>,
+    pub web_reach: crate::web::Reach,
+    /// Whether the turn's model takes images.
+    pub model_images: bool,
+}
+
+/// The parts of a [`CallEnv`] that come from the turn's settings.
+pub(super) struct EnvParts<'a> {
+    pub services: &'a Services,
+    pub rec: &'a Recorder,
+    pub config: &'a Config,
+    pub start: &'a TurnStart,
+    pub rules: TurnRules,
+    pub catalog: Catalog,
+    pub force_ask: bool,
+    pub model_images: bool,
+}
+
+impl CallEnv {
+    pub(super) fn new(p: EnvParts<'_>) -> Self {
+        let EnvParts {
+            services,
+            rec,
+            config,
+            start,
+            ..
+        } = p;
+        let spill_dir = services
+            .store
+            .dir()
+            .join(rec.session_id().as_str())
+            .join("tool-output");
+        let runner = services.runner.clone().map(|inner| {
+            Arc::new(TurnRunner {
+                inner,
+                env_remove: crate::exec::secret_env_names(config),
+                warned: start.sandbox_warned.clone(),
+                simulate_unavailable: services.faults.no_sandbox,
+                rec: rec.clone(),
+            })
+        });
+        Self {
+            tools: crate::tools::registry_for(start.harness),
+            cwd: start.cwd.clone(),
+            roots: start.roots.clone(),
+            home: services.home.clone(),
+            harness: start.harness,
+            protected: Protected::new(&services.home, &spill_dir),
+            rules: p.rules,
+            force_ask: p.force_ask,
+            read_only: false,
+            permission_timeout: Duration::from_secs(config.permissions.timeout_secs),
+            approver: services.approver.get().cloned(),
+            ceiling: crate::runtime::ceiling(config, start.harness),
+            catalog: p.catalog,
+            checkpoint: None,
+            subagent: None,
+            subagent_parallel: config.subagent.max_parallel,
+            base: ToolBase {
+                limits: OutputLimits {
+                    max_bytes: config.tools.output_max_bytes,
+                    max_lines: config.tools.output_max_lines,
+                },
+                spill_dir,
+                runner,
+                bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
+                sandbox_network: config.sandbox_network,
+                deny_read: config.deny_read_paths(services.env.get("HOME").map(Path::new)),
+                client_fs: services.client_fs.get().cloned(),
+                fs_delegation: config.fs_delegation,
+                web: services.web.clone(),
+                web_reach: if config.web_fetch_allow_private {
+                    crate::web::Reach::Anywhere
+                } else {
+                    crate::web::Reach::PublicOnly
+                },
+                model_images: p.model_images,
+            },
+        }
+    }
+
+    /// The mode this turn's calls run in: the session's now (the editor or an approved
+    /// `exit_plan` may change it mid-turn), capped at `plan` for a read-only command (`/review`).
+    pub fn mode(&self, rec: &Recorder) -> Mode {
+        let mode = rec.mode();
+        if self.read_only {
+            mode.min(Mode::Plan)
+        } else {
+            mode
+        }
+    }
+
+    /// The tools offered to the model for the next request.
+    pub fn specs(&self, rec: &Recorder) -> Vec<ToolSpec> {
+        let mut specs = self.tools.specs_in(self.mode(rec));
+        if self.subagent.is_some() {
+            specs.push(super::subagent::spec());
+        }
+        specs
+    }
+
+    /// What a tool may use for call `id`, running in `mode`: the turn's shared parts, the
+    /// sandbox of `mode`, and the rules in force now.
+    pub fn tool_context<'a>(
+        &self,
+        rec: &'a Recorder,
+        id: &str,
+        mode: Mode,
+        cancel: &CancellationToken,
+    ) -> ToolContext<'a> {
+        let base = &self.base;
+        ToolContext {
+            cwd: self.cwd.clone(),
+            roots: self.roots.clone(),
+            call_id: id.to_owned(),
+            cancel: cancel.child_token(),
+            recorder: rec,
+            limits: base.limits,
+            spill_dir: base.spill_dir.clone(),
+            runner: base
+                .runner
+                .clone()
+                .map(|turn| -> Arc<dyn CommandRunner> { Arc::new(ModeAwareRunner { turn, mode }) }),
+            sandbox: Sandbox::for_mode(
+                mode,
+                &self.roots,
+                &self.home,
+                &base.deny_read,
+                base.sandbox_network,
+            ),
+            bash_timeout: base.bash_timeout,
+            client_fs: base.client_fs.clone(),
+            fs_delegation: base.fs_delegation,
+            web: base.web.clone(),
+            web_reach: base.web_reach,
+            model_images: base.model_images,
+            read_deny: ReadDeny::new(
+                // A call whose rules cannot be used was refused before it got here.
+                self.rules.in_force().unwrap_or_default(),
+                self.roots.clone(),
+                (mode < Mode::Full).then(|| self.protected.clone()),
+            ),
+        }
+    }
+}

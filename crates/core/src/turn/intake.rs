@@ -1,0 +1,130 @@
+//! Stage: the prompt, taken in. Links to workspace files are read in, a `/command` gets its
+//! prompt file, the prompt is recorded, and the session's first prompt names it. A prompt that
+//! is a command to ferrite itself (`/compact`, `/undo`, `/checkpoints`) is told apart here.
+
+use crate::checkpoints::command::Command as CheckpointCommand;
+use crate::content::UserContent;
+use crate::events::Event;
+use crate::log::{EntryKind, StoreError, title_from};
+use crate::session::{Recorder, TurnStart};
+
+use super::compact;
+
+/// What the prompt asks of the turn.
+pub(super) struct Intake {
+    /// `/compact [instructions]`: the extra instructions.
+    pub compact: Option<String>,
+    /// `/undo [N]` or `/checkpoints`: answered without the model.
+    pub checkpoint_command: Option<CheckpointCommand>,
+}
+
+/// Expands and records the prompt (a checkpoint command is not part of the conversation; a
+/// `/compact` is replayed but never sent to the model).
+pub(super) fn record_prompt(
+    home: &std::path::Path,
+    rec: &Recorder,
+    content: &[UserContent],
+    start: &TurnStart,
+) -> Result<Intake, StoreError> {
+    let expanded = crate::attachments::expand_links(content.to_vec(), &start.roots);
+    let expanded = match start.roots.first() {
+        Some(cwd) => crate::commands::expand(expanded, home, cwd),
+        None => expanded,
+    };
+    let intake = Intake {
+        compact: compact::requested(content),
+        checkpoint_command: crate::checkpoints::command::requested(content),
+    };
+    if intake.checkpoint_command.is_none() {
+        rec.record(match intake.compact {
+            None => EntryKind::UserMessage { content: expanded },
+            Some(_) => EntryKind::Command { content: expanded },
+        })?;
+    }
+    Ok(intake)
+}
+
+/// The session's first prompt (one for the model) names it.
+pub(super) async fn name_session(
+    rec: &Recorder,
+    content: &[UserContent],
+    start: &TurnStart,
+    intake: &Intake,
+) -> Result<(), StoreError> {
+    if start.first_prompt
+        && intake.compact.is_none()
+        && intake.checkpoint_command.is_none()
+        && let Some(title) = title_from(content)
+    {
+        rec.record(EntryKind::Title {
+            title: title.clone(),
+        })?;
+        rec.emit(Event::TitleChanged { title }).await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::session::testing::TestSession;
+
+    fn text(t: &str) -> Vec<UserContent> {
+        vec![UserContent::Text { text: t.into() }]
+    }
+
+    /// The prompts the log holds, by entry type.
+    fn kinds(s: &TestSession) -> Vec<&'static str> {
+        s.recorder.read(|state| {
+            state
+                .history
+                .iter()
+                .filter_map(|k| {
+                    if matches!(k, EntryKind::UserMessage { .. }) {
+                        Some("user_message")
+                    } else if matches!(k, EntryKind::Command { .. }) {
+                        Some("command")
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_prompt_is_recorded_and_names_the_session_once() {
+        let mut s = TestSession::new(std::env::temp_dir());
+        for prompt in ["fix the   bug", "and the tests"] {
+            let start = s.recorder.start();
+            let intake = record_prompt(s.home.path(), &s.recorder, &text(prompt), &start).unwrap();
+            name_session(&s.recorder, &text(prompt), &start, &intake)
+                .await
+                .unwrap();
+        }
+        assert_eq!(kinds(&s), ["user_message", "user_message"]);
+        let title = s.recorder.read(|state| state.title.clone());
+        assert_eq!(title.as_deref(), Some("fix the bug"));
+        assert_eq!(
+            s.drain_events(),
+            [Event::TitleChanged {
+                title: "fix the bug".into()
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn commands_to_ferrite_are_told_apart() {
+        let s = TestSession::new(std::env::temp_dir());
+        let start = s.recorder.start();
+        let compact =
+            record_prompt(s.home.path(), &s.recorder, &text("/compact short"), &start).unwrap();
+        assert_eq!(compact.compact.as_deref(), Some("short"));
+        let undo = record_prompt(s.home.path(), &s.recorder, &text("/undo 2"), &start).unwrap();
+        assert!(undo.checkpoint_command.is_some());
+        // `/compact` is replayed (a `command` entry); `/undo` is not part of the conversation.
+        assert_eq!(kinds(&s), ["command"]);
+    }
+}
