@@ -4,8 +4,12 @@
 A module is a file under `crates/<crate>/src/` (`lib.rs`/`main.rs` is the crate root, `a.rs` and
 `a/mod.rs` are `a`, `a/b.rs` is `a::b`). An edge A -> B is a `use crate::b…` (braces expanded) or a
 `crate::b::…` path in A's code (comments and string literals ignored), resolved to the longest
-module prefix. Relative paths (`super::`, `self::`, a child's name) are not edges: a parent and the
-files of its directory are one unit by design.
+module prefix. A parent and the files of its directory are one unit by design (`turn`,
+`turn::stream`, `turn::dispatch::tests` are the unit `turn`), so circles are counted between units:
+`runtime::task -> turn` and `turn::env -> runtime` make the circle `runtime, turn`. Relative paths
+(`super::`, `self::`, a child's name) stay inside a unit and are not edges. Test code
+(`#[cfg(test)]` modules, inline or in their own files) is left out: it may build fixtures from
+any layer.
 
 Prints, per crate, every strongly connected component with more than one module.
 Usage: scripts/modcycles.py [crate-dir ...]   (default: every crates/*)
@@ -142,19 +146,52 @@ def sccs(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def unit(module: str) -> str:
+    return module.split("::")[0]
+
+
+TEST_ITEM = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+(\w+)\s*([;{])")
+
+
+def without_tests(code: str) -> tuple[str, set[str]]:
+    """Cuts `#[cfg(test)] mod x { … }` blocks out of the code; returns it and the names of the
+    `#[cfg(test)] mod x;` files it declares (test code, which may use anything)."""
+    test_files = set()
+    while True:
+        m = TEST_ITEM.search(code)
+        if not m:
+            return code, test_files
+        if m.group(2) == ";":
+            test_files.add(m.group(1))
+            code = code[: m.start()] + code[m.end():]
+            continue
+        depth, i = 1, m.end()
+        while i < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        code = code[: m.start()] + code[i:]
+
+
 def crate_cycles(crate: Path) -> list[list[str]]:
     src = crate / "src"
     files = sorted(src.rglob("*.rs"))
     modules = {module_name(src, f): f for f in files}
     names = set(modules)
+    code, tests = {}, set()
+    for name, f in modules.items():
+        code[name], declared = without_tests(strip(f.read_text()))
+        parent = "" if name == "crate" else name + "::"
+        tests |= {parent + t for t in declared}
     graph = {}
     for name, f in modules.items():
+        if name in tests or any(name.startswith(t + "::") for t in tests):
+            continue
         targets = set()
-        for p in edges_of(strip(f.read_text())):
+        for p in edges_of(code[name]):
             t = resolve(p, names)
-            if t and t != name:
-                targets.add(t)
-        graph[name] = targets
+            if t and unit(t) != unit(name):
+                targets.add(unit(t))
+        graph.setdefault(unit(name), set()).update(targets)
     return sorted((c for c in sccs(graph) if len(c) > 1), key=lambda c: (-len(c), c))
 
 

@@ -145,11 +145,11 @@ pub enum EntryKind {
     Checkpoint {
         id: u64,
         turn: u64,
-        files: Vec<crate::checkpoints::FileChange>,
+        files: Vec<crate::file_changes::FileChange>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         undid: Vec<u64>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        skipped: Vec<crate::checkpoints::Skipped>,
+        skipped: Vec<crate::file_changes::Skipped>,
     },
     TurnEnd {
         stop: StopReason,

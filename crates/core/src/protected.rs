@@ -36,7 +36,7 @@ pub struct Protected {
 impl Protected {
     /// `home` and `spill_dir` are canonicalized as far as they exist, like the paths tools report.
     pub fn new(home: &Path, spill_dir: &Path) -> Self {
-        let canon = |p: &Path| crate::tools::paths::resolve(Path::new("/"), &p.to_string_lossy());
+        let canon = |p: &Path| crate::paths::resolve(Path::new("/"), &p.to_string_lossy());
         Self {
             home: canon(home),
             spill_dir: canon(spill_dir),

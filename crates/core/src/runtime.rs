@@ -9,12 +9,13 @@ pub mod discovery;
 mod error;
 mod handle;
 mod notices;
-pub mod queries;
 mod supervisor;
 mod task;
 mod timing;
 mod view;
 
+pub use crate::services::{Faults, Services, queries};
+pub(crate) use crate::session_view::{ceiling, settings_for, usage_for};
 pub use error::RuntimeError;
 pub use handle::SessionHandle;
 use handle::{Op, Snapshot};
@@ -23,7 +24,6 @@ pub use supervisor::{PROMPT_ACK_TIMEOUT, Submitted};
 use task::{SessionCtx, session_task};
 use timing::uptime_ms;
 pub use timing::{CANCEL_GRACE, CLOSE_GRACE};
-pub(crate) use view::{ceiling, settings_for, usage_for};
 use view::{check_dir, mcp_specs};
 
 use std::collections::HashMap;
@@ -34,108 +34,13 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::catalog::{Catalog, DefaultModel};
-use crate::config::{Config, ConfigError};
-use crate::credentials::Credentials;
-use crate::env::Env;
 use crate::events::{Event, Refusal, SessionEvent, Settings};
-use crate::exec::CommandRunner;
 use crate::ids::SessionId;
-use crate::log::{EntryKind, Header, SessionStore, SessionSummary};
-use crate::mcp::{McpLauncher, McpServerSpec};
-use crate::model::ModelConnector;
+use crate::log::{EntryKind, Header, SessionSummary};
+use crate::mcp::McpServerSpec;
 use crate::modes::{Harness, Mode};
-use crate::permissions::Approver;
 use crate::session::Session;
 use crate::state::SessionState;
-
-/// Failures to inject, for testing that the server survives them (`FERRITE_FAULTS`, a
-/// comma-separated list; see `docs/architecture.md`). All off in normal use.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Faults {
-    /// The session task panics while a turn runs.
-    pub panic_session_in_turn: bool,
-    /// The session task stops processing when it receives a prompt.
-    pub stall_session_on_prompt: bool,
-    /// The turn task panics right after recording the prompt.
-    pub panic_turn: bool,
-    /// Commands behave as if the kernel could not sandbox them.
-    pub no_sandbox: bool,
-}
-
-impl Faults {
-    pub fn from_env(env: &Env) -> Self {
-        let list = env.get("FERRITE_FAULTS").unwrap_or_default();
-        let has = |name: &str| list.split(',').any(|f| f.trim() == name);
-        Self {
-            panic_session_in_turn: has("panic_session_in_turn"),
-            stall_session_on_prompt: has("stall_session_on_prompt"),
-            panic_turn: has("panic_turn"),
-            no_sandbox: has("no_sandbox"),
-        }
-    }
-}
-
-/// What the runtime is built from; wired by the binary.
-pub struct Services {
-    pub home: PathBuf,
-    pub env: Env,
-    pub store: SessionStore,
-    pub connector: Option<Arc<dyn ModelConnector>>,
-    pub runner: Option<Arc<dyn CommandRunner>>,
-    pub faults: Faults,
-    /// Starts MCP servers for sessions.
-    pub mcp: Option<Arc<dyn McpLauncher>>,
-    /// Fetches web pages for `web_fetch`.
-    pub web: Option<Arc<dyn crate::web::WebFetch>>,
-    /// Asks the user for permission; set by the ACP server once it runs.
-    pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
-    /// The editor's file system; set by the ACP server once it runs.
-    pub client_fs: std::sync::OnceLock<Arc<dyn crate::clientfs::ClientFs>>,
-}
-
-impl Services {
-    pub fn new(home: PathBuf, env: Env, connector: Option<Arc<dyn ModelConnector>>) -> Self {
-        let store = SessionStore::new(&home);
-        let faults = Faults::from_env(&env);
-        Self {
-            home,
-            env,
-            store,
-            connector,
-            runner: None,
-            faults,
-            mcp: None,
-            web: None,
-            approver: std::sync::OnceLock::new(),
-            client_fs: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Config (narrowed by the workspace), credentials and the model catalog, read fresh.
-    pub fn context(&self, cwd: Option<&Path>) -> Result<(Config, Catalog), ConfigError> {
-        let config = Config::load(&self.home, cwd)?;
-        for w in &config.warnings {
-            tracing::warn!("{w}");
-        }
-        let creds = Credentials::load(&self.home).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "ignoring unreadable credentials");
-            Credentials::default()
-        });
-        let catalog = Catalog::build(&config, &self.env, &creds)
-            .with_listings(&crate::catalog::Listings::load(&self.home));
-        Ok((config, catalog))
-    }
-
-    /// The catalog for `config` with fresh credentials and the cached provider listings.
-    pub fn catalog(&self, config: &Config) -> Catalog {
-        let creds = Credentials::load(&self.home).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "ignoring unreadable credentials");
-            Credentials::default()
-        });
-        Catalog::build(config, &self.env, &creds)
-            .with_listings(&crate::catalog::Listings::load(&self.home))
-    }
-}
 
 pub struct NewSession {
     pub cwd: PathBuf,

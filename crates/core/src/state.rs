@@ -168,7 +168,7 @@ impl SessionState {
                     skipped,
                     ..
                 } if !undid.is_empty() => out.push(Event::AgentMessageChunk {
-                    text: crate::checkpoints::undo_message(undid, files, skipped, &self.cwd),
+                    text: crate::file_changes::undo_message(undid, files, skipped, &self.cwd),
                 }),
                 EntryKind::TurnEnd { failure: None, .. }
                 | EntryKind::Checkpoint { .. }
@@ -249,7 +249,7 @@ impl SessionState {
                 } => {
                     if !undid.is_empty() {
                         undo_notes.push(UserPart::Text {
-                            text: crate::checkpoints::undo_note(files, skipped),
+                            text: crate::file_changes::undo_note(files, skipped),
                         });
                     }
                 }

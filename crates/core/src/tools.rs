@@ -9,7 +9,6 @@ pub mod grep;
 mod ls;
 pub(crate) mod markdown;
 mod output;
-pub mod paths;
 mod read;
 mod schema;
 mod update_plan;

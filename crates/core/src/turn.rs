@@ -28,7 +28,7 @@ use crate::content::UserContent;
 use crate::events::{TurnOptions, TurnOutcome};
 use crate::log::{StopReason, StoreError};
 use crate::model::StopKind;
-use crate::runtime::Services;
+use crate::services::Services;
 use crate::session::Recorder;
 
 use env::{CallEnv, EnvParts};

@@ -16,7 +16,7 @@ use crate::content::{
 use crate::events::Event;
 use crate::log::{EntryKind, StopReason, StoreError};
 use crate::permissions::{OptionKind, PermissionAnswer, PermissionOption, PermissionRequest};
-use crate::runtime::Services;
+use crate::services::Services;
 use crate::session::Recorder;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::catalog::{Catalog, KeySource, Listings, ProviderListing};
 use crate::config::{ApiKind, Config};
-use crate::runtime::Services;
+use crate::services::Services;
 
 /// How long one provider may take to list its models.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::content::{ToolContent, ToolKind, file_diff};
 use crate::model::ToolSpec;
+use crate::paths::{display, resolve};
 use crate::tools::output::{blocking, parse_input, plural, truncate_line};
-use crate::tools::paths::{display, resolve};
 use crate::tools::write::{input_path, path_description};
 use crate::tools::{
     Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,

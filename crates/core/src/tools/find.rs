@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::content::ToolKind;
 use crate::model::ToolSpec;
+use crate::paths::{display, resolve};
 use crate::tools::grep::{relative, search_description, search_root, walker};
 use crate::tools::output::{lock, parse_input, place, search_output};
-use crate::tools::paths::{display, resolve};
 use crate::tools::{
     Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };

@@ -1,6 +1,6 @@
 //! Opening exactly the file the permission policy decided on.
 //!
-//! The policy decides on a path that [`super::paths::resolve`] resolved completely (no symlink left
+//! The policy decides on a path that [`crate::paths::resolve`] resolved completely (no symlink left
 //! in it). Between that decision and the operation, a file can be swapped for a symlink (a command
 //! of the same turn, another process), and `std::fs` would follow it out of the workspace. So tools
 //! open files by walking the decided path one component at a time from `/`, each directory opened

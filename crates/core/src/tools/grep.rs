@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::content::{Location, ToolKind};
 use crate::model::ToolSpec;
+use crate::paths::{display, resolve};
 use crate::tools::output::{lock, parse_input, place, plural, search_output, truncate_line};
-use crate::tools::paths::{display, resolve};
 use crate::tools::{
     Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };

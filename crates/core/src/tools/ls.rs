@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use crate::content::ToolKind;
 use crate::model::ToolSpec;
+use crate::paths::{display, resolve};
 use crate::tools::grep::search_root;
 use crate::tools::output::{blocking, cap, parse_input, place};
-use crate::tools::paths::{display, resolve};
 use crate::tools::write::path_description;
 use crate::tools::{
     Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput, input_schema,

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::content::{ToolContent, fenced, inline_code, language_for};
 use crate::exec::CommandOutput;
-use crate::tools::paths::resolve;
+use crate::paths::resolve;
 
 /// Lines of a long command's output shown from its start, and from its end.
 pub const HEAD_LINES: usize = 40;

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::content::{Location, ToolKind};
 use crate::model::ToolSpec;
+use crate::paths::{display, resolve};
 use crate::tools::output::{blocking, floor_char_boundary, parse_input};
-use crate::tools::paths::{display, resolve};
 use crate::tools::{
     Access, CallDescription, OutputLimits, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };

@@ -16,7 +16,7 @@ use crate::model::ToolSpec;
 use crate::modes::{Harness, Mode};
 use crate::permissions::Approver;
 use crate::protected::Protected;
-use crate::runtime::Services;
+use crate::services::Services;
 use crate::session::{Recorder, TurnStart};
 use crate::tools::{OutputLimits, ReadDeny, ToolContext, ToolRegistry};
 
@@ -118,7 +118,7 @@ impl CallEnv {
             read_only: false,
             permission_timeout: Duration::from_secs(config.permissions.timeout_secs),
             approver: services.approver.get().cloned(),
-            ceiling: crate::runtime::ceiling(config, start.harness),
+            ceiling: crate::session_view::ceiling(config, start.harness),
             catalog: p.catalog,
             checkpoint: None,
             subagent: None,

@@ -131,7 +131,7 @@ impl ExitPlan {
         self.rec.emit(Event::ModeChanged { mode }).await;
         let settings = self
             .rec
-            .read(|state| crate::runtime::settings_for(state, &self.catalog, self.ceiling));
+            .read(|state| crate::session_view::settings_for(state, &self.catalog, self.ceiling));
         self.rec.emit(Event::SettingsChanged(settings)).await;
         Ok(())
     }

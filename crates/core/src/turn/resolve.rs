@@ -14,7 +14,7 @@ use crate::failure::FailureKind;
 use crate::model::{ModelClient, ModelConnector};
 use crate::modes::Effort;
 use crate::permissions::{OptionKind, Rules, StoredRules};
-use crate::runtime::Services;
+use crate::services::Services;
 use crate::session::TurnStart;
 use crate::tools::Access;
 

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::credentials::Credentials;
 use crate::env::Env;
 use crate::modes::Mode;
-use crate::runtime::Services;
+use crate::services::Services;
 use crate::session::testing::TestSession;
 use crate::turn::env::EnvParts;
 use crate::turn::exit_plan::ExitPlan;

@@ -12,7 +12,7 @@ use crate::credentials::Credentials;
 use crate::env::Env;
 use crate::model::{ModelClient, StopKind, Usage};
 use crate::modes::Effort;
-use crate::runtime::Services;
+use crate::services::Services;
 use crate::session::testing::TestSession;
 use crate::turn::env::EnvParts;
 use crate::turn::model_call::ModelOrigin;
