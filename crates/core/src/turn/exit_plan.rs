@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::catalog::Catalog;
 use crate::content::{ToolCallView, ToolContent, ToolKind, ToolStatus};
@@ -137,12 +138,18 @@ impl ExitPlan {
     }
 }
 
+/// `exit_plan`'s arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Input {
+    /// The plan, in markdown: what will be done, step by step.
+    plan: String,
+}
+
+/// The plan in the arguments; empty when there is none (the call is then refused as empty).
 fn plan_of(input: &Value) -> String {
-    input
-        .get("plan")
-        .and_then(Value::as_str)
+    Input::deserialize(input)
+        .map(|i| i.plan)
         .unwrap_or_default()
-        .to_owned()
 }
 
 impl Tool for ExitPlan {
@@ -157,11 +164,7 @@ impl Tool for ExitPlan {
                 start making changes. Call it once the plan is complete; the user may approve \
                 (you can then edit and run commands) or ask you to keep planning."
                 .into(),
-            input_schema: json!({
-                "type": "object",
-                "properties": {"plan": {"type": "string", "description": "The plan, in markdown: what will be done, step by step."}},
-                "required": ["plan"]
-            }),
+            input_schema: crate::tools::input_schema::<Input>(),
         }
     }
 
@@ -233,5 +236,25 @@ impl Tool for ExitPlan {
                 content: vec![],
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The schema derived from `Input` is the one the model was shown when it was hand-written.
+    #[test]
+    fn the_schema_is_derived_from_the_input() {
+        assert_eq!(
+            crate::tools::input_schema::<super::Input>(),
+            json!({
+                "type": "object",
+                "properties": {"plan": {"type": "string", "description": "The plan, in markdown: what will be done, step by step."}},
+                "required": ["plan"]
+            })
+        );
+        assert_eq!(super::plan_of(&json!({"plan": "1. read"})), "1. read");
+        assert_eq!(super::plan_of(&json!({"plan": 3})), "");
     }
 }

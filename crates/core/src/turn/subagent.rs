@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{ModelInfo, ReasoningStyle};
@@ -46,12 +46,14 @@ pub(crate) struct SubagentModel {
     pub info: ModelInfo,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
+    /// A few words for the user: what the subagent does.
     description: String,
+    /// The whole task for the subagent.
     prompt: String,
-    #[serde(default)]
+    /// Tool names it may use (a subset of yours); default read-only.
     tools: Option<Vec<String>>,
 }
 
@@ -65,15 +67,7 @@ pub(crate) fn spec() -> ToolSpec {
             exploration would fill your context; several `task` calls in one response run \
             at the same time. You receive only its final answer."
             .into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "description": "A few words for the user: what the subagent does."},
-                "prompt": {"type": "string", "description": "The whole task for the subagent."},
-                "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names it may use (a subset of yours); default read-only."}
-            },
-            "required": ["description", "prompt"]
-        }),
+        input_schema: crate::tools::input_schema::<Input>(),
     }
 }
 
@@ -431,4 +425,26 @@ fn progress_text(progress: &[String]) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The schema derived from `Input` is the one the model was shown when it was hand-written.
+    #[test]
+    fn the_schema_is_derived_from_the_input() {
+        assert_eq!(
+            super::spec().input_schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "description": "A few words for the user: what the subagent does."},
+                    "prompt": {"type": "string", "description": "The whole task for the subagent."},
+                    "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names it may use (a subset of yours); default read-only."}
+                },
+                "required": ["description", "prompt"]
+            })
+        );
+    }
 }
