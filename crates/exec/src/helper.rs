@@ -17,7 +17,6 @@
 //! agent itself unrestricted.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,13 +30,7 @@ pub(crate) const HELPER_ARG: &str = "__sandbox";
 /// `argv[1]` of the supervisor's child, which sandboxes itself and runs the command.
 const EXEC_ARG: &str = "__sandbox-exec";
 
-/// How a helper that could not set the sandbox up starts its message on stderr, so the runner can
-/// tell that failure from the command's own output and report `SandboxUnavailable`.
-pub(crate) const SETUP_FAILURE_PREFIX: &str = "ferrite sandbox: cannot enforce the sandbox: ";
-
-/// The helper's exit code when the sandbox could not be set up (as `env` and `nice` use 125 for
-/// their own failures); 126 and 127 keep their shell meanings for the command.
-pub(crate) const SETUP_FAILURE_CODE: u8 = 125;
+pub(crate) use crate::setup_failure::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, fail};
 
 /// What runs the command: the sandbox policy, or nothing but process containment (`full`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,12 +196,6 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
         confinement,
         command,
     })
-}
-
-pub(crate) fn fail(code: u8, message: &str) -> ExitCode {
-    // stderr is the command's stderr pipe: the runner reads this like any output.
-    let _ = writeln!(std::io::stderr(), "{message}");
-    ExitCode::from(code)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod environ;
 mod helper;
 mod runner;
 mod sandbox;
+mod setup_failure;
 mod spill;
 mod supervisor;
 mod tree;

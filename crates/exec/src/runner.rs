@@ -16,8 +16,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use crate::helper::{Confinement, SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, helper_args};
+use crate::helper::{Confinement, helper_args};
 use crate::sandbox::{self, Network, Policy};
+use crate::setup_failure::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX};
 use crate::spill::{OutputSink, Pushed, Stream};
 use crate::supervisor::KILL_GRACE;
 use crate::tree::Tree;

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 
-use crate::helper::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, fail};
+use crate::setup_failure::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, fail};
 
 /// Time between SIGTERM and SIGKILL (`docs/sandbox.md`).
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
