@@ -187,7 +187,6 @@ pub(crate) struct CallEnv {
     pub catalog: Catalog,
     /// Whether this session was already told that commands run unsandboxed.
     pub sandbox_warned: Arc<std::sync::atomic::AtomicBool>,
-    pub simulate_no_sandbox: bool,
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: crate::config::FsDelegation,
     /// Keeps what the turn's tools are about to change, for `/undo`.
@@ -247,7 +246,6 @@ impl CallEnv {
             ceiling: crate::runtime::ceiling(config, harness),
             catalog: catalog.clone(),
             sandbox_warned: lock(&rec.core).sandbox_warned.clone(),
-            simulate_no_sandbox: services.faults.no_sandbox,
             client_fs: services.client_fs.get().cloned(),
             fs_delegation: config.fs_delegation,
             checkpoint: None,
@@ -350,9 +348,6 @@ async fn run_turn_inner(
             // Part of the replay, but not of what the model is sent.
             Some(_) => EntryKind::Command { content },
         })?;
-    }
-    if services.faults.panic_turn {
-        panic!("fault injection: the turn task panics");
     }
     if first_prompt
         && compact_request.is_none()
@@ -913,7 +908,6 @@ fn tool_context<'a>(
                 mode: env.mode(rec),
                 env_remove: env.secret_env.clone(),
                 warned: env.sandbox_warned.clone(),
-                simulate_unavailable: env.simulate_no_sandbox,
                 events: rec.events.clone(),
                 session: rec.session.clone(),
                 turn: rec.turn,

@@ -21,14 +21,10 @@ pub(crate) struct ModeAwareRunner {
     pub env_remove: Vec<String>,
     /// Set once the session was told it runs unsandboxed.
     pub warned: Arc<AtomicBool>,
-    /// Test hook: behave as if the kernel could not sandbox.
-    pub simulate_unavailable: bool,
     pub events: mpsc::Sender<SessionEvent>,
     pub session: SessionId,
     pub turn: Option<TurnId>,
 }
-
-const SIMULATED: &str = "the sandbox is unavailable (simulated)";
 
 impl CommandRunner for ModeAwareRunner {
     fn run<'a>(
@@ -40,14 +36,10 @@ impl CommandRunner for ModeAwareRunner {
         let mut spec = spec;
         spec.env_remove.extend(self.env_remove.iter().cloned());
         Box::pin(async move {
-            let restricted = matches!(spec.sandbox, Sandbox::Restricted { .. });
-            let first = if self.simulate_unavailable && restricted {
-                Err(ExecError::SandboxUnavailable(SIMULATED.into()))
-            } else {
-                self.inner
-                    .run(spec.clone(), cancel.clone(), on_output)
-                    .await
-            };
+            let first = self
+                .inner
+                .run(spec.clone(), cancel.clone(), on_output)
+                .await;
             let why = match first {
                 Err(ExecError::SandboxUnavailable(why)) => why,
                 other => return other,

@@ -1,0 +1,269 @@
+//! The prompt watchdog, in-process: `serve` over an in-memory pipe, a runtime with the scripted
+//! model, and a session task that dies or stalls while a prompt waits for its answer.
+//!
+//! No public trait of core runs on the session task (the model, tools, approver, client file
+//! system and MCP tools all run on the turn's task), so the failure is injected through the one
+//! interface the session task does call: `tracing`. A log layer that panics kills the task; a
+//! log write that blocks (stderr a full pipe nobody reads) stalls it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferrite_core::env::Env;
+use ferrite_core::runtime::{Runtime, Services};
+use ferrite_test_support::scripted_model::{Reply, ScriptedModel};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+/// An editor on the other end of the pipe.
+struct Editor {
+    _home: tempfile::TempDir,
+    ws: tempfile::TempDir,
+    out: WriteHalf<DuplexStream>,
+    lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    next_id: i64,
+}
+
+impl Editor {
+    async fn start(model: &Arc<ScriptedModel>) -> Editor {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let env = Env::from_pairs([
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("FERRITE_MODEL", "anthropic/claude-sonnet-5"),
+        ]);
+        let services = Services::new(home.path().to_owned(), env, Some(model.connector()));
+        let (runtime, events) = Runtime::new(services);
+        let (editor_end, agent_end) = tokio::io::duplex(1 << 16);
+        let (agent_in, agent_out) = tokio::io::split(agent_end);
+        let options = ferrite_acp::ServeOptions {
+            agent_version: "0".into(),
+        };
+        tokio::spawn(ferrite_acp::serve(
+            runtime, events, agent_in, agent_out, options,
+        ));
+        let (editor_in, out) = tokio::io::split(editor_end);
+        let mut editor = Editor {
+            _home: home,
+            ws,
+            out,
+            lines: BufReader::new(editor_in).lines(),
+            next_id: 1,
+        };
+        let init = json!({"protocolVersion": 1, "clientCapabilities": {}});
+        let id = editor.send("initialize", init).await;
+        editor.answer(&id).await;
+        editor
+    }
+
+    async fn write(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.out.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn send(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        let m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.write(m).await;
+        id
+    }
+
+    async fn notify(&mut self, method: &str, params: Value) {
+        let m = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.write(m).await;
+    }
+
+    /// Reads until the answer to `id`; returns what came before it and the answer.
+    async fn answer(&mut self, id: &Value) -> (Vec<Value>, Value) {
+        let mut before = vec![];
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+                .await
+                .expect("an answer in time")
+                .unwrap()
+                .expect("the agent is still there");
+            let m: Value = serde_json::from_str(&line).unwrap();
+            if m.get("id") == Some(id) && m.get("method").is_none() {
+                return (before, m);
+            }
+            before.push(m);
+        }
+    }
+
+    async fn new_session(&mut self) -> String {
+        let id = self
+            .send(
+                "session/new",
+                json!({"cwd": self.ws.path(), "mcpServers": []}),
+            )
+            .await;
+        let (_, a) = self.answer(&id).await;
+        a["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    async fn prompt(&mut self, session: &str, text: &str) -> Value {
+        let prompt = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+        self.send("session/prompt", prompt).await
+    }
+}
+
+fn agent_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect()
+}
+
+/// What the trap does to the first event it matches.
+#[derive(Clone, Copy)]
+enum Trap {
+    Panic,
+    /// Blocks the thread until released (or 60 s).
+    Block,
+}
+
+/// A subscriber that springs once, on the first event of `level` from core's runtime whose
+/// message contains `needle`: that event is logged on the session task.
+struct Tripwire {
+    level: Level,
+    needle: &'static str,
+    trap: Trap,
+    sprung: AtomicBool,
+    release: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+}
+
+struct Message(String);
+
+impl Visit for Message {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl Subscriber for Tripwire {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let meta = event.metadata();
+        if *meta.level() != self.level || !meta.target().starts_with("ferrite_core::runtime") {
+            return;
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        if !message.0.contains(self.needle) || self.sprung.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        match self.trap {
+            Trap::Panic => panic!("a log layer failed on the session task"),
+            Trap::Block => {
+                let release = self.release.lock().unwrap().take();
+                if let Some(rx) = release {
+                    let _ = rx.recv_timeout(Duration::from_secs(60));
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_session_task_that_dies_mid_turn_still_answers_the_prompt() {
+    let tripwire = Tripwire {
+        level: Level::ERROR,
+        needle: "turn task failed",
+        trap: Trap::Panic,
+        sprung: AtomicBool::new(false),
+        release: Mutex::new(None),
+    };
+    // The test's runtime runs every task on this thread: the session task logs through it.
+    let _log = tracing::subscriber::set_default(tripwire);
+    let model = ScriptedModel::new();
+    // The turn dies (a provider client's bug); the session task, logging that, dies too.
+    model.push(
+        Reply::new()
+            .text("working")
+            .panic("a bug in a provider client"),
+    );
+    let mut e = Editor::start(&model).await;
+    let session = e.new_session().await;
+    let t = Instant::now();
+    let prompt = e.prompt(&session, "go").await;
+    let (before, answer) = e.answer(&prompt).await;
+    assert_eq!(
+        answer["result"]["_meta"]["ferrite"]["turnFailure"],
+        json!({"terminalStatus": "interrupted", "errorKind": "session_task_died"})
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(
+        agent_text(&before).contains("stopped unexpectedly"),
+        "{before:?}"
+    );
+    // The server keeps serving other requests.
+    let other = e.new_session().await;
+    assert_ne!(other, session);
+}
+
+#[test]
+fn a_stalled_session_task_cannot_block_the_prompt_or_other_requests() {
+    let (release, released) = std::sync::mpsc::channel();
+    let tripwire = tracing::Dispatch::new(Tripwire {
+        level: Level::DEBUG,
+        needle: "taking a prompt",
+        trap: Trap::Block,
+        sprung: AtomicBool::new(false),
+        release: Mutex::new(Some(released)),
+    });
+    // Blocking a thread needs more than one: the watchdog runs on another worker.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(3)
+        .enable_all()
+        .on_thread_start(move || {
+            std::mem::forget(tracing::dispatcher::set_default(&tripwire));
+        })
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let model = ScriptedModel::new();
+        let mut e = Editor::start(&model).await;
+        let session = e.new_session().await;
+        let t = Instant::now();
+        let stuck = e.prompt(&session, "hello").await;
+        // Meanwhile the server answers other requests at once.
+        let list = e.send("session/list", json!({})).await;
+        let (_, answer) = e.answer(&list).await;
+        assert!(answer.get("result").is_some(), "{answer}");
+        assert!(t.elapsed() < Duration::from_secs(2));
+        e.notify("session/cancel", json!({"sessionId": session}))
+            .await;
+        let (_, answer) = e.answer(&stuck).await;
+        assert_eq!(
+            answer["result"]["_meta"]["ferrite"]["turnFailure"]["errorKind"],
+            "session_unresponsive",
+            "{answer}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "bounded: {:?}",
+            t.elapsed()
+        );
+        let _ = release.send(());
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+}
