@@ -130,8 +130,8 @@ enum Trap {
     Block,
 }
 
-/// A subscriber that springs once, on the first event of `level` from core's runtime whose
-/// message contains `needle`: that event is logged on the session task.
+/// A subscriber that springs once, on the first event of `level` from ferrite-core whose message
+/// contains `needle`: an event the session task logs, so the trap springs on that task.
 struct Tripwire {
     level: Level,
     needle: &'static str,
@@ -163,7 +163,7 @@ impl Subscriber for Tripwire {
     fn exit(&self, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
         let meta = event.metadata();
-        if *meta.level() != self.level || !meta.target().starts_with("ferrite_core::runtime") {
+        if *meta.level() != self.level || !meta.target().starts_with("ferrite_core") {
             return;
         }
         let mut message = Message(String::new());
