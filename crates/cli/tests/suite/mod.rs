@@ -24,4 +24,5 @@ mod sessions;
 mod settings;
 mod subagents;
 mod turns;
+mod watchdog;
 mod web_fetch;
