@@ -9,120 +9,17 @@
 //! interface the session task does call: `tracing`. A log layer that panics kills the task; a
 //! log write that blocks (stderr a full pipe nobody reads) stalls it.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrite_core::env::Env;
-use ferrite_core::runtime::{Runtime, Services};
 use ferrite_test_support::scripted_model::{Reply, ScriptedModel};
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
-/// An editor on the other end of the pipe.
-struct Editor {
-    _home: tempfile::TempDir,
-    ws: tempfile::TempDir,
-    out: WriteHalf<DuplexStream>,
-    lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-    next_id: i64,
-}
-
-impl Editor {
-    async fn start(model: &Arc<ScriptedModel>) -> Editor {
-        let home = tempfile::tempdir().unwrap();
-        let ws = tempfile::tempdir().unwrap();
-        let env = Env::from_pairs([
-            ("ANTHROPIC_API_KEY", "test-key"),
-            ("FERRITE_MODEL", "anthropic/claude-sonnet-5"),
-        ]);
-        let services = Services::new(home.path().to_owned(), env, Some(model.connector()));
-        let (runtime, events) = Runtime::new(services);
-        let (editor_end, agent_end) = tokio::io::duplex(1 << 16);
-        let (agent_in, agent_out) = tokio::io::split(agent_end);
-        let options = ferrite_acp::ServeOptions {
-            agent_version: "0".into(),
-        };
-        tokio::spawn(ferrite_acp::serve(
-            runtime, events, agent_in, agent_out, options,
-        ));
-        let (editor_in, out) = tokio::io::split(editor_end);
-        let mut editor = Editor {
-            _home: home,
-            ws,
-            out,
-            lines: BufReader::new(editor_in).lines(),
-            next_id: 1,
-        };
-        let init = json!({"protocolVersion": 1, "clientCapabilities": {}});
-        let id = editor.send("initialize", init).await;
-        editor.answer(&id).await;
-        editor
-    }
-
-    async fn write(&mut self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.out.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    async fn send(&mut self, method: &str, params: Value) -> Value {
-        let id = json!(self.next_id);
-        self.next_id += 1;
-        let m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.write(m).await;
-        id
-    }
-
-    async fn notify(&mut self, method: &str, params: Value) {
-        let m = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        self.write(m).await;
-    }
-
-    /// Reads until the answer to `id`; returns what came before it and the answer.
-    async fn answer(&mut self, id: &Value) -> (Vec<Value>, Value) {
-        let mut before = vec![];
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
-                .await
-                .expect("an answer in time")
-                .unwrap()
-                .expect("the agent is still there");
-            let m: Value = serde_json::from_str(&line).unwrap();
-            if m.get("id") == Some(id) && m.get("method").is_none() {
-                return (before, m);
-            }
-            before.push(m);
-        }
-    }
-
-    async fn new_session(&mut self) -> String {
-        let id = self
-            .send(
-                "session/new",
-                json!({"cwd": self.ws.path(), "mcpServers": []}),
-            )
-            .await;
-        let (_, a) = self.answer(&id).await;
-        a["result"]["sessionId"].as_str().unwrap().to_owned()
-    }
-
-    async fn prompt(&mut self, session: &str, text: &str) -> Value {
-        let prompt = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
-        self.send("session/prompt", prompt).await
-    }
-}
-
-fn agent_text(messages: &[Value]) -> String {
-    messages
-        .iter()
-        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
-        .collect()
-}
+use super::inproc::{Editor, agent_text};
 
 /// What the trap does to the first event it matches.
 #[derive(Clone, Copy)]
