@@ -2,4 +2,4 @@
 //! with a scripted model (no HTTP, no binary). They assert what an editor would see.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod inproc;
+mod suite;

@@ -9,5 +9,6 @@ pub mod fake_provider;
 pub mod mcp_server;
 pub mod schema;
 pub mod scripted_model;
+pub mod transcript;
 
 pub use acp_client::{AcpClient, Answer, agent_text, updates};

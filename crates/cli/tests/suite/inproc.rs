@@ -1,12 +1,16 @@
 //! An editor for in-process tests of the ACP server: `ferrite_acp::serve` runs on this test's
 //! runtime over an in-memory pipe, with a runtime whose model is the scripted model. Every line
-//! either way is kept, for transcripts.
+//! the agent writes is checked like the e2e client checks it (the ACP schema of its method, the
+//! ordering invariants); every line either way is kept, for transcripts.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ferrite_core::env::Env;
 use ferrite_core::runtime::{Runtime, Services};
+use ferrite_test_support::acp_order::OrderCheck;
+use ferrite_test_support::schema::schema;
 use ferrite_test_support::scripted_model::ScriptedModel;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
@@ -18,6 +22,9 @@ pub struct Editor {
     out: WriteHalf<DuplexStream>,
     lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
     next_id: i64,
+    /// The method of each request sent, by id, to check its answer against.
+    methods: HashMap<String, String>,
+    order: OrderCheck,
     /// Every line, `> ` sent by the editor, `< ` by the agent.
     pub transcript: Vec<String>,
 }
@@ -49,6 +56,8 @@ impl Editor {
             out,
             lines: BufReader::new(editor_in).lines(),
             next_id: 1,
+            methods: HashMap::new(),
+            order: OrderCheck::default(),
             transcript: vec![],
         };
         let init = json!({
@@ -73,6 +82,8 @@ impl Editor {
     pub async fn send(&mut self, method: &str, params: Value) -> Value {
         let id = json!(self.next_id);
         self.next_id += 1;
+        self.methods.insert(id.to_string(), method.to_owned());
+        self.order.client_sent(&id, method, &params);
         let m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.write(m).await;
         id
@@ -97,7 +108,22 @@ impl Editor {
             .unwrap()
             .expect("the agent is still there");
         self.transcript.push(format!("< {line}"));
-        serde_json::from_str(&line).unwrap()
+        let m: Value = serde_json::from_str(&line).unwrap();
+        let answered = match m.get("method") {
+            None => m
+                .get("id")
+                .and_then(|id| self.methods.remove(&id.to_string())),
+            Some(_) => None,
+        };
+        if let Err(e) = schema().check_agent_message(&m, answered.as_deref()) {
+            panic!("{e}\n  in: {line:.400}");
+        }
+        let disorder = self.order.agent_sent(&m);
+        assert!(
+            disorder.is_empty(),
+            "ordering: {disorder:?}\n  in: {line:.400}"
+        );
+        m
     }
 
     /// Reads until the answer to `id`; returns what came before it and the answer.
