@@ -104,3 +104,25 @@ async fn golden_failed_turn() {
     e.answer(&id).await;
     check(&e, Some(&session), from, "failed_turn");
 }
+
+#[tokio::test]
+async fn golden_load_replays_the_conversation() {
+    let model = ScriptedModel::new();
+    model.push(Reply::new().text("I'll read it.").tool_call(
+        "r1",
+        "read",
+        json!({"path": "a.txt"}),
+    ));
+    model.push(Reply::new().text("It says alpha."));
+    let mut e = Editor::start(&model).await;
+    std::fs::write(e.ws.path().join("a.txt"), "alpha\n").unwrap();
+    let session = e.new_session().await;
+    let id = e.prompt(&session, "what is in a.txt?").await;
+    e.answer(&id).await;
+    let from = e.transcript.len();
+    let cwd = e.ws.path().to_owned();
+    let params = json!({"sessionId": session, "cwd": cwd, "mcpServers": []});
+    let id = e.send("session/load", params).await;
+    e.answer(&id).await;
+    check(&e, Some(&session), from, "load_replays_the_conversation");
+}
