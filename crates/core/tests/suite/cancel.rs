@@ -72,7 +72,11 @@ async fn a_cancel_while_a_command_runs_stops_it_and_answers_the_call() {
     r.session.cancel();
     let (seen, outcome) = r.finish(&[]).await;
     assert_eq!(outcome, ended(StopReason::Cancelled));
-    assert_eq!(call_steps(&seen), ["failed c1", "failed c2"]);
+    let steps = call_steps(&seen);
+    assert!(
+        steps.contains(&"failed c1".to_owned()) && steps.contains(&"failed c2".to_owned()),
+        "{steps:?}"
+    );
     assert!(call_result(&seen, "c1").contains("Cancelled by the user while it ran"));
     assert!(call_result(&seen, "c2").contains("before it ran"));
     assert_eq!(r.runner.ran().len(), 1, "the second command never started");
