@@ -14,7 +14,7 @@ mod task;
 mod timing;
 mod view;
 
-pub use crate::services::{Faults, Services, queries};
+pub use crate::services::{Services, queries};
 pub(crate) use crate::session_view::{ceiling, settings_for, usage_for};
 pub use error::RuntimeError;
 pub use handle::SessionHandle;

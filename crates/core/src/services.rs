@@ -17,33 +17,6 @@ use crate::mcp::McpLauncher;
 use crate::model::ModelConnector;
 use crate::permissions::Approver;
 
-/// Failures to inject, for testing that the server survives them (`FERRITE_FAULTS`, a
-/// comma-separated list; see `docs/architecture.md`). All off in normal use.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Faults {
-    /// The session task panics while a turn runs.
-    pub panic_session_in_turn: bool,
-    /// The session task stops processing when it receives a prompt.
-    pub stall_session_on_prompt: bool,
-    /// The turn task panics right after recording the prompt.
-    pub panic_turn: bool,
-    /// Commands behave as if the kernel could not sandbox them.
-    pub no_sandbox: bool,
-}
-
-impl Faults {
-    pub fn from_env(env: &Env) -> Self {
-        let list = env.get("FERRITE_FAULTS").unwrap_or_default();
-        let has = |name: &str| list.split(',').any(|f| f.trim() == name);
-        Self {
-            panic_session_in_turn: has("panic_session_in_turn"),
-            stall_session_on_prompt: has("stall_session_on_prompt"),
-            panic_turn: has("panic_turn"),
-            no_sandbox: has("no_sandbox"),
-        }
-    }
-}
-
 /// What the runtime is built from; wired by the binary.
 pub struct Services {
     pub home: PathBuf,
@@ -51,7 +24,6 @@ pub struct Services {
     pub store: SessionStore,
     pub connector: Option<Arc<dyn ModelConnector>>,
     pub runner: Option<Arc<dyn CommandRunner>>,
-    pub faults: Faults,
     /// Starts MCP servers for sessions.
     pub mcp: Option<Arc<dyn McpLauncher>>,
     /// Fetches web pages for `web_fetch`.
@@ -65,14 +37,12 @@ pub struct Services {
 impl Services {
     pub fn new(home: PathBuf, env: Env, connector: Option<Arc<dyn ModelConnector>>) -> Self {
         let store = SessionStore::new(&home);
-        let faults = Faults::from_env(&env);
         Self {
             home,
             env,
             store,
             connector,
             runner: None,
-            faults,
             mcp: None,
             web: None,
             approver: std::sync::OnceLock::new(),

@@ -70,9 +70,6 @@ async fn run_stages(
 ) -> Result<TurnOutcome, StoreError> {
     let start = rec.start();
     let intake = intake::record_prompt(&services.home, rec, &req.content, &start)?;
-    if services.faults.panic_turn {
-        panic!("fault injection: the turn task panics");
-    }
     intake::name_session(rec, &req.content, &start, &intake).await?;
     let resolve::Settings { config, rules } = match resolve::settings(&services.home, &start.cwd) {
         Ok(s) => s,

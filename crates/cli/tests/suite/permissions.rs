@@ -632,46 +632,6 @@ async fn a_huge_output_is_spilled_and_capped() {
     );
 }
 
-#[tokio::test]
-async fn without_a_sandbox_ask_warns_once_and_auto_refuses() {
-    let mut r = start(World::new(), None, &[("FERRITE_FAULTS", "no_sandbox")]).await;
-    r.fake.push(Script::new().parallel_tool_calls(&[
-        ("u1", "bash", &json!({"command": "echo one"}).to_string()),
-        ("u2", "bash", &json!({"command": "echo two"}).to_string()),
-    ]));
-    r.fake.push(Script::new().text("ran"));
-    let prompt = r.send_prompt_id().await;
-    for _ in 0..2 {
-        let req = r.permission_request().await;
-        r.answer(&req, "allow_once").await;
-    }
-    let (before, answer) = r.client.collect_until_answer(&prompt).await;
-    answer.ok();
-    let text = ferrite_test_support::agent_text(&before);
-    assert_eq!(
-        text.matches("Commands run without a sandbox").count(),
-        1,
-        "warned once: {text}"
-    );
-    let res = r.last_tool_results();
-    assert!(
-        res[0].0.contains("one") && res[1].0.contains("two"),
-        "{res:?}"
-    );
-
-    r.set_mode("auto").await;
-    r.fake.push(bash_call("u3", "echo three"));
-    r.fake.push(Script::new().text("refused"));
-    let prompt = r.send_prompt_id().await;
-    r.client.wait_answer(&prompt).await.ok();
-    let res = r.last_tool_results();
-    assert!(
-        res[0].0.contains("Refused") && res[0].0.contains("`full` mode"),
-        "{res:?}"
-    );
-    assert!(!res[0].0.contains("three\\n"), "{res:?}");
-}
-
 impl Rig {
     /// Reads until the prompt's answer, refusing every permission request on the way; returns
     /// the messages and how many requests were refused.

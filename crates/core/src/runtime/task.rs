@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::RuntimeError;
 use super::supervisor::{TurnEnd, send_turn_end};
-use super::{CANCEL_GRACE, CLOSE_GRACE, Faults, Op, Services, Snapshot, settings_for, usage_for};
+use super::{CANCEL_GRACE, CLOSE_GRACE, Op, Services, Snapshot, settings_for, usage_for};
 use crate::catalog::Catalog;
 use crate::events::{
     Event, Refusal, SessionEvent, SettingChange, Settings, TurnOptions, TurnOutcome,
@@ -23,15 +23,6 @@ use crate::modes::{Effort, Mode};
 use crate::session::Session;
 use crate::state::SessionState;
 use crate::turn::{TurnRequest, run_turn};
-
-/// Resolves (by panicking) only when the session-task fault is on and a turn runs.
-async fn injected_fault(faults: Faults, turn_running: bool) {
-    if faults.panic_session_in_turn && turn_running {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        panic!("fault injection: session task panics during a turn");
-    }
-    std::future::pending::<()>().await
-}
 
 /// How often a session looks for added, changed or removed prompt files (a few `stat`s).
 const COMMANDS_POLL: Duration = Duration::from_secs(2);
@@ -158,11 +149,9 @@ pub(super) async fn session_task(
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
     commands_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let closed_reply = loop {
-        let turn_running = running.is_some();
         let step = tokio::select! {
             op = ops.recv() => Ok(op),
             end = wait_running(&mut running) => Err(end),
-            () = injected_fault(services.faults, turn_running) => continue,
             _ = commands_tick.tick() => {
                 let now = crate::commands::fingerprint(&services.home, &cwd);
                 if now != commands_seen {
@@ -214,11 +203,7 @@ pub(super) async fn session_task(
                     let _ = reply.send(Err(Refusal::Busy));
                     continue;
                 }
-                if services.faults.stall_session_on_prompt {
-                    // Test hook: the session task stops taking ops, like a deadlock would.
-                    tracing::warn!("fault injection: stalling the session task");
-                    std::future::pending::<()>().await;
-                }
+                tracing::debug!(session = %session, "taking a prompt");
                 if let Some(refusal) = core.read(|state| check_turn_options(&ctx, state, &options))
                 {
                     let _ = reply.send(Err(refusal));

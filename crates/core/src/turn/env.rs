@@ -102,7 +102,6 @@ impl CallEnv {
                 inner,
                 env_remove: crate::exec::secret_env_names(config),
                 warned: start.sandbox_warned.clone(),
-                simulate_unavailable: services.faults.no_sandbox,
                 rec: rec.clone(),
             })
         });

@@ -20,8 +20,6 @@ pub(crate) struct TurnRunner {
     pub env_remove: Vec<String>,
     /// Set once the session was told it runs unsandboxed.
     pub warned: Arc<AtomicBool>,
-    /// Test hook: behave as if the kernel could not sandbox.
-    pub simulate_unavailable: bool,
     /// Where the warning goes.
     pub rec: Recorder,
 }
@@ -31,8 +29,6 @@ pub(crate) struct ModeAwareRunner {
     pub turn: Arc<TurnRunner>,
     pub mode: Mode,
 }
-
-const SIMULATED: &str = "the sandbox is unavailable (simulated)";
 
 impl CommandRunner for ModeAwareRunner {
     fn run<'a>(
@@ -45,14 +41,10 @@ impl CommandRunner for ModeAwareRunner {
         let mut spec = spec;
         spec.env_remove.extend(turn.env_remove.iter().cloned());
         Box::pin(async move {
-            let restricted = matches!(spec.sandbox, Sandbox::Restricted { .. });
-            let first = if turn.simulate_unavailable && restricted {
-                Err(ExecError::SandboxUnavailable(SIMULATED.into()))
-            } else {
-                turn.inner
-                    .run(spec.clone(), cancel.clone(), on_output)
-                    .await
-            };
+            let first = turn
+                .inner
+                .run(spec.clone(), cancel.clone(), on_output)
+                .await;
             let why = match first {
                 Err(ExecError::SandboxUnavailable(why)) => why,
                 other => return other,
