@@ -32,18 +32,31 @@ pub(super) async fn run_all(
     }
     for (i, call) in calls.iter().enumerate() {
         if cancel.is_cancelled() {
-            skip(rec, &calls[i..], "Cancelled by the user before it ran.").await?;
+            skip(
+                rec,
+                env,
+                &calls[i..],
+                "Cancelled by the user before it ran.",
+            )
+            .await?;
             return Ok(Some(TurnOutcome::ended(StopReason::Cancelled)));
         }
         match run_call(rec, env, call, cancel).await? {
             CallEnd::Done => {}
             CallEnd::Cancelled => {
-                skip(rec, &calls[i + 1..], "Cancelled by the user before it ran.").await?;
+                skip(
+                    rec,
+                    env,
+                    &calls[i + 1..],
+                    "Cancelled by the user before it ran.",
+                )
+                .await?;
                 return Ok(Some(TurnOutcome::ended(StopReason::Cancelled)));
             }
             CallEnd::Fatal(msg) => {
                 skip(
                     rec,
+                    env,
                     &calls[i + 1..],
                     "Not run: an earlier tool failed fatally.",
                 )
@@ -87,11 +100,40 @@ async fn run_at_once(
 }
 
 /// Gives each call that will not run its result.
-async fn skip(rec: &Recorder, calls: &[Call], why: &str) -> Result<(), StoreError> {
+/// Calls of the response that will not run: each is shown (its card, then its result), so the
+/// editor never gets an update of a card it was not sent, and the model gets a result for each.
+async fn skip(rec: &Recorder, env: &CallEnv, calls: &[Call], why: &str) -> Result<(), StoreError> {
     for call in calls {
+        let input = arguments(&call.arguments);
+        let quiet;
+        let rec = if call.name == crate::tools::UPDATE_PLAN {
+            quiet = rec.hiding_call(&call.id);
+            &quiet
+        } else {
+            rec
+        };
+        let view = card(env, &call.id, &call.name, input);
+        show_card(rec, &call.name, &view).await?;
         refuse(rec, &call.id, why).await?;
     }
     Ok(())
+}
+
+/// A call's card as first shown: what its tool says of it, or its name for an unknown tool.
+fn card(env: &CallEnv, id: &str, name: &str, input: Value) -> ToolCallView {
+    let tool = env.tools.get(name);
+    let desc = tool.map(|t| t.describe(&input, &env.cwd));
+    ToolCallView {
+        id: id.to_owned(),
+        title: desc
+            .as_ref()
+            .map_or_else(|| name.to_owned(), |d| d.title.clone()),
+        kind: tool.map_or(ToolKind::Other, |t| t.kind()),
+        status: ToolStatus::Pending,
+        locations: desc.map(|d| d.locations).unwrap_or_default(),
+        content: tool.map(|t| t.card_content(&input)).unwrap_or_default(),
+        raw_input: Some(input),
+    }
 }
 
 /// One call, from its card to its result.
@@ -121,16 +163,7 @@ pub(super) async fn run_call(
     } else {
         rec
     };
-    let desc = tool.describe(&input, &env.cwd);
-    let view = ToolCallView {
-        id: id.clone(),
-        title: desc.title,
-        kind: tool.kind(),
-        status: ToolStatus::Pending,
-        locations: desc.locations,
-        content: tool.card_content(&input),
-        raw_input: Some(input.clone()),
-    };
+    let view = card(env, id, name, input.clone());
     show_card(rec, name, &view).await?;
     if input.is_null() {
         let msg = format!("The arguments of `{name}` are not a JSON object: {raw}");

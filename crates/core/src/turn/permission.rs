@@ -138,17 +138,20 @@ async fn ask(
             env.rules.remember(tool, access, &env.roots, false);
             Gate::Refused("The user declined this call and calls like it.".into())
         }
-        None => Gate::Refused("The permission request was cancelled; the call did not run.".into()),
+        None => {
+            Gate::Refused("The answer was not one of the options; the call did not run.".into())
+        }
     }
 }
 
 /// What came of asking the user.
 pub(super) enum Asked {
-    /// The kind of the option picked; `None` when the client answered "cancelled" or with an
-    /// option that was not offered.
+    /// The kind of the option picked; `None` when the client answered with an option that was
+    /// not offered.
     Picked(Option<OptionKind>),
     TimedOut,
-    /// The turn was cancelled while (or just as) the user was being asked.
+    /// The turn was cancelled while (or just as) the user was being asked, or the editor
+    /// answered "cancelled".
     Cancelled,
 }
 
@@ -175,6 +178,9 @@ pub(super) async fn ask_user(
         Ok(PermissionAnswer::Selected(id)) => {
             Asked::Picked(options.iter().find(|o| o.id == id).map(|o| o.kind))
         }
-        Ok(PermissionAnswer::Cancelled) => Asked::Picked(None),
+        // ACP: an editor answers "cancelled" only when the user cancelled the turn, possibly
+        // before its `session/cancel` arrives. Taken as the cancel, so the turn does not go on
+        // to ask about its next call.
+        Ok(PermissionAnswer::Cancelled) => Asked::Cancelled,
     }
 }

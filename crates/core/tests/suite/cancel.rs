@@ -9,7 +9,8 @@ use ferrite_test_support::scripted_model::Reply;
 use serde_json::json;
 
 use super::rig::{
-    FakeRunner, Rig, RunnerKind, Seen, agent_text, call_result, call_steps, ended, text_prompt,
+    FakeRunner, Rig, RunnerKind, Seen, agent_text, assert_cards_before_updates, call_result,
+    call_steps, ended, text_prompt,
 };
 
 #[tokio::test]
@@ -67,10 +68,14 @@ async fn a_cancel_while_a_command_runs_stops_it_and_answers_the_call() {
             .tool_call("c2", "bash", json!({"command": "echo never"})),
     );
     r.prompt("go").await;
-    r.until(|s| call_steps(std::slice::from_ref(s)) == ["in_progress c1"])
+    let mut seen = r
+        .until(|s| call_steps(std::slice::from_ref(s)) == ["in_progress c1"])
         .await;
     r.session.cancel();
-    let (seen, outcome) = r.finish(&[]).await;
+    let (rest, outcome) = r.finish(&[]).await;
+    seen.extend(rest);
+    // The call that never ran is shown as a card before its result, like every call.
+    assert_cards_before_updates(&seen);
     assert_eq!(outcome, ended(StopReason::Cancelled));
     let steps = call_steps(&seen);
     assert!(

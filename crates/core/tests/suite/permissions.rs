@@ -6,7 +6,7 @@ use ferrite_core::permissions::StoredRules;
 use ferrite_test_support::scripted_model::Reply;
 use serde_json::json;
 
-use super::rig::{Rig, Seen, call_result, call_steps, ended};
+use super::rig::{Rig, Seen, assert_cards_before_updates, call_result, call_steps, ended};
 
 fn bash(id: &str, command: &str) -> Reply {
     Reply::new().tool_call(id, "bash", json!({ "command": command }))
@@ -95,4 +95,30 @@ async fn a_cancel_while_asking_withdraws_the_question_and_runs_nothing() {
     r.answer("allow_once");
     r.quiet().await;
     assert!(r.runner.ran().is_empty());
+}
+
+/// An editor answers an open question "cancelled" when the user cancels the turn, and may do so
+/// before its `session/cancel` reaches the agent. The turn must take that as the cancel: no
+/// question about the next call, nothing run.
+#[tokio::test]
+async fn a_question_answered_cancelled_ends_the_turn_without_asking_again() {
+    let mut r = Rig::new().await;
+    r.model.push(
+        Reply::new()
+            .tool_call("b1", "bash", json!({"command": "rm -rf build"}))
+            .tool_call("b2", "bash", json!({"command": "rm -rf dist"})),
+    );
+    r.prompt("clean").await;
+    let mut seen = r.until(|s| matches!(s, Seen::Asked(_))).await;
+    r.answer_cancelled();
+    let (rest, outcome) = r.finish(&[]).await;
+    seen.extend(rest);
+    assert_eq!(outcome, ended(StopReason::Cancelled));
+    let asked: Vec<String> = call_steps(&seen)
+        .into_iter()
+        .filter(|s| s.starts_with("asked"))
+        .collect();
+    assert_eq!(asked, ["asked b1"], "{:?}", call_steps(&seen));
+    assert!(r.runner.ran().is_empty());
+    assert_cards_before_updates(&seen);
 }

@@ -180,6 +180,13 @@ impl Rig {
         let _ = tx.send(PermissionAnswer::Selected(id.to_owned()));
     }
 
+    /// Answers the open permission request "cancelled", as an editor does for every open request
+    /// when the user cancels the turn (ACP: before its `session/cancel` arrives, or after it).
+    pub fn answer_cancelled(&mut self) {
+        let tx = self.open_question.take().expect("a question is open");
+        let _ = tx.send(PermissionAnswer::Cancelled);
+    }
+
     /// Reads to the end of the current turn, answering permission requests with `answers` in
     /// order (a request beyond them fails the test).
     pub async fn finish(&mut self, answers: &[&str]) -> (Vec<Seen>, TurnOutcome) {
@@ -373,6 +380,34 @@ impl CommandRunner for FakeRunner {
             filesystem: ok,
             network: ok,
             summary: "a test runner".into(),
+        }
+    }
+}
+
+/// Every update of a tool call comes after the call's card, as an editor needs it (an update of
+/// a card it never saw is lost, or breaks its view).
+pub fn assert_cards_before_updates(seen: &[Seen]) {
+    let mut shown = std::collections::HashSet::new();
+    for s in seen {
+        match s {
+            Seen::Event(Event::ToolCall(v)) => {
+                shown.insert(v.id.clone());
+            }
+            Seen::Event(Event::ToolCallUpdate(u)) => {
+                assert!(
+                    shown.contains(&u.id),
+                    "update of {} before its card: {seen:?}",
+                    u.id
+                );
+            }
+            Seen::Asked(r) => {
+                assert!(
+                    shown.contains(&r.call.id),
+                    "question about {} before its card",
+                    r.call.id
+                );
+            }
+            Seen::Event(_) => {}
         }
     }
 }

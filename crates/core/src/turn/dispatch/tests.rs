@@ -172,7 +172,7 @@ async fn exit_plan_is_a_tool_of_plan_mode_only() {
 }
 
 #[tokio::test]
-async fn calls_after_a_cancel_get_results_without_running() {
+async fn calls_after_a_cancel_are_shown_and_get_results_without_running() {
     let mut r = rig();
     let cancel = CancellationToken::new();
     cancel.cancel();
@@ -187,7 +187,9 @@ async fn calls_after_a_cancel_get_results_without_running() {
     assert_eq!(
         shown(r.session.drain_events()),
         [
+            "card Read Read x",
             "update Some(Failed): Cancelled by the user before it ran.",
+            "card Read List the working directory",
             "update Some(Failed): Cancelled by the user before it ran."
         ]
     );
