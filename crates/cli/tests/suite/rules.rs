@@ -1,0 +1,260 @@
+//! Permission rules against hostile commands through the real binary: an allow rule lets
+//! nothing else through, a deny rule holds against rewritten commands, a malformed rule fails
+//! the turn.
+
+use std::time::Duration;
+
+use ferrite_test_support::fake_provider::Script;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::common::*;
+use super::permissions::{Rig, bash_call, rig, start};
+
+impl Rig {
+    /// Reads until the prompt's answer, refusing every permission request on the way; returns
+    /// the messages and how many requests were refused.
+    async fn refuse_all_until_answer(&mut self, prompt: &Value) -> (Vec<Value>, usize) {
+        let mut seen = Vec::new();
+        let mut refused = 0;
+        loop {
+            let m = self
+                .client
+                .next_message(Duration::from_secs(30))
+                .await
+                .expect("a message before the answer");
+            if m["method"] == "session/request_permission" {
+                refused += 1;
+                self.answer(&m, "reject_once").await;
+            }
+            let done = m.get("id") == Some(prompt) && m.get("method").is_none();
+            seen.push(m);
+            if done {
+                return (seen, refused);
+            }
+        }
+    }
+}
+
+/// The audit's forms (issue 8): with `bash(git status:*)` stored by an "always" answer and the
+/// editor refusing everything, none of these may run `touch`.
+#[tokio::test]
+async fn an_allow_rule_lets_nothing_else_through() {
+    let mut r = rig().await;
+    r.fake.push(bash_call("b0", "git status"));
+    r.fake.push(Script::new().text("ok"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    assert_eq!(
+        req["params"]["options"][1]["name"],
+        "Always allow `git status …` commands in this workspace"
+    );
+    r.answer(&req, "allow_always").await;
+    r.client.wait_answer(&prompt).await.ok();
+
+    let attacks = [
+        "git status & touch M1",
+        "git status $(touch M2)",
+        "git status `touch M3`",
+        "git status -- \"$(touch M4)\"",
+        "git status > M5",
+        "git status #'\ntouch M6",
+        "git status; touch M7",
+        "git status <(touch M8)",
+        "sh -c 'git status; touch M9'",
+        "FOO=1 git status > M10",
+    ];
+    let calls: Vec<(String, String)> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("a{i}"), json!({"command": c}).to_string()))
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "bash", args.as_str()))
+        .collect();
+    r.fake.push(Script::new().parallel_tool_calls(&calls));
+    r.fake.push(Script::new().text("refused"));
+    let prompt = r.send_prompt_id().await;
+    let (_, refused) = r.refuse_all_until_answer(&prompt).await;
+    assert_eq!(refused, attacks.len(), "every attack asked");
+    for i in 1..=10 {
+        assert!(
+            !r.world.ws().join(format!("M{i}")).exists(),
+            "M{i} was created"
+        );
+    }
+    let results = r.last_tool_results();
+    assert_eq!(results.len(), attacks.len());
+    assert!(
+        results
+            .iter()
+            .all(|(text, err)| *err && text.contains("declined")),
+        "{results:?}"
+    );
+
+    // The plain command itself still runs without a question.
+    r.fake
+        .push(bash_call("b1", "git status 2>&1; git status -s >/dev/null"));
+    r.fake.push(Script::new().text("ran"));
+    let prompt = r.send_prompt_id().await;
+    let (_, refused) = r.refuse_all_until_answer(&prompt).await;
+    assert_eq!(refused, 0);
+}
+
+/// `bash(rm -rf:*)` holds against the forms that evaded it (issue 8), even in `full` mode.
+#[tokio::test]
+async fn a_deny_rule_holds_against_rewritten_commands_in_full_mode() {
+    let world = World::new();
+    world.write_config("[permissions]\ndeny = [\"bash(rm -rf:*)\"]\n");
+    let mut r = start(world, None, &[]).await;
+    r.set_mode("full").await;
+    let attacks = [
+        "sh -c 'rm -rf d0'",
+        "/bin/rm -r -f d1",
+        "\\rm -rf d2",
+        "(rm -rf d3)",
+        "echo d4 | xargs rm -rf",
+        "FOO=1 rm -rf d5",
+        "env rm --recursive --force d6",
+        "rm -fr d7",
+        "bash -c \"timeout 5 rm -R -f d8\"",
+        "X=rm; $X -rf d9",
+        "eval 'rm -rf d10'",
+        "echo 'rm -rf d11' | sh",
+        "find . -name d12 -exec rm -rf {} +",
+        "\"rm\" -rf d13 # x",
+    ];
+    for i in 0..attacks.len() {
+        std::fs::create_dir_all(r.world.ws().join(format!("d{i}/sub"))).unwrap();
+        std::fs::write(r.world.ws().join(format!("d{i}/sub/f")), "keep").unwrap();
+    }
+    let calls: Vec<(String, String)> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("r{i}"), json!({"command": c}).to_string()))
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "bash", args.as_str()))
+        .collect();
+    r.fake.push(Script::new().parallel_tool_calls(&calls));
+    r.fake.push(Script::new().text("refused"));
+    let prompt = r.send_prompt_id().await;
+    let (_, asked) = r.refuse_all_until_answer(&prompt).await;
+    assert_eq!(asked, 0, "full mode never asks");
+    for (i, attack) in attacks.iter().enumerate() {
+        assert!(
+            r.world.ws().join(format!("d{i}/sub/f")).exists(),
+            "d{i} was removed by {attack:?}"
+        );
+    }
+    let results = r.last_tool_results();
+    assert_eq!(results.len(), attacks.len());
+    for (i, (text, err)) in results.iter().enumerate() {
+        assert!(
+            *err && text.contains("Permission denied"),
+            "{}: {text}",
+            attacks[i]
+        );
+    }
+    assert!(
+        results[9].0.contains("computed at run time"),
+        "{}",
+        results[9].0
+    );
+
+    // Commands the rule does not cover still run.
+    r.fake.push(bash_call("ok", "rm -r d0/sub && echo gone"));
+    r.fake.push(Script::new().text("ran"));
+    let prompt = r.send_prompt_id().await;
+    r.client.wait_answer(&prompt).await.ok();
+    assert!(!r.world.ws().join("d0/sub").exists());
+}
+
+/// A rule that does not parse is a configuration error naming the rule and the file, for the
+/// turn and for `ferrite doctor` (`docs/config.md`), in the config and in the stored rules.
+#[tokio::test]
+async fn a_malformed_rule_fails_the_turn_and_doctor_names_it() {
+    let world = World::new();
+    let bad = "[permissions]\ndeny = [\"bash(rm -rf:*\"]\n";
+    let config = world.home().join("config.toml");
+    // At startup, as every config error: `initialize` is refused with the reason.
+    world.write_config(bad);
+    let mut client = world.spawn_acp(vec![]);
+    let refused = client
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    assert!(
+        refused.message().contains("bash(rm -rf:*")
+            && refused.message().contains(&config.display().to_string()),
+        "{}",
+        refused.message()
+    );
+    client.close_stdin().await;
+    // Changed while a session is open: the next turn fails as a configuration error.
+    world.write_config("");
+    let mut r = start(world, None, &[]).await;
+    r.world.write_config(bad);
+    let prompt = r.send_prompt_id().await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    let answer = answer.ok();
+    assert_eq!(
+        answer["_meta"]["ferrite"]["turnFailure"]["terminalStatus"],
+        "configuration_error"
+    );
+    let text = ferrite_test_support::agent_text(&before);
+    assert!(
+        text.contains("bash(rm -rf:*") && text.contains(&config.display().to_string()),
+        "{text}"
+    );
+    assert_eq!(r.fake.requests().len(), 0, "the model was never called");
+
+    let doctor = std::process::Command::new(BIN)
+        .arg("doctor")
+        .current_dir(r.world.ws())
+        .env("FERRITE_HOME", r.world.home())
+        .env("HOME", r.world.home())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(!doctor.status.success());
+    assert!(
+        report.contains("config: ERROR") && report.contains("bash(rm -rf:*"),
+        "{report}"
+    );
+
+    // A stored rules file with a bad rule: the same.
+    r.world.write_config("");
+    // Ferrite writes the file when the user answers "never".
+    r.fake.push(bash_call("b2", "echo hi"));
+    r.fake.push(Script::new().text("ok"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    r.answer(&req, "reject_always").await;
+    r.client.wait_answer(&prompt).await.ok();
+    let dir = r.world.home().join("permissions");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut rules: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    rules["deny"] = json!(["bash(echo:*", "bash(echo:*)"]);
+    std::fs::write(&file, rules.to_string()).unwrap();
+    let prompt = r.send_prompt_id().await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(
+        answer.ok()["_meta"]["ferrite"]["turnFailure"]["errorKind"],
+        "permission_rules"
+    );
+    let text = ferrite_test_support::agent_text(&before);
+    assert!(
+        text.contains("bash(echo:*") && text.contains(&file.display().to_string()),
+        "{text}"
+    );
+}
