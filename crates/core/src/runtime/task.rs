@@ -138,154 +138,42 @@ async fn wait_running(running: &mut Option<Running>) -> RunningEnd {
 
 pub(super) async fn session_task(
     core: Session,
-    mut ctx: SessionCtx,
+    ctx: SessionCtx,
     mut ops: mpsc::Receiver<Op>,
     services: Arc<Services>,
     events: mpsc::Sender<SessionEvent>,
 ) {
     let (session, cwd) = core.read(|s| (s.id.clone(), s.cwd.clone()));
-    let mut running: Option<Running> = None;
-    let mut commands_seen = crate::commands::fingerprint(&services.home, &cwd);
+    let commands_seen = crate::commands::fingerprint(&services.home, &cwd);
+    let mut task = SessionTask {
+        core,
+        ctx,
+        services,
+        events,
+        session,
+        cwd,
+        running: None,
+        commands_seen,
+    };
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
     commands_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let closed_reply = loop {
-        let step = tokio::select! {
-            op = ops.recv() => Ok(op),
-            end = wait_running(&mut running) => Err(end),
-            _ = commands_tick.tick() => {
-                let now = crate::commands::fingerprint(&services.home, &cwd);
-                if now != commands_seen {
-                    commands_seen = now;
-                    let commands = crate::commands::available(&services.home, &cwd);
-                    let _ = events
-                        .send(SessionEvent {
-                            session: session.clone(),
-                            turn: None,
-                            event: Event::Commands { commands },
-                        })
-                        .await;
+        tokio::select! {
+            op = ops.recv() => match op {
+                None => break None,
+                Some(Op::Close { reply }) => {
+                    task.close().await;
+                    break Some(reply);
                 }
-                continue;
-            }
-        };
-        match step {
-            Err(end) => {
-                let Some(r) = running.take() else { continue };
-                let outcome = match end {
-                    RunningEnd::Finished(Ok(outcome)) => outcome,
-                    RunningEnd::Finished(Err(e)) => {
-                        tracing::error!(session = %session, error = %e, "turn task failed");
-                        TurnOutcome::failed(
-                            FailureKind::Internal,
-                            "The turn stopped unexpectedly (an internal error); the session is intact and you can continue.",
-                        )
-                    }
-                    RunningEnd::DeadlinePassed => {
-                        tracing::warn!(session = %session, "turn ignored cancel; aborting it");
-                        r.handle.abort();
-                        TurnOutcome {
-                            stop: StopReason::Cancelled,
-                            failure: None,
-                        }
-                    }
-                };
-                finish_turn(&core, &events, &session, &r, outcome).await;
-            }
-            Ok(None) => break None,
-            Ok(Some(Op::Prompt {
-                content,
-                options,
-                turn,
-                reply,
-                ended,
-            })) => {
-                if running.is_some() {
-                    let _ = reply.send(Err(Refusal::Busy));
-                    continue;
-                }
-                tracing::debug!(session = %session, "taking a prompt");
-                if let Some(refusal) = core.read(|state| check_turn_options(&ctx, state, &options))
-                {
-                    let _ = reply.send(Err(refusal));
-                    continue;
-                }
-                let id = turn;
-                if reply.send(Ok(())).is_err() {
-                    // The supervisor gave up waiting and answered the prompt already.
-                    continue;
-                }
-                let cancel = CancellationToken::new();
-                let rec = core.recorder(events.clone(), Some(id));
-                let handle = tokio::spawn(run_turn(
-                    services.clone(),
-                    rec,
-                    TurnRequest { content, options },
-                    cancel.clone(),
-                ));
-                running = Some(Running {
-                    id,
-                    cancel,
-                    handle,
-                    deadline: None,
-                    ended,
-                });
-            }
-            Ok(Some(Op::Cancel)) => {
-                if let Some(r) = running.as_mut() {
-                    r.cancel.cancel();
-                    r.deadline
-                        .get_or_insert_with(|| Instant::now() + CANCEL_GRACE);
-                }
-            }
-            Ok(Some(Op::Change { change, reply })) => {
-                let result = apply_change(&core, &mut ctx, &change);
-                let _ = reply.send(result);
-            }
-            Ok(Some(Op::Release)) => {
-                if running.is_none()
-                    && let Err(e) = core.release()
-                {
-                    tracing::warn!(session = %session, error = %e, "could not release an idle session's log");
-                }
-            }
-            Ok(Some(Op::Snapshot { reply })) => {
-                let _ = reply.send(core.read(|state| Snapshot {
-                    settings: ctx.settings(state),
-                    usage: ctx.usage(state),
-                    replay: state.replay(),
-                    parent: state.parent.clone(),
-                    title: state.title.clone(),
-                    cwd: state.cwd.clone(),
-                    running: running.is_some(),
-                }));
-            }
-            Ok(Some(Op::Refresh)) => {
-                refresh_catalog(&core, &mut ctx, &services, &events, &session).await;
-            }
-            Ok(Some(Op::Close { reply })) => {
-                if let Some(mut r) = running.take() {
-                    r.cancel.cancel();
-                    let outcome = match tokio::time::timeout(CANCEL_GRACE, &mut r.handle).await {
-                        Ok(Ok(o)) => o,
-                        Ok(Err(_)) | Err(_) => {
-                            r.handle.abort();
-                            TurnOutcome {
-                                stop: StopReason::Cancelled,
-                                failure: None,
-                            }
-                        }
-                    };
-                    finish_turn(&core, &events, &session, &r, outcome).await;
-                }
-                if let Err(e) = core.sync() {
-                    tracing::error!(session = %session, error = %e, "could not flush session log on close");
-                }
-                break Some(reply);
-            }
+                Some(op) => task.take(op).await,
+            },
+            end = wait_running(&mut task.running) => task.turn_ended(end).await,
+            _ = commands_tick.tick() => task.poll_commands().await,
         }
     };
-    // Dropping `core` closes the log file and releases its lock; only then is the close
+    // Dropping the session closes the log file and releases its lock; only then is the close
     // answered, so the session can be reopened at once.
+    let SessionTask { core, session, .. } = task;
     let extra_tools = core.take_extra_tools();
     if let Some(provider) = extra_tools
         && tokio::time::timeout(CLOSE_GRACE, provider.shutdown())
@@ -297,6 +185,172 @@ pub(super) async fn session_task(
     drop(core);
     if let Some(reply) = closed_reply {
         let _ = reply.send(());
+    }
+}
+
+/// What the session task holds: the session (its only owner), the settings context, and the
+/// turn it runs, if any.
+struct SessionTask {
+    core: Session,
+    ctx: SessionCtx,
+    services: Arc<Services>,
+    events: mpsc::Sender<SessionEvent>,
+    session: SessionId,
+    cwd: std::path::PathBuf,
+    running: Option<Running>,
+    /// The prompt files as last seen, to tell the editor when its commands changed.
+    commands_seen: Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>,
+}
+
+impl SessionTask {
+    /// One op from the queue (all but `Close`, which ends the task).
+    async fn take(&mut self, op: Op) {
+        match op {
+            Op::Prompt {
+                content,
+                options,
+                turn,
+                reply,
+                ended,
+            } => self.start_turn(TurnRequest { content, options }, turn, reply, ended),
+            Op::Cancel => {
+                if let Some(r) = self.running.as_mut() {
+                    r.cancel.cancel();
+                    r.deadline
+                        .get_or_insert_with(|| Instant::now() + CANCEL_GRACE);
+                }
+            }
+            Op::Change { change, reply } => {
+                let result = apply_change(&self.core, &mut self.ctx, &change);
+                let _ = reply.send(result);
+            }
+            Op::Release => {
+                if self.running.is_none()
+                    && let Err(e) = self.core.release()
+                {
+                    tracing::warn!(session = %self.session, error = %e, "could not release an idle session's log");
+                }
+            }
+            Op::Snapshot { reply } => {
+                let running = self.running.is_some();
+                let _ = reply.send(self.core.read(|state| Snapshot {
+                    settings: self.ctx.settings(state),
+                    usage: self.ctx.usage(state),
+                    replay: state.replay(),
+                    parent: state.parent.clone(),
+                    title: state.title.clone(),
+                    cwd: state.cwd.clone(),
+                    running,
+                }));
+            }
+            Op::Refresh => {
+                refresh_catalog(
+                    &self.core,
+                    &mut self.ctx,
+                    &self.services,
+                    &self.events,
+                    &self.session,
+                )
+                .await;
+            }
+            // Handled by the loop: it ends the task.
+            Op::Close { reply } => drop(reply),
+        }
+    }
+
+    /// Takes a prompt: refuses it (busy, bad options) or starts its turn as a child task.
+    fn start_turn(
+        &mut self,
+        req: TurnRequest,
+        turn: TurnId,
+        reply: tokio::sync::oneshot::Sender<Result<(), Refusal>>,
+        ended: TurnEnd,
+    ) {
+        if self.running.is_some() {
+            let _ = reply.send(Err(Refusal::Busy));
+            return;
+        }
+        tracing::debug!(session = %self.session, "taking a prompt");
+        if let Some(refusal) = self
+            .core
+            .read(|state| check_turn_options(&self.ctx, state, &req.options))
+        {
+            let _ = reply.send(Err(refusal));
+            return;
+        }
+        if reply.send(Ok(())).is_err() {
+            // The supervisor gave up waiting and answered the prompt already.
+            return;
+        }
+        let cancel = CancellationToken::new();
+        let rec = self.core.recorder(self.events.clone(), Some(turn));
+        let handle = tokio::spawn(run_turn(self.services.clone(), rec, req, cancel.clone()));
+        self.running = Some(Running {
+            id: turn,
+            cancel,
+            handle,
+            deadline: None,
+            ended,
+        });
+    }
+
+    /// The running turn's task ended (or ignored its cancel for too long): its end is recorded
+    /// and sent.
+    async fn turn_ended(&mut self, end: RunningEnd) {
+        let Some(r) = self.running.take() else { return };
+        let outcome = match end {
+            RunningEnd::Finished(Ok(outcome)) => outcome,
+            RunningEnd::Finished(Err(e)) => {
+                tracing::error!(session = %self.session, error = %e, "turn task failed");
+                TurnOutcome::failed(
+                    FailureKind::Internal,
+                    "The turn stopped unexpectedly (an internal error); the session is intact and you can continue.",
+                )
+            }
+            RunningEnd::DeadlinePassed => {
+                tracing::warn!(session = %self.session, "turn ignored cancel; aborting it");
+                r.handle.abort();
+                TurnOutcome::ended(StopReason::Cancelled)
+            }
+        };
+        finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
+    }
+
+    /// Closing: the running turn is cancelled (aborted after the grace) and ended; the log is
+    /// flushed.
+    async fn close(&mut self) {
+        if let Some(mut r) = self.running.take() {
+            r.cancel.cancel();
+            let outcome = match tokio::time::timeout(CANCEL_GRACE, &mut r.handle).await {
+                Ok(Ok(o)) => o,
+                Ok(Err(_)) | Err(_) => {
+                    r.handle.abort();
+                    TurnOutcome::ended(StopReason::Cancelled)
+                }
+            };
+            finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
+        }
+        if let Err(e) = self.core.sync() {
+            tracing::error!(session = %self.session, error = %e, "could not flush session log on close");
+        }
+    }
+
+    /// Tells the editor when the prompt files (its `/` commands) changed on disk.
+    async fn poll_commands(&mut self) {
+        let now = crate::commands::fingerprint(&self.services.home, &self.cwd);
+        if now == self.commands_seen {
+            return;
+        }
+        self.commands_seen = now;
+        let commands = crate::commands::available(&self.services.home, &self.cwd);
+        let _ = self
+            .events
+            .send(SessionEvent {
+                session: self.session.clone(),
+                turn: None,
+                event: Event::Commands { commands },
+            })
+            .await;
     }
 }
 
