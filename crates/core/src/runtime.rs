@@ -274,6 +274,7 @@ impl Runtime {
             last_used: Arc::new(AtomicU64::new(uptime_ms())),
             events: self.events.clone(),
             next_turn: self.next_turn.clone(),
+            cancels: Arc::new(tokio::sync::watch::channel(0).0),
         };
         self.sessions().insert(id, handle.clone());
         self.park_least_recently_used();

@@ -67,6 +67,8 @@ pub struct SessionHandle {
     pub(super) events: mpsc::Sender<SessionEvent>,
     /// Turn ids, unique in the process.
     pub(super) next_turn: Arc<AtomicU64>,
+    /// Bumped by every cancel, so a prompt's supervisor knows one was asked for.
+    pub(super) cancels: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl SessionHandle {
@@ -117,6 +119,7 @@ impl SessionHandle {
             ack,
             ended,
             task_gone: async move { ops.closed().await },
+            cancel_requests: self.cancels.subscribe(),
             events: self.events.clone(),
         }))
     }
@@ -144,6 +147,7 @@ impl SessionHandle {
 
     /// Asks the running turn, if any, to stop. Never blocks.
     pub fn cancel(&self) {
+        self.cancels.send_modify(|n| *n += 1);
         if let Err(mpsc::error::TrySendError::Full(op)) = self.ops.try_send(Op::Cancel) {
             // A full queue means the session task is busy; deliver the cancel without blocking
             // the caller.

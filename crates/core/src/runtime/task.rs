@@ -432,7 +432,10 @@ async fn finish_turn(
     outcome: TurnOutcome,
 ) {
     core.end_turn(&outcome);
-    send_turn_end(events, session, running.id, outcome).await;
+    // Unless the supervisor answered the turn already (the task was stuck after a cancel).
+    if running.ended.claim() {
+        send_turn_end(events, session, running.id, outcome).await;
+    }
     // Right after the send, with no await between: the supervisor, which looks once the task is
     // gone, sees the mark whenever the `TurnEnded` was queued.
     running.ended.mark();
