@@ -200,19 +200,16 @@ impl SessionState {
             if open.is_empty() {
                 return;
             }
-            let answered: HashSet<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
+            // Results are moved, not cloned: tool outputs are most of a long session's bytes.
             let mut ordered = Vec::with_capacity(open.len());
             for id in open.iter() {
-                if answered.contains(id.as_str()) {
-                    if let Some(r) = results.iter().find(|r| r.call_id == *id) {
-                        ordered.push(r.clone());
-                    }
-                } else {
-                    ordered.push(ToolResultPart {
+                match results.iter().position(|r| r.call_id == *id) {
+                    Some(at) => ordered.push(results.swap_remove(at)),
+                    None => ordered.push(ToolResultPart {
                         call_id: id.clone(),
                         content: INTERRUPTED_TOOL_RESULT.into(),
                         is_error: true,
-                    });
+                    }),
                 }
             }
             out.push(Message::ToolResults { results: ordered });

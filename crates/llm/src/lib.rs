@@ -95,7 +95,7 @@ impl ModelConnector for Connector {
                 ),
             ));
         }
-        // Contract §3: a bare origin for Anthropic, `.../v1` for the OpenAI APIs.
+        // A bare origin for Anthropic, `.../v1` for the OpenAI APIs (docs/config.md).
         let url = match provider.api {
             ApiKind::Anthropic => format!("{base}/v1/messages"),
             ApiKind::OpenAiResponses => format!("{base}/responses"),

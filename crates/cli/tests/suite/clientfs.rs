@@ -1,4 +1,4 @@
-//! Contract §7: reads see the editor's unsaved buffers, except when the agent changed the file
+//! `fs/read_text_file` (docs/acp.md): reads see the editor's unsaved buffers, except when the agent changed the file
 //! on disk itself.
 
 use std::time::Duration;

@@ -133,12 +133,16 @@ async fn consume(
 ) -> Result<End, StoreError> {
     // An event taken from the stream while merging deltas, to be handled next.
     let mut held: Option<Item> = None;
+    // One waiter for the whole stream: a fresh `cancelled()` per event registers and
+    // unregisters with the token (a lock) for every delta.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let next = match held.take() {
             Some(item) => Some(item),
             None => tokio::select! {
                 biased;
-                () = cancel.cancelled() => None,
+                () = &mut cancelled => None,
                 item = stream.next() => Some(item),
             },
         };
