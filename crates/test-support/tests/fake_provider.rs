@@ -1,6 +1,9 @@
 //! The fake provider's benchmark hooks: history-sized bodies, request/answer timings, stamped
 //! chunks. Spoken to over a raw socket, as a benchmark client does.
 
+// Helpers here are not #[test] functions, which clippy.toml's allowances cover; allow the same.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ferrite_test_support::fake_provider::{FakeProvider, STAMP_MARKER, Script};
