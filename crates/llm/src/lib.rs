@@ -7,6 +7,8 @@ mod anthropic;
 mod client;
 mod decode;
 mod error;
+#[cfg(test)]
+mod golden_tests;
 mod listing;
 mod openai_chat;
 mod openai_responses;

@@ -1,0 +1,202 @@
+//! Golden request bodies: every part of a conversation, mapped by each API, compared as JSON
+//! with `tests/golden/<api>-<case>.json`. The files are the wire format under review: a change
+//! to one is a change to what the provider receives. `FERRITE_BLESS=1 cargo test -p ferrite-llm
+//! golden` rewrites them.
+
+use std::path::PathBuf;
+
+use ferrite_core::config::ApiKind;
+use ferrite_core::model::{
+    AssistantPart, Message, ModelRequest, ToolResultPart, ToolSpec, UserPart,
+};
+use ferrite_core::modes::Effort;
+use serde_json::{Value, json};
+
+use crate::{anthropic, openai_chat, openai_responses};
+
+fn text(t: &str) -> UserPart {
+    UserPart::Text { text: t.into() }
+}
+
+fn reasoning(text: &str, data: Value) -> AssistantPart {
+    AssistantPart::Reasoning {
+        text: text.into(),
+        provider_data: Some(data),
+    }
+}
+
+/// A conversation with every kind of part, including ones each API must drop or rewrite.
+fn rich() -> ModelRequest {
+    let call = |id: &str, arguments: &str| AssistantPart::ToolCall {
+        id: id.into(),
+        name: "read".into(),
+        arguments: arguments.into(),
+    };
+    let result = |id: &str, content: &str, is_error: bool| ToolResultPart {
+        call_id: id.into(),
+        content: content.into(),
+        is_error,
+    };
+    ModelRequest {
+        model: "m-1".into(),
+        system: "You are \"Ferrite\".\nBe brief.".into(),
+        messages: vec![
+            Message::User {
+                content: vec![
+                    text("look at this <img> & \u{1F600}"),
+                    UserPart::Image {
+                        mime_type: "image/png".into(),
+                        data: "iVBORw0KGgo=".into(),
+                    },
+                ],
+            },
+            Message::Assistant {
+                content: vec![
+                    reasoning(
+                        "signed thought",
+                        json!({"provider": "anthropic", "signature": "sig-1"}),
+                    ),
+                    reasoning(
+                        "",
+                        json!({"provider": "anthropic", "redacted_data": "opaque-bytes"}),
+                    ),
+                    reasoning(
+                        "encrypted thought",
+                        json!({"provider": "openai-responses", "item": {
+                            "type": "reasoning", "id": "rs_1",
+                            "encrypted_content": "enc-1",
+                            "summary": [{"type": "summary_text", "text": "s"}]}}),
+                    ),
+                    reasoning(
+                        "chat thought",
+                        json!({"provider": "openai-chat", "field": "reasoning_content"}),
+                    ),
+                    reasoning("unsigned thought", json!({"provider": "elsewhere"})),
+                    AssistantPart::Text {
+                        text: String::new(),
+                    },
+                    AssistantPart::Text {
+                        text: "I will read two files.".into(),
+                    },
+                    AssistantPart::Opaque {
+                        provider: "anthropic".into(),
+                        data: json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}}),
+                    },
+                    AssistantPart::Opaque {
+                        provider: "openai-responses".into(),
+                        data: json!({"type": "web_search_call", "id": "ws_1", "status": "completed"}),
+                    },
+                    call("call_1", r#"{"path":"a.rs"}"#),
+                    call("call_2", "{not json"),
+                ],
+            },
+            Message::ToolResults {
+                results: vec![
+                    result("call_1", "fn main() {}\n", false),
+                    result("call_2", "", true),
+                ],
+            },
+            Message::User {
+                content: vec![text("thanks"), text("and now?")],
+            },
+            Message::Assistant { content: vec![] },
+            Message::Assistant {
+                content: vec![call("call_3", "")],
+            },
+            Message::ToolResults {
+                results: vec![result("call_3", "done", false)],
+            },
+        ],
+        tools: vec![
+            ToolSpec {
+                name: "read".into(),
+                description: "Read a file".into(),
+                input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            },
+            ToolSpec {
+                name: "bash".into(),
+                description: "Run a command".into(),
+                input_schema: json!({"type": "object"}),
+            },
+        ],
+        effort: Effort::Medium,
+        reasoning: true,
+        adaptive_thinking: false,
+        web_search: true,
+        max_output_tokens: Some(32_000),
+    }
+}
+
+/// The least a request can be: no system prompt, no tools, no effort, no known limit.
+fn minimal() -> ModelRequest {
+    ModelRequest {
+        model: "m-2".into(),
+        system: String::new(),
+        messages: vec![Message::User {
+            content: vec![text("hi")],
+        }],
+        tools: vec![],
+        effort: Effort::Default,
+        reasoning: false,
+        adaptive_thinking: false,
+        web_search: false,
+        max_output_tokens: None,
+    }
+}
+
+/// Adaptive thinking (Anthropic), and a limit too small for a thinking budget elsewhere.
+fn adaptive() -> ModelRequest {
+    ModelRequest {
+        adaptive_thinking: true,
+        effort: Effort::High,
+        max_output_tokens: Some(1500),
+        ..minimal()
+    }
+}
+
+fn body(api: ApiKind, req: &ModelRequest) -> Value {
+    let body = match api {
+        ApiKind::Anthropic => anthropic::request_body(req),
+        ApiKind::OpenAiResponses => openai_responses::request_body(req),
+        ApiKind::OpenAiChat => openai_chat::request_body(req),
+    };
+    serde_json::from_slice(&serde_json::to_vec(&body).unwrap()).unwrap()
+}
+
+fn check(api: ApiKind, case: &str, req: &ModelRequest) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{}-{case}.json", api.id()));
+    let got = body(api, req);
+    if std::env::var_os("FERRITE_BLESS").is_some() {
+        let mut text = serde_json::to_string_pretty(&got).unwrap();
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let want: Value = serde_json::from_str(
+        &std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (FERRITE_BLESS=1 writes it)", path.display())),
+    )
+    .unwrap();
+    assert_eq!(
+        got,
+        want,
+        "{} differs; the body sent was\n{}",
+        path.display(),
+        serde_json::to_string_pretty(&got).unwrap()
+    );
+}
+
+#[test]
+fn golden_request_bodies() {
+    for api in [
+        ApiKind::Anthropic,
+        ApiKind::OpenAiResponses,
+        ApiKind::OpenAiChat,
+    ] {
+        check(api, "rich", &rich());
+        check(api, "minimal", &minimal());
+        check(api, "adaptive", &adaptive());
+    }
+}
