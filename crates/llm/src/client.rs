@@ -81,7 +81,7 @@ impl ModelClient for HttpModelClient {
             ApiKind::OpenAiChat => openai_chat::request_body(&request),
         };
         // Serialized once; every attempt sends the same bytes.
-        let body = serde_json::to_vec(&body).map(Bytes::from);
+        let body = body.map(Bytes::from);
         Box::pin(async_stream::stream! {
             let body = match body {
                 Ok(body) => body,

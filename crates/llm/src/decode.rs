@@ -1,36 +1,17 @@
 //! The seam between SSE framing and each API's event grammar, and the pure decoding entry point
 //! used by the clients and by tests.
 
-use std::borrow::Cow;
 use std::fmt::Display;
 
 use bytes::Bytes;
 use ferrite_core::config::ApiKind;
 use ferrite_core::model::{ModelError, ModelEvent, ModelStream};
 use futures::{Stream, StreamExt};
-use serde::Deserialize;
 
 use crate::error;
+use crate::grammar::StreamDecoder;
 use crate::sse::SseParser;
 use crate::{anthropic, openai_chat, openai_responses};
-
-/// One API's stream grammar: fed SSE events, it pushes [`ModelEvent`]s and finally exactly one
-/// [`ModelEvent::Completed`].
-pub(crate) trait StreamDecoder: Send {
-    fn on_event(
-        &mut self,
-        name: &str,
-        data: &str,
-        out: &mut Vec<ModelEvent>,
-    ) -> Result<(), ModelError>;
-
-    /// The byte stream ended. Pushes `Completed` if what arrived is a whole response, else
-    /// reports a [`ferrite_core::model::ModelErrorKind::StreamCut`].
-    fn on_eof(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError>;
-
-    /// `Completed` has been pushed; nothing after it matters.
-    fn is_done(&self) -> bool;
-}
 
 pub(crate) fn decoder_for(api: ApiKind, label: &str) -> Box<dyn StreamDecoder> {
     match api {
@@ -87,23 +68,4 @@ where
             }
         }
     })
-}
-
-/// The `type` of an event's JSON, for streams whose SSE event name is missing.
-#[derive(Deserialize)]
-struct TypeOnly<'a> {
-    #[serde(borrow, rename = "type", default)]
-    kind: Option<Cow<'a, str>>,
-}
-
-/// The event type: the SSE `event:` name, or the JSON `type` when the name is absent. Both
-/// Anthropic and the Responses API send both and keep them equal.
-pub(crate) fn event_type<'a>(name: &'a str, data: &'a str) -> Cow<'a, str> {
-    if name != "message" {
-        return Cow::Borrowed(name);
-    }
-    serde_json::from_str::<TypeOnly<'a>>(data)
-        .ok()
-        .and_then(|t| t.kind)
-        .unwrap_or(Cow::Borrowed(""))
 }

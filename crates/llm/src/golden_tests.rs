@@ -155,12 +155,12 @@ fn adaptive() -> ModelRequest {
 }
 
 fn body(api: ApiKind, req: &ModelRequest) -> Value {
-    let body = match api {
+    let bytes = match api {
         ApiKind::Anthropic => anthropic::request_body(req),
         ApiKind::OpenAiResponses => openai_responses::request_body(req),
         ApiKind::OpenAiChat => openai_chat::request_body(req),
     };
-    serde_json::from_slice(&serde_json::to_vec(&body).unwrap()).unwrap()
+    serde_json::from_slice(&bytes.unwrap()).unwrap()
 }
 
 fn check(api: ApiKind, case: &str, req: &ModelRequest) {

@@ -9,6 +9,7 @@ mod decode;
 mod error;
 #[cfg(test)]
 mod golden_tests;
+mod grammar;
 mod listing;
 mod openai_chat;
 mod openai_responses;

@@ -1,0 +1,322 @@
+//! A [`ModelRequest`] as a Messages API body. The body borrows from the request and is
+//! serialized straight to bytes: the history is the bulk of every request, and building a
+//! `serde_json::Value` tree first would copy all of it once more per request.
+
+use ferrite_core::model::{AssistantPart, Message, ModelRequest, ToolResultPart, UserPart};
+use ferrite_core::modes::Effort;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::PROVIDER;
+
+/// Thinking budgets per effort level. 2048 is above the API minimum of 1024.
+fn thinking_budget(effort: Effort) -> Option<u32> {
+    match effort {
+        Effort::Default => None,
+        Effort::Low => Some(2048),
+        Effort::Medium => Some(8192),
+        Effort::High => Some(24576),
+    }
+}
+
+/// The smallest thinking budget the API takes.
+const MIN_THINKING_BUDGET: u32 = 1024;
+/// Room kept for the answer after the thinking when the budget has to shrink to fit.
+const ANSWER_ROOM: u32 = 1024;
+
+fn effort_name(effort: Effort) -> Option<&'static str> {
+    match effort {
+        Effort::Default => None,
+        Effort::Low => Some("low"),
+        Effort::Medium => Some("medium"),
+        Effort::High => Some("high"),
+    }
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig>,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[Block<'a>; 1]>,
+    messages: Vec<Turn<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Thinking {
+    Adaptive,
+    Enabled { budget_tokens: u32 },
+}
+
+#[derive(Serialize)]
+struct OutputConfig {
+    effort: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Tool<'a> {
+    Function {
+        name: &'a str,
+        description: &'a str,
+        input_schema: &'a Value,
+    },
+    Hosted {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        name: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+/// `{"type": "ephemeral"}`: cache the prompt up to and including this block.
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        is_error: bool,
+        /// An empty text block is rejected; an absent `content` is allowed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<[Text<'a>; 1]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// A block this API produced, sent back verbatim (it carries its own `type`).
+    #[serde(untagged)]
+    Verbatim(&'a Value),
+}
+
+#[derive(Serialize)]
+struct Text<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+/// The request body, serialized.
+pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+    // The Messages API requires `max_tokens`; the turn loop always knows a limit for it (the
+    // catalog's, config's, or the documented default).
+    let max_tokens = req
+        .max_output_tokens
+        .unwrap_or(ferrite_core::catalog::DEFAULT_ANTHROPIC_MAX_OUTPUT)
+        .max(1);
+    let mut thinking = None;
+    let mut output_config = None;
+    if req.adaptive_thinking {
+        // Claude 4.6+: the model decides how much to think; the effort steers it.
+        if let Some(effort) = effort_name(req.effort) {
+            thinking = Some(Thinking::Adaptive);
+            output_config = Some(OutputConfig { effort });
+        }
+    } else if let Some(wanted) = thinking_budget(req.effort) {
+        // The budget counts against `max_tokens`, which is the model's hard limit here: it
+        // shrinks to leave the answer room, and thinking is left out when too little is left.
+        let budget = wanted.min(max_tokens.saturating_sub(ANSWER_ROOM));
+        if budget >= MIN_THINKING_BUDGET {
+            thinking = Some(Thinking::Enabled {
+                budget_tokens: budget,
+            });
+        }
+    }
+    // The system prompt is the stable prefix of every request: mark it for prompt caching.
+    let system = (!req.system.is_empty()).then(|| {
+        [Block::Text {
+            text: &req.system,
+            cache_control: Some(EPHEMERAL),
+        }]
+    });
+    let mut tools: Vec<Tool> = req
+        .tools
+        .iter()
+        .map(|t| Tool::Function {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.input_schema,
+        })
+        .collect();
+    if req.web_search {
+        tools.push(Tool::Hosted {
+            kind: "web_search_20250305",
+            name: "web_search",
+        });
+    }
+    serde_json::to_vec(&Body {
+        model: &req.model,
+        thinking,
+        output_config,
+        max_tokens,
+        stream: true,
+        system,
+        messages: turns(&req.messages),
+        tools,
+    })
+}
+
+fn turns(history: &[Message]) -> Vec<Turn<'_>> {
+    let mut out: Vec<Turn> = Vec::new();
+    for message in history {
+        let (role, blocks): (&str, Vec<Block>) = match message {
+            Message::User { content } => ("user", content.iter().map(user_block).collect()),
+            Message::Assistant { content } => (
+                "assistant",
+                content.iter().filter_map(assistant_block).collect(),
+            ),
+            Message::ToolResults { results } => {
+                ("user", results.iter().map(tool_result_block).collect())
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        // Tool results and a following user message are both `user` turns; the API wants
+        // roles to alternate, so same-role neighbours are merged into one message.
+        match out.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => out.push(Turn {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    // Cache everything up to the newest message: the next request repeats this prefix.
+    if let Some(
+        Block::Text { cache_control, .. }
+        | Block::Image { cache_control, .. }
+        | Block::ToolResult { cache_control, .. },
+    ) = out.last_mut().and_then(|t| t.content.last_mut())
+    {
+        *cache_control = Some(EPHEMERAL);
+    }
+    out
+}
+
+fn user_block(part: &UserPart) -> Block<'_> {
+    match part {
+        UserPart::Text { text } => Block::Text {
+            text,
+            cache_control: None,
+        },
+        UserPart::Image { mime_type, data } => Block::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type: mime_type,
+                data,
+            },
+            cache_control: None,
+        },
+    }
+}
+
+fn assistant_block(part: &AssistantPart) -> Option<Block<'_>> {
+    match part {
+        // The API rejects empty text blocks.
+        AssistantPart::Text { text } if text.is_empty() => None,
+        AssistantPart::Text { text } => Some(Block::Text {
+            text,
+            cache_control: None,
+        }),
+        AssistantPart::Reasoning {
+            text,
+            provider_data,
+        } => {
+            // Only thinking this API produced can go back: it must carry its signature.
+            // Reasoning from another provider is dropped rather than sent unsigned.
+            let data = provider_data.as_ref()?;
+            if data.get("provider").and_then(Value::as_str) != Some(PROVIDER) {
+                return None;
+            }
+            if let Some(data) = data.get("redacted_data").and_then(Value::as_str) {
+                return Some(Block::RedactedThinking { data });
+            }
+            let signature = data.get("signature").and_then(Value::as_str)?;
+            Some(Block::Thinking {
+                thinking: text,
+                signature,
+            })
+        }
+        AssistantPart::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            // `input` must be an object; arguments the model got wrong were already answered
+            // with a tool error, so `{}` stands in for them.
+            let input = match serde_json::from_str::<Value>(arguments) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => Value::Object(serde_json::Map::new()),
+            };
+            Some(Block::ToolUse { id, name, input })
+        }
+        AssistantPart::Opaque { provider, data } if provider == PROVIDER => {
+            Some(Block::Verbatim(data))
+        }
+        AssistantPart::Opaque { .. } => None,
+    }
+}
+
+fn tool_result_block(result: &ToolResultPart) -> Block<'_> {
+    Block::ToolResult {
+        tool_use_id: &result.call_id,
+        is_error: result.is_error,
+        content: (!result.content.is_empty()).then(|| {
+            [Text {
+                kind: "text",
+                text: &result.content,
+            }]
+        }),
+        cache_control: None,
+    }
+}
