@@ -1,5 +1,6 @@
 //! The `ferrite` binary: parses arguments, sets up logging to stderr, wires the crates together.
 
+mod alloc;
 mod commands;
 
 use std::path::PathBuf;
@@ -100,6 +101,7 @@ fn main() -> ExitCode {
     if ferrite_exec::is_sandbox_helper_invocation(&args) {
         return ferrite_exec::sandbox_helper_main(&args);
     }
+    alloc::tune();
     let cli = Cli::parse();
     let env = Env::from_process();
     // Read once above; nothing else may see the keys (not even through /proc): commands get an

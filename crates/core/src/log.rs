@@ -104,7 +104,8 @@ pub enum EntryKind {
     /// The end of a tool call: what the model gets back and the editor's final view.
     ToolResult {
         call_id: String,
-        output: String,
+        /// Shared with the model messages built from the history (see `ToolResultPart`).
+        output: std::sync::Arc<str>,
         is_error: bool,
         update: ToolCallUpdateView,
     },

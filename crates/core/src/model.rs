@@ -102,7 +102,9 @@ pub enum AssistantPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultPart {
     pub call_id: String,
-    pub content: String,
+    /// Shared with the session's history: a long session's requests repeat megabytes of tool
+    /// output, which is then not copied for each one.
+    pub content: std::sync::Arc<str>,
     #[serde(default)]
     pub is_error: bool,
 }

@@ -404,7 +404,7 @@ mod tests {
     fn result(id: &str) -> EntryKind {
         EntryKind::ToolResult {
             call_id: id.into(),
-            output: format!("out {id}"),
+            output: format!("out {id}").into(),
             is_error: false,
             update: ToolCallUpdateView {
                 id: id.into(),

@@ -20,6 +20,9 @@ use crate::retry;
 use crate::sse::SseParser;
 use crate::{anthropic, openai_chat, openai_responses};
 
+/// A request body this large comes with a history worth freeing off the turn's path.
+const LARGE_BODY: usize = 256 * 1024;
+
 /// Error bodies are read up to this size; the message keeps far less.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -82,6 +85,15 @@ impl ModelClient for HttpModelClient {
         };
         // Serialized once; every attempt sends the same bytes.
         let body = body.map(Bytes::from);
+        // The request holds a copy of the whole history. On a long session freeing it (tens of
+        // thousands of strings) takes milliseconds: that happens on a blocking thread while the
+        // body goes out, not on the way to the provider.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) if body.as_ref().is_ok_and(|b| b.len() > LARGE_BODY) => {
+                rt.spawn_blocking(move || drop(request));
+            }
+            _ => drop(request),
+        }
         Box::pin(async_stream::stream! {
             let body = match body {
                 Ok(body) => body,

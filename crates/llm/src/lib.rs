@@ -4,6 +4,7 @@
 //! model vendor's wire format.
 
 mod anthropic;
+mod body;
 mod client;
 mod decode;
 mod error;

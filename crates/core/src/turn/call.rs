@@ -158,7 +158,7 @@ pub(super) async fn finish_call(
     };
     rec.record(EntryKind::ToolResult {
         call_id: id.to_owned(),
-        output: output.to_owned(),
+        output: output.into(),
         is_error,
         update: update.clone(),
     })?;

@@ -263,7 +263,7 @@ async fn nested_loop(
             }
             results.push(ToolResultPart {
                 call_id,
-                content,
+                content: content.into(),
                 is_error,
             });
         }

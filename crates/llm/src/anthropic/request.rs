@@ -193,16 +193,19 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
             name: "web_search",
         });
     }
-    serde_json::to_vec(&Body {
-        model: &req.model,
-        thinking,
-        output_config,
-        max_tokens,
-        stream: true,
-        system,
-        messages: turns(&req.messages),
-        tools,
-    })
+    crate::body::to_bytes(
+        &Body {
+            model: &req.model,
+            thinking,
+            output_config,
+            max_tokens,
+            stream: true,
+            system,
+            messages: turns(&req.messages),
+            tools,
+        },
+        req,
+    )
 }
 
 fn turns(history: &[Message]) -> Vec<Turn<'_>> {

@@ -128,18 +128,21 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
         Effort::Medium => Some("medium"),
         Effort::High => Some("high"),
     };
-    serde_json::to_vec(&Body {
-        model: &req.model,
-        stream: true,
-        stream_options: StreamOptions {
-            include_usage: true,
+    crate::body::to_bytes(
+        &Body {
+            model: &req.model,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            messages: messages(req),
+            tool_choice: (!tools.is_empty()).then_some("auto"),
+            tools,
+            reasoning_effort,
+            max_tokens: req.max_output_tokens,
         },
-        messages: messages(req),
-        tool_choice: (!tools.is_empty()).then_some("auto"),
-        tools,
-        reasoning_effort,
-        max_tokens: req.max_output_tokens,
-    })
+        req,
+    )
 }
 
 fn messages(req: &ModelRequest) -> Vec<ChatMessage<'_>> {

@@ -119,20 +119,23 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
         Effort::Medium => Some("medium"),
         Effort::High => Some("high"),
     };
-    serde_json::to_vec(&Body {
-        model: &req.model,
-        stream: true,
-        store: false,
-        include: req.reasoning.then_some(["reasoning.encrypted_content"]),
-        input: input(req),
-        tool_choice: (!tools.is_empty()).then_some("auto"),
-        tools,
-        reasoning: effort.map(|effort| Reasoning {
-            effort,
-            summary: "auto",
-        }),
-        max_output_tokens: req.max_output_tokens,
-    })
+    crate::body::to_bytes(
+        &Body {
+            model: &req.model,
+            stream: true,
+            store: false,
+            include: req.reasoning.then_some(["reasoning.encrypted_content"]),
+            input: input(req),
+            tool_choice: (!tools.is_empty()).then_some("auto"),
+            tools,
+            reasoning: effort.map(|effort| Reasoning {
+                effort,
+                summary: "auto",
+            }),
+            max_output_tokens: req.max_output_tokens,
+        },
+        req,
+    )
 }
 
 fn input(req: &ModelRequest) -> Vec<Item<'_>> {
