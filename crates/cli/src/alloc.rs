@@ -7,7 +7,7 @@
 //! (`bench/turn_overhead.py`, 10,000 entries). A fixed threshold of 1 MiB hands such blocks
 //! straight back to the kernel when freed; the price is faulting a fresh mapping in for each
 //! large body (about 3 ms for a 2.7 MB body, nothing for bodies under 1 MiB). Two arenas are
-//! plenty for the runtime's two workers and its blocking threads.
+//! plenty for the runtime's two workers and its blocking threads, and hold about 1 MiB less.
 //! (An allocator crate would do the same at the cost of a C build; this is two calls.)
 
 /// Applies the settings; call before any thread is started.
