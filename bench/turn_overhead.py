@@ -14,7 +14,8 @@ byte left. Measured per prompt:
   tail       the provider's last byte -> the prompt's answer (the end of the turn: the
              response recorded and synced, the answer written)
   answer     `session/prompt` sent -> the prompt's answer
-Also the request body's size, the log's size on disk and the agent's VmRSS after the prompts.
+Also the request body's size, the log's size on disk and the agent's VmRSS once the session is
+open (`RSS open`) and after the prompts.
 Reports medians, and the growth of `request` over the smallest size per MB of request body.
 Goals (issue "Performance where users feel it"): prompt -> request under 5 ms at 1,000 entries;
 its growth under 2 ms per MB of request body; RSS under 2x the history's size on disk (plus the
@@ -58,6 +59,7 @@ def measure(ferrite, origin, cwd, n):
                                                  "mcpServers": []})
             else:
                 sid = agent.request("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+            rss_open = agent.rss_kb()
             requests, tails, answers, body = [], [], [], 0
             for _ in range(RUNS + 1):
                 t = time.time_ns()
@@ -74,7 +76,8 @@ def measure(ferrite, origin, cwd, n):
         finally:
             agent.kill()
         # The first prompt warms up (the HTTP client, the certificate store): not counted.
-        return size, body, median(requests[1:]), median(tails[1:]), median(answers[1:]), rss
+        return (size, body, median(requests[1:]), median(tails[1:]), median(answers[1:]),
+                rss_open, rss)
     finally:
         rm(home)
 
@@ -91,12 +94,13 @@ def main():
         provider.stop()
     print(f"runs: {RUNS}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'entries':>8} {'log':>9} {'request':>9} {'prompt->request':>16} "
-          f"{'last byte->answer':>18} {'prompt->answer':>15} {'RSS':>10}")
-    for n, size, body, request, tail, answer, rss in rows:
+          f"{'last byte->answer':>18} {'prompt->answer':>15} {'RSS open':>9} {'RSS':>9}")
+    for n, size, body, request, tail, answer, rss_open, rss in rows:
         print(f"{n:>8} {size / 1e6:>7.2f}MB {body / 1e6:>7.2f}MB {fmt_ms(request):>16} "
-              f"{fmt_ms(tail):>18} {fmt_ms(answer):>15} {rss / 1024:>7.1f}MiB")
+              f"{fmt_ms(tail):>18} {fmt_ms(answer):>15} {rss_open / 1024:>6.1f}MiB "
+              f"{rss / 1024:>6.1f}MiB")
     base_n, _, base_body, base_request = rows[0][:4]
-    for n, _, body, request, _, _, _ in rows[1:]:
+    for n, _, body, request, *_ in rows[1:]:
         grow = (request - base_request) / max(1e-9, (body - base_body) / 1e6)
         print(f"growth {base_n} -> {n} entries: {grow * 1000:.2f} ms per MB of request body")
 
