@@ -67,6 +67,8 @@ impl SessionState {
         for entry in &log.entries {
             state.apply(entry.kind.clone());
         }
+        // Growing by doubling can leave up to half of a long session's history unused.
+        state.history.shrink_to_fit();
         state
     }
 
