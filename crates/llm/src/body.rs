@@ -1,9 +1,18 @@
-//! Serializing a request body. The history makes bodies of megabytes on long sessions; the
-//! buffer is sized for the body up front, because growing it by doubling copies it about twice
-//! over on the path from the prompt to the provider.
+//! What the three request mappings share: serializing a body, and the effort parameter.
+//!
+//! The history makes bodies of megabytes on long sessions: the buffer is sized for the body up
+//! front, because growing it by doubling copies it about twice over on the path from the prompt
+//! to the provider.
 
 use ferrite_core::model::{AssistantPart, Message, ModelRequest, UserPart};
+use ferrite_core::modes::Effort;
 use serde::Serialize;
+
+/// The effort as every API names it (`low`, `medium`, `high`); `None` for the model's default,
+/// for which nothing is sent.
+pub(crate) fn effort_param(effort: Effort) -> Option<&'static str> {
+    (effort != Effort::Default).then(|| effort.id())
+}
 
 pub(crate) fn to_bytes(body: &impl Serialize, req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(size_hint(req));

@@ -24,15 +24,6 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 /// Room kept for the answer after the thinking when the budget has to shrink to fit.
 const ANSWER_ROOM: u32 = 1024;
 
-fn effort_name(effort: Effort) -> Option<&'static str> {
-    match effort {
-        Effort::Default => None,
-        Effort::Low => Some("low"),
-        Effort::Medium => Some("medium"),
-        Effort::High => Some("high"),
-    }
-}
-
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
@@ -157,7 +148,7 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
     let mut output_config = None;
     if req.adaptive_thinking {
         // Claude 4.6+: the model decides how much to think; the effort steers it.
-        if let Some(effort) = effort_name(req.effort) {
+        if let Some(effort) = crate::body::effort_param(req.effort) {
             thinking = Some(Thinking::Adaptive);
             output_config = Some(OutputConfig { effort });
         }

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 
 use ferrite_core::model::{AssistantPart, Message, ModelRequest, UserPart};
-use ferrite_core::modes::Effort;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -122,12 +121,7 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
         })
         .collect();
     // Hosted web search does not exist in this API; the turn loop refuses it before we get here.
-    let reasoning_effort = match req.effort {
-        Effort::Default => None,
-        Effort::Low => Some("low"),
-        Effort::Medium => Some("medium"),
-        Effort::High => Some("high"),
-    };
+    let reasoning_effort = crate::body::effort_param(req.effort);
     crate::body::to_bytes(
         &Body {
             model: &req.model,

@@ -2,7 +2,6 @@
 //! straight to bytes (see `anthropic/request.rs` for why there is no `Value` tree).
 
 use ferrite_core::model::{AssistantPart, Message, ModelRequest, UserPart};
-use ferrite_core::modes::Effort;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -113,12 +112,7 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
     if req.web_search {
         tools.push(Tool::WebSearch);
     }
-    let effort = match req.effort {
-        Effort::Default => None,
-        Effort::Low => Some("low"),
-        Effort::Medium => Some("medium"),
-        Effort::High => Some("high"),
-    };
+    let effort = crate::body::effort_param(req.effort);
     crate::body::to_bytes(
         &Body {
             model: &req.model,
