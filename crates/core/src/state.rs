@@ -202,11 +202,12 @@ impl SessionState {
             if open.is_empty() {
                 return;
             }
-            // Results are moved, not cloned: tool outputs are most of a long session's bytes.
+            // Results are moved, not cloned; `remove` keeps their order, so a call answered
+            // twice still gets its first result.
             let mut ordered = Vec::with_capacity(open.len());
             for id in open.iter() {
                 match results.iter().position(|r| r.call_id == *id) {
-                    Some(at) => ordered.push(results.swap_remove(at)),
+                    Some(at) => ordered.push(results.remove(at)),
                     None => ordered.push(ToolResultPart {
                         call_id: id.clone(),
                         content: INTERRUPTED_TOOL_RESULT.into(),
@@ -468,6 +469,27 @@ mod tests {
                 ]
             }
         );
+    }
+
+    #[test]
+    fn a_call_answered_twice_gets_its_first_result_whatever_the_order() {
+        let mut s = state();
+        s.apply(EntryKind::Assistant {
+            content: vec![call("x"), call("a")],
+        });
+        s.apply(result("x"));
+        s.apply(result("a"));
+        let mut again = result("a");
+        if let EntryKind::ToolResult { output, .. } = &mut again {
+            *output = "second a".into();
+        }
+        s.apply(again);
+        let msgs = s.model_messages();
+        let Message::ToolResults { results } = &msgs[1] else {
+            panic!("no results: {msgs:?}");
+        };
+        let contents: Vec<&str> = results.iter().map(|r| &*r.content).collect();
+        assert_eq!(contents, ["out x", "out a"]);
     }
 
     #[test]
