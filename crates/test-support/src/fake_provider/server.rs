@@ -208,13 +208,15 @@ async fn handle(
     };
     let request_end_ns = now_ns();
     let api = WireApi::from_path(&path);
-    let listing_body = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
-    let reply = {
+    // Parsed once: history-sized bodies are megabytes.
+    let parsed = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+    let (reply, sent) = {
         let mut shared = lock(&state);
         let is_listing = matches!(
             (method.as_str(), path.as_str()),
             ("GET", "/api/tags") | ("POST", "/api/show")
         ) || (method == Method::GET && path.ends_with("/models"));
+        let listing = listing_answer(shared.listing.as_ref(), &method, &path, &parsed);
         let recorded = RecordedRequest {
             method: method.to_string(),
             path: path.clone(),
@@ -227,7 +229,7 @@ async fn handle(
                     )
                 })
                 .collect(),
-            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            body: parsed,
             api,
         };
         if is_listing {
@@ -235,8 +237,7 @@ async fn handle(
         } else {
             shared.requests.push(recorded);
         }
-        if let Some(answer) = listing_answer(shared.listing.as_ref(), &method, &path, &listing_body)
-        {
+        if let Some(answer) = listing {
             return answer;
         }
         // Only a model call takes a queued reply: a listing or a stray path must not eat one.
@@ -248,13 +249,19 @@ async fn handle(
                 request_bytes: body.len(),
                 reply_end_ns: None,
             });
-            shared.queue.pop_front().or_else(|| shared.fallback.clone())
+            // Taken under the same lock as the push: requests arrive concurrently.
+            let sent = Sent {
+                state: Arc::clone(&state),
+                index: shared.timings.len() - 1,
+                stamp: shared.stamp,
+            };
+            let reply = shared.queue.pop_front().or_else(|| shared.fallback.clone());
+            (reply, Some(sent))
         } else {
-            None
+            (None, None)
         }
     };
-    let sent = Sent::new(&state);
-    let Some(api) = api else {
+    let (Some(api), Some(sent)) = (api, sent) else {
         return http_reply(
             404,
             &[],
@@ -294,7 +301,7 @@ async fn handle(
     }
 }
 
-/// Records when the answer to the latest model call was sent (its [`Timing`] is the last one).
+/// Records when the answer to one model call was sent, in its [`Timing`].
 struct Sent {
     state: SharedState,
     index: usize,
@@ -302,15 +309,6 @@ struct Sent {
 }
 
 impl Sent {
-    fn new(state: &SharedState) -> Self {
-        let shared = lock(state);
-        Self {
-            state: Arc::clone(state),
-            index: shared.timings.len().saturating_sub(1),
-            stamp: shared.stamp,
-        }
-    }
-
     fn now(&self, response: Response) -> Response {
         self.done();
         response
