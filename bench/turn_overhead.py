@@ -15,8 +15,10 @@ byte left. Measured per prompt:
              response recorded and synced, the answer written)
   answer     `session/prompt` sent -> the prompt's answer
 Also the request body's size, the log's size on disk and the agent's VmRSS once the session is
-open (`RSS open`) and after the prompts.
-Reports medians, and the growth of `request` over the smallest size per MB of request body.
+open (`RSS open`) and after the prompts, and the same for its anonymous memory (`RssAnon`: the
+heap, without the pages of the binary, which vary by a MiB or two with the code's layout).
+Reports medians, the growth of `request` over the smallest size per MB of request body, and the
+growth of RSS after the prompts over the smallest size as a multiple of the log's size.
 Goals (issue "Performance where users feel it"): prompt -> request under 5 ms at 1,000 entries;
 its growth under 2 ms per MB of request body; RSS under 2x the history's size on disk (plus the
 ~10 MiB of an empty agent).
@@ -60,6 +62,7 @@ def measure(ferrite, origin, cwd, n):
             else:
                 sid = agent.request("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
             rss_open = agent.rss_kb()
+            anon_open = agent.rss_kb("RssAnon")
             requests, tails, answers, body = [], [], [], 0
             for _ in range(RUNS + 1):
                 t = time.time_ns()
@@ -73,11 +76,12 @@ def measure(ferrite, origin, cwd, n):
                 answers.append((done - t) / 1e9)
                 body = timing["request_bytes"]
             rss = agent.rss_kb()
+            anon = agent.rss_kb("RssAnon")
         finally:
             agent.kill()
         # The first prompt warms up (the HTTP client, the certificate store): not counted.
         return (size, body, median(requests[1:]), median(tails[1:]), median(answers[1:]),
-                rss_open, rss)
+                rss_open, rss, anon_open, anon)
     finally:
         rm(home)
 
@@ -94,15 +98,19 @@ def main():
         provider.stop()
     print(f"runs: {RUNS}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'entries':>8} {'log':>9} {'request':>9} {'prompt->request':>16} "
-          f"{'last byte->answer':>18} {'prompt->answer':>15} {'RSS open':>9} {'RSS':>9}")
-    for n, size, body, request, tail, answer, rss_open, rss in rows:
+          f"{'last byte->answer':>18} {'prompt->answer':>15} {'RSS open':>9} {'RSS':>9} "
+          f"{'anon open':>10} {'anon':>9}")
+    for n, size, body, request, tail, answer, rss_open, rss, anon_open, anon in rows:
         print(f"{n:>8} {size / 1e6:>7.2f}MB {body / 1e6:>7.2f}MB {fmt_ms(request):>16} "
               f"{fmt_ms(tail):>18} {fmt_ms(answer):>15} {rss_open / 1024:>6.1f}MiB "
-              f"{rss / 1024:>6.1f}MiB")
+              f"{rss / 1024:>6.1f}MiB {anon_open / 1024:>7.1f}MiB {anon / 1024:>6.1f}MiB")
     base_n, _, base_body, base_request = rows[0][:4]
-    for n, _, body, request, *_ in rows[1:]:
+    base_rss, base_anon = rows[0][7], rows[0][9]
+    for n, size, body, request, _, _, _, rss, _, anon in rows[1:]:
         grow = (request - base_request) / max(1e-9, (body - base_body) / 1e6)
-        print(f"growth {base_n} -> {n} entries: {grow * 1000:.2f} ms per MB of request body")
+        print(f"growth {base_n} -> {n} entries: {grow * 1000:.2f} ms per MB of request body; "
+              f"RSS +{(rss - base_rss) * 1024 / max(1, size):.2f}x the log, "
+              f"anonymous +{(anon - base_anon) * 1024 / max(1, size):.2f}x the log")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Se
         Arc::new(ferrite_mcp::Launcher::from_env(&env));
     let mut services = ferrite_core::runtime::Services::new(home, env, connector);
     services.mcp = Some(mcp);
+    services.release_memory = crate::alloc::release;
     services.web = Some(Arc::new(ferrite_web::HttpFetcher::default()));
     match std::env::current_exe() {
         Ok(exe) => services.runner = Some(Arc::new(ferrite_exec::ExecRunner::new(exe))),

@@ -223,7 +223,7 @@ impl Runtime {
         if loaded.torn_tail || loaded.skipped_lines > 0 {
             tracing::warn!(session = %id, torn = loaded.torn_tail, skipped = loaded.skipped_lines, "session log was damaged; loaded what was readable");
         }
-        let mut state = SessionState::from_log(&loaded);
+        let mut state = SessionState::from_log(loaded);
         let (config, catalog) = self.services.context(Some(&state.cwd))?;
         let ceiling = ceiling(&config, state.harness);
         // A ceiling lowered since the session was saved applies on load.
@@ -293,8 +293,13 @@ impl Runtime {
 
     /// Starts model discovery in the background (at most once a minute; see [`discovery`]):
     /// when the providers' listings changed, every open session gets its refreshed `model`
-    /// option. Never waited for: call it after answering the request that opened a session.
+    /// option. Also readies the model connection (`ModelConnector::prepare`), so a session's
+    /// first prompt does not wait for it. Never waited for: call it after answering the request
+    /// that opened a session.
     pub fn discover_in_background(&self) {
+        if let Some(connector) = &self.services.connector {
+            connector.prepare();
+        }
         let Some(timeout) = discovery::settings(&self.services) else {
             return;
         };

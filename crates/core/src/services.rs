@@ -32,6 +32,9 @@ pub struct Services {
     pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
     /// The editor's file system; set by the ACP server once it runs.
     pub client_fs: std::sync::OnceLock<Arc<dyn crate::clientfs::ClientFs>>,
+    /// Hands memory the allocator keeps but no longer uses back to the system; called on a
+    /// blocking thread after each turn (the binary sets it: it owns the allocator).
+    pub release_memory: fn(),
 }
 
 impl Services {
@@ -47,6 +50,7 @@ impl Services {
             web: None,
             approver: std::sync::OnceLock::new(),
             client_fs: std::sync::OnceLock::new(),
+            release_memory: || {},
         }
     }
 

@@ -39,7 +39,7 @@ pub fn list(home: &Path, cwd: Option<PathBuf>) -> anyhow::Result<ExitCode> {
 pub fn show(home: &Path, id: &str) -> anyhow::Result<ExitCode> {
     let id = parse_id(id)?;
     let log = SessionStore::new(home).read(&id)?;
-    let state = SessionState::from_log(&log);
+    let state = SessionState::from_log(log);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

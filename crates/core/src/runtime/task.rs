@@ -314,6 +314,9 @@ impl SessionTask {
             }
         };
         finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
+        // A turn's requests and tool outputs leave freed memory behind: give it back while the
+        // user reads the answer, off this task.
+        tokio::task::spawn_blocking(self.services.release_memory);
     }
 
     /// Closing: the running turn is cancelled (aborted after the grace) and ended; the log is
