@@ -84,6 +84,18 @@ impl Connector {
 }
 
 impl ModelConnector for Connector {
+    fn prepare(&self) {
+        if self.http.get().is_some() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let this = self.clone();
+            // Reading the system's certificates is file I/O: a blocking thread's work. A
+            // failure here is reported by the first call that needs the client.
+            rt.spawn_blocking(move || drop(this.http()));
+        }
+    }
+
     fn connect(
         &self,
         provider: &Provider,
@@ -130,5 +142,27 @@ impl ModelConnector for Connector {
         let provider = provider.clone();
         let api_key = api_key.filter(|k| !k.is_empty()).map(str::to_owned);
         Box::pin(async move { listing::list(http?, provider, api_key, timeout).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn prepare_builds_the_http_client_in_the_background() {
+        let connector = Connector::new(LlmOptions::default()).unwrap();
+        assert!(connector.http.get().is_none(), "built before anyone asked");
+        connector.prepare();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while connector.http.get().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "prepare did not build the client"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // Clones share it: the first prompt's connect uses the one built here.
+        assert!(connector.clone().http.get().is_some());
     }
 }
