@@ -15,7 +15,8 @@ byte left. Measured per prompt:
              response recorded and synced, the answer written)
   answer     `session/prompt` sent -> the prompt's answer
 Also the request body's size, the log's size on disk and the agent's VmRSS once the session is
-open (`RSS open`) and after the prompts, and the same for its anonymous memory (`RssAnon`: the
+open (`RSS open`) and after the prompts once the agent has rested (1.5 s: it hands memory back
+after a second without turns), and the same for its anonymous memory (`RssAnon`: the
 heap, without the pages of the binary, which vary by a MiB or two with the code's layout).
 Reports medians, the growth of `request` over the smallest size per MB of request body, and the
 growth of RSS after the prompts over the smallest size as a multiple of the log's size.
@@ -37,6 +38,8 @@ from load import make_session
 
 SIZES = [int(s) for s in os.environ.get("SIZES", "0 100 1000 10000").split()]
 RUNS = int(os.environ.get("RUNS", "5"))
+# Longer than the idle time after which the agent returns freed memory (`runtime::memory::IDLE`).
+REST_S = 1.5
 
 
 # Loopback only: no proxy from the environment.
@@ -75,6 +78,8 @@ def measure(ferrite, origin, cwd, n):
                 tails.append((done - timing["reply_end_ns"]) / 1e9)
                 answers.append((done - t) / 1e9)
                 body = timing["request_bytes"]
+            # At rest: the agent hands freed memory back once no turn ran for a second.
+            time.sleep(REST_S)
             rss = agent.rss_kb()
             anon = agent.rss_kb("RssAnon")
         finally:

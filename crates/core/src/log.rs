@@ -99,7 +99,7 @@ pub enum EntryKind {
     /// A tool call as first shown to the editor. `name` is the tool the model called.
     ToolCall {
         name: String,
-        call: ToolCallView,
+        call: Box<ToolCallView>,
     },
     /// The end of a tool call: what the model gets back and the editor's final view.
     ToolResult {
@@ -107,11 +107,11 @@ pub enum EntryKind {
         /// Shared with the model messages built from the history (see `ToolResultPart`).
         output: std::sync::Arc<str>,
         is_error: bool,
-        update: ToolCallUpdateView,
+        update: Box<ToolCallUpdateView>,
     },
     /// A tool call that exists only for the editor (the provider's hosted web search).
     DisplayToolCall {
-        call: ToolCallView,
+        call: Box<ToolCallView>,
     },
     Plan {
         entries: Vec<PlanEntry>,
@@ -205,4 +205,21 @@ pub fn title_from(content: &[UserContent]) -> Option<String> {
         title.push('…');
     }
     Some(title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EntryKind;
+
+    /// A long session holds one `EntryKind` per entry: the tool-call views (136 bytes each)
+    /// are boxed so that every entry, a `turn_end` as much as a tool result, does not cost
+    /// their size (184 bytes each before).
+    #[test]
+    fn an_entry_stays_small() {
+        assert!(
+            std::mem::size_of::<EntryKind>() <= 88,
+            "EntryKind grew to {} bytes; box the large variant's payload",
+            std::mem::size_of::<EntryKind>()
+        );
+    }
 }

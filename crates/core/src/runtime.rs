@@ -8,6 +8,7 @@
 pub mod discovery;
 mod error;
 mod handle;
+pub mod memory;
 mod notices;
 mod supervisor;
 mod task;

@@ -33,7 +33,8 @@ pub struct Services {
     /// The editor's file system; set by the ACP server once it runs.
     pub client_fs: std::sync::OnceLock<Arc<dyn crate::clientfs::ClientFs>>,
     /// Hands memory the allocator keeps but no longer uses back to the system; called on a
-    /// blocking thread after each turn (the binary sets it: it owns the allocator).
+    /// blocking thread once the agent rests after a turn (`runtime::memory`; the binary sets
+    /// it: it owns the allocator).
     pub release_memory: fn(),
 }
 

@@ -153,11 +153,11 @@ impl SessionState {
                     hidden.insert(&call.id);
                 }
                 EntryKind::ToolCall { call, .. } | EntryKind::DisplayToolCall { call } => {
-                    out.push(Event::ToolCall(call.clone()))
+                    out.push(Event::ToolCall((**call).clone()))
                 }
                 EntryKind::ToolResult { call_id, .. } if hidden.contains(call_id.as_str()) => {}
                 EntryKind::ToolResult { update, .. } => {
-                    out.push(Event::ToolCallUpdate(update.clone()))
+                    out.push(Event::ToolCallUpdate((**update).clone()))
                 }
                 EntryKind::Plan { entries } => out.push(Event::Plan {
                     entries: entries.clone(),
@@ -412,11 +412,11 @@ mod tests {
             call_id: id.into(),
             output: format!("out {id}").into(),
             is_error: false,
-            update: ToolCallUpdateView {
+            update: Box::new(ToolCallUpdateView {
                 id: id.into(),
                 status: Some(ToolStatus::Completed),
                 ..Default::default()
-            },
+            }),
         }
     }
 
@@ -442,7 +442,7 @@ mod tests {
         });
         s.apply(EntryKind::ToolCall {
             name: "read".into(),
-            call: ToolCallView {
+            call: Box::new(ToolCallView {
                 id: "b".into(),
                 title: "Read".into(),
                 kind: ToolKind::Read,
@@ -450,7 +450,7 @@ mod tests {
                 locations: vec![],
                 content: vec![],
                 raw_input: None,
-            },
+            }),
         });
         s.apply(result("b"));
         let msgs = s.model_messages();

@@ -282,6 +282,7 @@ impl SessionTask {
             // The supervisor gave up waiting and answered the prompt already.
             return;
         }
+        super::memory::turn_started();
         let cancel = CancellationToken::new();
         let rec = self.core.recorder(self.events.clone(), Some(turn));
         let handle = tokio::spawn(run_turn(self.services.clone(), rec, req, cancel.clone()));
@@ -314,9 +315,7 @@ impl SessionTask {
             }
         };
         finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
-        // A turn's requests and tool outputs leave freed memory behind: give it back while the
-        // user reads the answer, off this task.
-        tokio::task::spawn_blocking(self.services.release_memory);
+        super::memory::turn_ended(self.services.release_memory);
     }
 
     /// Closing: the running turn is cancelled (aborted after the grace) and ended; the log is

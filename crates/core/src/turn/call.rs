@@ -160,7 +160,7 @@ pub(super) async fn finish_call(
         call_id: id.to_owned(),
         output: output.into(),
         is_error,
-        update: update.clone(),
+        update: Box::new(update.clone()),
     })?;
     rec.emit(Event::ToolCallUpdate(update)).await;
     Ok(())

@@ -264,7 +264,7 @@ async fn run_admitted(
 async fn show_card(rec: &Recorder, name: &str, view: &ToolCallView) -> Result<(), StoreError> {
     rec.record(EntryKind::ToolCall {
         name: name.to_owned(),
-        call: view.clone(),
+        call: Box::new(view.clone()),
     })?;
     rec.emit(Event::ToolCall(view.clone())).await;
     Ok(())

@@ -205,7 +205,9 @@ async fn on_event(rec: &Recorder, event: ModelEvent, shown: &mut Shown) -> Resul
                 raw_input: query.map(|q| serde_json::json!({ "query": q })),
             };
             if status != HostedStatus::InProgress {
-                rec.record(EntryKind::DisplayToolCall { call: call.clone() })?;
+                rec.record(EntryKind::DisplayToolCall {
+                    call: Box::new(call.clone()),
+                })?;
             }
             rec.emit(Event::ToolCall(call)).await;
         }

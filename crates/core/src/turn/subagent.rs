@@ -96,7 +96,7 @@ pub(crate) async fn run(
     };
     rec.record(EntryKind::ToolCall {
         name: NAME.to_owned(),
-        call: view.clone(),
+        call: Box::new(view.clone()),
     })?;
     rec.emit(Event::ToolCall(view.clone())).await;
     let input = match parsed {
