@@ -35,7 +35,8 @@ pub use options::LlmOptions;
 pub struct Connector {
     /// Built on first use: loading the system's CA certificates takes several milliseconds,
     /// which `ferrite acp` should not spend before answering `initialize`.
-    http: Arc<std::sync::OnceLock<reqwest::Client>>,
+    /// A failure is kept too: it comes from the TLS setup, which a retry does not change.
+    http: Arc<std::sync::OnceLock<Result<reqwest::Client, String>>>,
     options: LlmOptions,
 }
 
@@ -55,22 +56,23 @@ impl Connector {
         })
     }
 
-    /// The shared HTTP client, built the first time a provider is connected.
+    /// The shared HTTP client, built the first time a provider is connected (or by
+    /// [`ModelConnector::prepare`]). A caller that comes while another thread builds it waits for
+    /// that build instead of loading the certificates a second time.
     fn http(&self) -> Result<reqwest::Client, ModelError> {
-        if let Some(c) = self.http.get() {
-            return Ok(c.clone());
-        }
-        let built = reqwest::Client::builder()
-            .connect_timeout(self.options.connect_timeout)
-            .user_agent(concat!("ferrite/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                ModelError::new(
-                    ModelErrorKind::Configuration,
-                    format!("could not set up the HTTP client: {e}"),
-                )
-            })?;
-        Ok(self.http.get_or_init(|| built).clone())
+        let built = self.http.get_or_init(|| {
+            reqwest::Client::builder()
+                .connect_timeout(self.options.connect_timeout)
+                .user_agent(concat!("ferrite/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| e.to_string())
+        });
+        built.clone().map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::Configuration,
+                format!("could not set up the HTTP client: {e}"),
+            )
+        })
     }
 
     /// [`LlmOptions::from_env`] applied to `env`.
