@@ -29,6 +29,9 @@ use ferrite_core::model::{ListingFuture, ModelClient, ModelConnector, ModelError
 pub use decode::decode_sse;
 pub use options::LlmOptions;
 
+/// How long after a session opens the HTTP client is readied ([`ModelConnector::prepare`]).
+const PREPARE_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Builds model clients for catalog providers. Cheap to clone; all clients share one
 /// connection pool.
 #[derive(Clone)]
@@ -92,9 +95,17 @@ impl ModelConnector for Connector {
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let this = self.clone();
-            // Reading the system's certificates is file I/O: a blocking thread's work. A
-            // failure here is reported by the first call that needs the client.
-            rt.spawn_blocking(move || drop(this.http()));
+            rt.spawn(async move {
+                // Not at once: what an editor sends right after opening a session (more
+                // sessions, settings) should not share the CPU with this; a person takes longer
+                // to type a prompt. A prompt sooner builds the client itself.
+                tokio::time::sleep(PREPARE_AFTER).await;
+                if this.http.get().is_none() {
+                    // Reading the system's certificates is file I/O: a blocking thread's work. A
+                    // failure is reported by the first call that needs the client.
+                    drop(tokio::task::spawn_blocking(move || drop(this.http())));
+                }
+            });
         }
     }
 
