@@ -257,10 +257,6 @@ pub trait ModelConnector: Send + Sync {
         api_key: Option<&str>,
     ) -> Result<Arc<dyn ModelClient>, ModelError>;
 
-    /// Readies what the first model call needs (an HTTP client and its certificates) in the
-    /// background, so that call does not wait for it. Never blocks.
-    fn prepare(&self) {}
-
     /// The models `provider`'s server reports (`GET /v1/models`; Ollama's native listing),
     /// within `timeout`. Connectors that cannot list report none.
     fn list_models(

@@ -294,13 +294,8 @@ impl Runtime {
 
     /// Starts model discovery in the background (at most once a minute; see [`discovery`]):
     /// when the providers' listings changed, every open session gets its refreshed `model`
-    /// option. Also readies the model connection (`ModelConnector::prepare`), so a session's
-    /// first prompt does not wait for it. Never waited for: call it after answering the request
-    /// that opened a session.
+    /// option. Never waited for: call it after answering the request that opened a session.
     pub fn discover_in_background(&self) {
-        if let Some(connector) = &self.services.connector {
-            connector.prepare();
-        }
         let Some(timeout) = discovery::settings(&self.services) else {
             return;
         };

@@ -29,17 +29,13 @@ use ferrite_core::model::{ListingFuture, ModelClient, ModelConnector, ModelError
 pub use decode::decode_sse;
 pub use options::LlmOptions;
 
-/// How long after a session opens the HTTP client is readied ([`ModelConnector::prepare`]).
-const PREPARE_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
-
 /// Builds model clients for catalog providers. Cheap to clone; all clients share one
 /// connection pool.
 #[derive(Clone)]
 pub struct Connector {
     /// Built on first use: loading the system's CA certificates takes several milliseconds,
     /// which `ferrite acp` should not spend before answering `initialize`.
-    /// A failure is kept too: it comes from the TLS setup, which a retry does not change.
-    http: Arc<std::sync::OnceLock<Result<reqwest::Client, String>>>,
+    http: Arc<std::sync::OnceLock<reqwest::Client>>,
     options: LlmOptions,
 }
 
@@ -59,23 +55,22 @@ impl Connector {
         })
     }
 
-    /// The shared HTTP client, built the first time a provider is connected (or by
-    /// [`ModelConnector::prepare`]). A caller that comes while another thread builds it waits for
-    /// that build instead of loading the certificates a second time.
+    /// The shared HTTP client, built the first time a provider is connected.
     fn http(&self) -> Result<reqwest::Client, ModelError> {
-        let built = self.http.get_or_init(|| {
-            reqwest::Client::builder()
-                .connect_timeout(self.options.connect_timeout)
-                .user_agent(concat!("ferrite/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| e.to_string())
-        });
-        built.clone().map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::Configuration,
-                format!("could not set up the HTTP client: {e}"),
-            )
-        })
+        if let Some(c) = self.http.get() {
+            return Ok(c.clone());
+        }
+        let built = reqwest::Client::builder()
+            .connect_timeout(self.options.connect_timeout)
+            .user_agent(concat!("ferrite/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                ModelError::new(
+                    ModelErrorKind::Configuration,
+                    format!("could not set up the HTTP client: {e}"),
+                )
+            })?;
+        Ok(self.http.get_or_init(|| built).clone())
     }
 
     /// [`LlmOptions::from_env`] applied to `env`.
@@ -89,26 +84,6 @@ impl Connector {
 }
 
 impl ModelConnector for Connector {
-    fn prepare(&self) {
-        if self.http.get().is_some() {
-            return;
-        }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let this = self.clone();
-            rt.spawn(async move {
-                // Not at once: what an editor sends right after opening a session (more
-                // sessions, settings) should not share the CPU with this; a person takes longer
-                // to type a prompt. A prompt sooner builds the client itself.
-                tokio::time::sleep(PREPARE_AFTER).await;
-                if this.http.get().is_none() {
-                    // Reading the system's certificates is file I/O: a blocking thread's work. A
-                    // failure is reported by the first call that needs the client.
-                    drop(tokio::task::spawn_blocking(move || drop(this.http())));
-                }
-            });
-        }
-    }
-
     fn connect(
         &self,
         provider: &Provider,
@@ -155,27 +130,5 @@ impl ModelConnector for Connector {
         let provider = provider.clone();
         let api_key = api_key.filter(|k| !k.is_empty()).map(str::to_owned);
         Box::pin(async move { listing::list(http?, provider, api_key, timeout).await })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn prepare_builds_the_http_client_in_the_background() {
-        let connector = Connector::new(LlmOptions::default()).unwrap();
-        assert!(connector.http.get().is_none(), "built before anyone asked");
-        connector.prepare();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while connector.http.get().is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "prepare did not build the client"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        // Clones share it: the first prompt's connect uses the one built here.
-        assert!(connector.clone().http.get().is_some());
     }
 }
