@@ -90,7 +90,9 @@ pub struct Location {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolContent {
     Text {
-        text: String,
+        /// Shared with the result's output when the card shows what the model got (most
+        /// tools): a long session holds that text once, not twice.
+        text: std::sync::Arc<str>,
     },
     Diff {
         path: PathBuf,
@@ -99,10 +101,7 @@ pub enum ToolContent {
         new_text: String,
     },
     /// An image a tool returned (base64), e.g. from an MCP server.
-    Image {
-        mime_type: String,
-        data: String,
-    },
+    Image { mime_type: String, data: String },
 }
 
 /// A tool call as the editor sees it when it starts.

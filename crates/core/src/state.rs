@@ -113,7 +113,11 @@ impl SessionState {
             | EntryKind::Command { .. }
             | EntryKind::Compaction { .. }
             | EntryKind::Checkpoint { .. }
-            | EntryKind::TurnEnd { .. }) => self.history.push(other),
+            | EntryKind::TurnEnd { .. }) => {
+                let mut other = other;
+                share_display_text(&mut other);
+                self.history.push(other)
+            }
         }
     }
 
@@ -393,6 +397,22 @@ pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
         .collect()
 }
 
+/// A card that shows the tool's output itself (what most tools do) shares that text with the
+/// output: a log read from disk has it twice, the state keeps it once.
+fn share_display_text(kind: &mut EntryKind) {
+    if let EntryKind::ToolResult { output, update, .. } = kind
+        && let Some(content) = update.content.as_mut()
+    {
+        for part in content {
+            if let crate::content::ToolContent::Text { text } = part
+                && **text == **output
+            {
+                *text = output.clone();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,6 +449,36 @@ mod tests {
             None,
         );
         SessionState::new(&header)
+    }
+
+    #[test]
+    fn a_result_shown_as_its_output_holds_the_text_once() {
+        let mut s = state();
+        let output = "line of output\n".repeat(100);
+        s.apply(EntryKind::ToolResult {
+            call_id: "a".into(),
+            output: output.as_str().into(),
+            is_error: false,
+            update: Box::new(ToolCallUpdateView {
+                id: "a".into(),
+                status: Some(ToolStatus::Completed),
+                // A separate copy, as deserializing a log line makes it.
+                content: Some(vec![crate::content::ToolContent::Text {
+                    text: output.as_str().into(),
+                }]),
+                ..Default::default()
+            }),
+        });
+        let EntryKind::ToolResult { output, update, .. } = &s.history[0] else {
+            panic!("{:?}", s.history[0]);
+        };
+        let Some([crate::content::ToolContent::Text { text }]) = update.content.as_deref() else {
+            panic!("{update:?}");
+        };
+        assert!(
+            std::sync::Arc::ptr_eq(output, text),
+            "the text is held twice"
+        );
     }
 
     #[test]

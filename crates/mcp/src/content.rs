@@ -22,9 +22,7 @@ pub(crate) fn result_text(result: &CallToolResult) -> String {
 
 /// What the editor shows: the (capped) text, then any images the server returned as images.
 pub(crate) fn editor_content(result: &CallToolResult, text: &str) -> Vec<ToolContent> {
-    let mut out = vec![ToolContent::Text {
-        text: text.to_owned(),
-    }];
+    let mut out = vec![ToolContent::Text { text: text.into() }];
     out.extend(result.content.iter().filter_map(|b| match b {
         ContentBlock::Image(i) => Some(ToolContent::Image {
             mime_type: i.mime_type.clone(),

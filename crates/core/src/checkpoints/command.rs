@@ -278,7 +278,8 @@ impl Undo<'_> {
                 new_text: new,
             },
             _ => ToolContent::Text {
-                text: format!("{shown} is not text (or too large to show); undo would replace it."),
+                text: format!("{shown} is not text (or too large to show); undo would replace it.")
+                    .into(),
             },
         };
         let deleting = step.target == super::FileState::Absent;

@@ -88,7 +88,8 @@ impl Tool for Bash {
                 "{}\n\nin {}",
                 fenced(command, "sh"),
                 inline_code(&cwd.display().to_string())
-            ),
+            )
+            .into(),
         }]
     }
 
@@ -148,7 +149,7 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
                     ctx.recorder
                         .progress(ToolCallUpdateView {
                             id: ctx.call_id.clone(),
-                            content: Some(vec![ToolContent::Text { text }]),
+                            content: Some(vec![ToolContent::Text { text: text.into() }]),
                             ..Default::default()
                         })
                         .await;
@@ -162,7 +163,7 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
             let shown = markdown::command_result(&out, &ending(&out, timeout), &recent);
             Ok(ToolOutput {
                 text: result_text(&out, timeout),
-                content: vec![ToolContent::Text { text: shown }],
+                content: vec![ToolContent::Text { text: shown.into() }],
             })
         }
         Err(ExecError::SandboxUnavailable(msg)) => Err(ToolError::RespondToModel(msg)),
@@ -476,7 +477,7 @@ mod tests {
                 }) => {
                     assert_eq!(id, "call_1");
                     match &c[..] {
-                        [ToolContent::Text { text }] => text.clone(),
+                        [ToolContent::Text { text }] => text.to_string(),
                         other => panic!("{other:?}"),
                     }
                 }

@@ -98,7 +98,8 @@ impl Tool for Edit {
                 text: format!(
                     "This edit will fail: {}",
                     e.message(&display(&path, cwd), &old, &parsed.old_string)
-                ),
+                )
+                .into(),
             }],
         }
     }

@@ -32,7 +32,7 @@ pub(crate) fn file_tool_result(
         "grep" | "find" | "ls" => fenced(text, ""),
         _ => return None,
     };
-    Some(vec![ToolContent::Text { text: shown }])
+    Some(vec![ToolContent::Text { text: shown.into() }])
 }
 
 /// A `read` page: the file's lines (without the numbers the model gets) in a block of the

@@ -118,7 +118,7 @@ impl Tool for WebFetch {
             );
             Ok(ToolOutput {
                 text: cap(&text, ctx.limits, &ctx.spill_dir),
-                content: vec![ToolContent::Text { text: shown }],
+                content: vec![ToolContent::Text { text: shown.into() }],
             })
         })
     }

@@ -70,7 +70,8 @@ impl Tool for Write {
                 text: format!(
                     "This write will fail: {} is a directory.",
                     display(&path, cwd)
-                ),
+                )
+                .into(),
             }];
         }
         let old = std::fs::read(&path)

@@ -146,19 +146,21 @@ pub(super) async fn finish_call(
     status: ToolStatus,
     content: Option<Vec<ToolContent>>,
 ) -> Result<(), StoreError> {
+    // The card shows the output itself unless the tool made its own view: one text for both.
+    let output: std::sync::Arc<str> = output.into();
     let update = ToolCallUpdateView {
         id: id.to_owned(),
         status: Some(status),
         content: content.or_else(|| {
             Some(vec![ToolContent::Text {
-                text: output.to_owned(),
+                text: output.clone(),
             }])
         }),
         ..Default::default()
     };
     rec.record(EntryKind::ToolResult {
         call_id: id.to_owned(),
-        output: output.into(),
+        output,
         is_error,
         update: Box::new(update.clone()),
     })?;

@@ -181,7 +181,7 @@ impl Tool for ExitPlan {
 
     fn card_content(&self, input: &Value) -> Vec<ToolContent> {
         vec![ToolContent::Text {
-            text: plan_of(input),
+            text: plan_of(input).into(),
         }]
     }
 

@@ -89,7 +89,7 @@ async fn request_content(
         (Access::Mcp, Some(args)) => {
             let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
             vec![ToolContent::Text {
-                text: format!("Arguments:\n\n{}", fenced(&pretty, "json")),
+                text: format!("Arguments:\n\n{}", fenced(&pretty, "json")).into(),
             }]
         }
         _ => vec![],

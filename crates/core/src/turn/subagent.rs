@@ -144,7 +144,7 @@ async fn report(
                 &answer,
                 false,
                 ToolStatus::Completed,
-                Some(vec![ToolContent::Text { text: shown }]),
+                Some(vec![ToolContent::Text { text: shown.into() }]),
             )
             .await?;
             Ok(CallEnd::Done)
@@ -158,7 +158,7 @@ async fn report(
                 &msg,
                 true,
                 ToolStatus::Failed,
-                Some(vec![ToolContent::Text { text: shown }]),
+                Some(vec![ToolContent::Text { text: shown.into() }]),
             )
             .await?;
             Ok(CallEnd::Done)
@@ -381,7 +381,7 @@ async fn inner_call(
         id: card.id.clone(),
         status: Some(ToolStatus::InProgress),
         content: Some(vec![ToolContent::Text {
-            text: progress_text(progress),
+            text: progress_text(progress).into(),
         }]),
         ..Default::default()
     }))
