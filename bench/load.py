@@ -73,9 +73,11 @@ def generate(path: str, sid: str, cwd: str, n: int) -> int:
         add({"type": "tool_call", "name": "read",
              "call": {"id": cid, "title": f"Read src/lib_{t % 50}.rs", "kind": "read",
                       "status": "pending", "locations": [], "content": []}})
-        add({"type": "tool_result", "call_id": cid,
-             "output": "\n".join(f"{i:>4}  fn item_{i}() -> u32 {{ {i} }}" for i in range(1, 25)),
-             "is_error": False, "update": {"id": cid, "status": "completed"}})
+        # As ferrite writes a result: the card shows the output itself (the log has it twice).
+        output = "\n".join(f"{i:>4}  fn item_{i}() -> u32 {{ {i} }}" for i in range(1, 25))
+        add({"type": "tool_result", "call_id": cid, "output": output, "is_error": False,
+             "update": {"id": cid, "status": "completed",
+                        "content": [{"type": "text", "text": output}]}})
         add({"type": "assistant", "content": [text(t, 2)]})
         add({"type": "turn_end", "stop": "end_turn"})
 
