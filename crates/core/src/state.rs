@@ -68,7 +68,9 @@ impl SessionState {
     pub fn from_log(log: LoadedLog) -> Self {
         let mut state = Self::new(&log.header);
         for entry in log.entries {
-            state.apply(entry.kind);
+            let mut kind = entry.kind;
+            share_display_text(&mut kind);
+            state.apply(kind);
         }
         // Growing by doubling can leave up to half of a long session's history unused.
         state.history.shrink_to_fit();
@@ -113,11 +115,7 @@ impl SessionState {
             | EntryKind::Command { .. }
             | EntryKind::Compaction { .. }
             | EntryKind::Checkpoint { .. }
-            | EntryKind::TurnEnd { .. }) => {
-                let mut other = other;
-                share_display_text(&mut other);
-                self.history.push(other)
-            }
+            | EntryKind::TurnEnd { .. }) => self.history.push(other),
         }
     }
 
@@ -398,7 +396,8 @@ pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
 }
 
 /// A card that shows the tool's output itself (what most tools do) shares that text with the
-/// output: a log read from disk has it twice, the state keeps it once.
+/// output: a log read from disk has it twice, the state keeps it once. Only for loaded entries:
+/// a live result is built with one text for both (`turn::call::finish_call`).
 fn share_display_text(kind: &mut EntryKind) {
     if let EntryKind::ToolResult { output, update, .. } = kind
         && let Some(content) = update.content.as_mut()
@@ -452,33 +451,50 @@ mod tests {
     }
 
     #[test]
-    fn a_result_shown_as_its_output_holds_the_text_once() {
-        let mut s = state();
+    fn a_loaded_result_shown_as_its_output_holds_the_text_once() {
+        let home = tempfile::tempdir().unwrap();
+        let store = crate::log::SessionStore::new(home.path());
+        let header = Header::new(
+            SessionId::generate(),
+            "/w".into(),
+            vec![],
+            Harness::Code,
+            None,
+        );
         let output = "line of output\n".repeat(100);
-        s.apply(EntryKind::ToolResult {
-            call_id: "a".into(),
-            output: output.as_str().into(),
-            is_error: false,
-            update: Box::new(ToolCallUpdateView {
-                id: "a".into(),
-                status: Some(ToolStatus::Completed),
-                // A separate copy, as deserializing a log line makes it.
-                content: Some(vec![crate::content::ToolContent::Text {
-                    text: output.as_str().into(),
-                }]),
-                ..Default::default()
-            }),
-        });
-        let EntryKind::ToolResult { output, update, .. } = &s.history[0] else {
+        {
+            let mut log = store.create(&header).unwrap();
+            log.append(EntryKind::ToolResult {
+                call_id: "a".into(),
+                output: output.as_str().into(),
+                is_error: false,
+                update: Box::new(ToolCallUpdateView {
+                    id: "a".into(),
+                    status: Some(ToolStatus::Completed),
+                    content: Some(vec![crate::content::ToolContent::Text {
+                        text: output.as_str().into(),
+                    }]),
+                    ..Default::default()
+                }),
+            })
+            .unwrap();
+            log.sync().unwrap();
+        }
+        // The log line has the text twice; reading it makes two copies.
+        let s = SessionState::from_log(store.read(&header.id).unwrap());
+        let EntryKind::ToolResult {
+            output: kept,
+            update,
+            ..
+        } = &s.history[0]
+        else {
             panic!("{:?}", s.history[0]);
         };
         let Some([crate::content::ToolContent::Text { text }]) = update.content.as_deref() else {
             panic!("{update:?}");
         };
-        assert!(
-            std::sync::Arc::ptr_eq(output, text),
-            "the text is held twice"
-        );
+        assert_eq!(&**kept, output);
+        assert!(std::sync::Arc::ptr_eq(kept, text), "the text is held twice");
     }
 
     #[test]

@@ -49,15 +49,18 @@ mod tests {
 
     #[tokio::test]
     async fn memory_goes_back_once_after_the_last_of_quick_turns() {
-        let idle = Duration::from_millis(200);
+        // Turns 50 ms apart against a rest of 800 ms: a slow machine has 750 ms of margin
+        // before a stall between two turns looks like rest.
+        let idle = Duration::from_millis(800);
+        let gap = Duration::from_millis(50);
         RELEASED.store(0, Ordering::SeqCst);
         for _ in 0..3 {
             TEST_ACTIVITY.fetch_add(1, Ordering::Relaxed);
             release_after(&TEST_ACTIVITY, count, idle);
-            tokio::time::sleep(idle / 4).await;
+            tokio::time::sleep(gap).await;
         }
-        // Half the rest after the last turn: nothing yet.
-        tokio::time::sleep(idle / 4).await;
+        // About half the rest after the last turn: nothing yet.
+        tokio::time::sleep(idle / 2 - gap).await;
         assert_eq!(
             RELEASED.load(Ordering::SeqCst),
             0,
