@@ -439,28 +439,25 @@ mod tests {
         }
     }
 
-    fn state() -> SessionState {
-        let header = Header::new(
+    fn header() -> Header {
+        Header::new(
             SessionId::generate(),
             "/w".into(),
             vec![],
             Harness::Code,
             None,
-        );
-        SessionState::new(&header)
+        )
+    }
+
+    fn state() -> SessionState {
+        SessionState::new(&header())
     }
 
     #[test]
     fn a_loaded_result_shown_as_its_output_holds_the_text_once() {
         let home = tempfile::tempdir().unwrap();
         let store = crate::log::SessionStore::new(home.path());
-        let header = Header::new(
-            SessionId::generate(),
-            "/w".into(),
-            vec![],
-            Harness::Code,
-            None,
-        );
+        let header = header();
         let output = "line of output\n".repeat(100);
         {
             let mut log = store.create(&header).unwrap();
