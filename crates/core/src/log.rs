@@ -93,8 +93,9 @@ pub enum EntryKind {
         content: Vec<UserContent>,
     },
     /// One complete (or, when cancelled, partial) assistant message from one model call.
+    /// Shared with the model messages built from the history (see `Message::Assistant`).
     Assistant {
-        content: Vec<AssistantPart>,
+        content: std::sync::Arc<[AssistantPart]>,
     },
     /// A tool call as first shown to the editor. `name` is the tool the model called.
     ToolCall {

@@ -51,8 +51,11 @@ pub enum Message {
     User {
         content: Vec<UserPart>,
     },
+    /// Shared with the session's history (see `EntryKind::Assistant`): a request is built
+    /// from the whole history, and copying every part of every answer for each one cost more
+    /// than serializing them.
     Assistant {
-        content: Vec<AssistantPart>,
+        content: std::sync::Arc<[AssistantPart]>,
     },
     /// Results of the tool calls of the preceding assistant message, in call order.
     ToolResults {

@@ -136,7 +136,7 @@ impl SessionState {
                     text: COMPACTED_MARKER.into(),
                 }),
                 EntryKind::Assistant { content } => {
-                    for part in content {
+                    for part in content.iter() {
                         match part {
                             AssistantPart::Text { text } if !text.is_empty() => {
                                 out.push(Event::AgentMessageChunk { text: text.clone() })
@@ -501,7 +501,7 @@ mod tests {
             content: vec![UserContent::Text { text: "go".into() }],
         });
         s.apply(EntryKind::Assistant {
-            content: vec![call("a"), call("b")],
+            content: vec![call("a"), call("b")].into(),
         });
         s.apply(EntryKind::ToolCall {
             name: "read".into(),
@@ -541,7 +541,7 @@ mod tests {
     fn a_call_answered_twice_gets_its_first_result_whatever_the_order() {
         let mut s = state();
         s.apply(EntryKind::Assistant {
-            content: vec![call("x"), call("a")],
+            content: vec![call("x"), call("a")].into(),
         });
         s.apply(result("x"));
         s.apply(result("a"));

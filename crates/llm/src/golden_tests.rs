@@ -88,7 +88,8 @@ fn rich() -> ModelRequest {
                     },
                     call("call_1", r#"{"path":"a.rs"}"#),
                     call("call_2", "{not json"),
-                ],
+                ]
+                .into(),
             },
             Message::ToolResults {
                 results: vec![
@@ -99,9 +100,9 @@ fn rich() -> ModelRequest {
             Message::User {
                 content: vec![text("thanks"), text("and now?")],
             },
-            Message::Assistant { content: vec![] },
+            Message::Assistant { content: vec![].into() },
             Message::Assistant {
-                content: vec![call("call_3", "")],
+                content: vec![call("call_3", "")].into(),
             },
             Message::ToolResults {
                 results: vec![result("call_3", "done", false)],

@@ -71,7 +71,7 @@ pub(super) async fn model_call(
         }
     };
     rec.record(EntryKind::Assistant {
-        content: response.content.clone(),
+        content: response.content.as_slice().into(),
     })?;
     record_usage(rec, info, &response.usage, response.usage.context_tokens()).await?;
     rec.sync()?;
@@ -109,7 +109,9 @@ impl Shown {
             });
         }
         if !content.is_empty() {
-            rec.record(EntryKind::Assistant { content })?;
+            rec.record(EntryKind::Assistant {
+                content: content.into(),
+            })?;
         }
         Ok(())
     }

@@ -242,7 +242,7 @@ async fn nested_loop(
         )?;
         let calls = calls_of(&response.content);
         messages.push(Message::Assistant {
-            content: response.content.clone(),
+            content: response.content.as_slice().into(),
         });
         if calls.is_empty() {
             return Ok(Nested::Answer(answer_text(&response.content)));

@@ -6,6 +6,7 @@ use ferrite_core::model::{AssistantPart, Message, ModelRequest, ToolResultPart, 
 use ferrite_core::modes::Effort;
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::PROVIDER;
 
@@ -113,7 +114,7 @@ enum Block<'a> {
     ToolUse {
         id: &'a str,
         name: &'a str,
-        input: Value,
+        input: Input<'a>,
     },
     ToolResult {
         tool_use_id: &'a str,
@@ -127,6 +128,16 @@ enum Block<'a> {
     /// A block this API produced, sent back verbatim (it carries its own `type`).
     #[serde(untagged)]
     Verbatim(&'a Value),
+}
+
+/// A tool call's `input`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    /// The arguments as the model wrote them (a JSON object).
+    AsWritten(&'a RawValue),
+    /// `{}`.
+    Empty {},
 }
 
 #[derive(Serialize)]
@@ -287,10 +298,11 @@ fn assistant_block(part: &AssistantPart) -> Option<Block<'_>> {
             arguments,
         } => {
             // `input` must be an object; arguments the model got wrong were already answered
-            // with a tool error, so `{}` stands in for them.
-            let input = match serde_json::from_str::<Value>(arguments) {
-                Ok(v @ Value::Object(_)) => v,
-                _ => Value::Object(serde_json::Map::new()),
+            // with a tool error, so `{}` stands in for them. Checked and sent as the model
+            // wrote them: parsing them into a `Value` allocated a tree per call per request.
+            let input = match serde_json::from_str::<&RawValue>(arguments) {
+                Ok(raw) if raw.get().starts_with('{') => Input::AsWritten(raw),
+                _ => Input::Empty {},
             };
             Some(Block::ToolUse { id, name, input })
         }

@@ -98,7 +98,7 @@ async fn thinking_signature_and_tool_calls_round_trip() {
     fake.push(Script::new().text("Done."));
     let mut next = request("go");
     next.messages.push(Message::Assistant {
-        content: response.content.clone(),
+        content: response.content.clone().into(),
     });
     next.messages.push(Message::ToolResults {
         results: vec![
@@ -173,7 +173,8 @@ async fn request_shape_effort_tools_images_and_merged_user_turns() {
                     name: "read".into(),
                     arguments: "not json".into(),
                 },
-            ],
+            ]
+            .into(),
         },
         Message::ToolResults {
             results: vec![ToolResultPart {
@@ -279,7 +280,7 @@ async fn web_search_blocks_become_events_and_opaque_parts() {
 
     fake.push(Script::new().text("ok"));
     req.messages.push(Message::Assistant {
-        content: response.content.clone(),
+        content: response.content.clone().into(),
     });
     req.messages.push(Message::User {
         content: vec![UserPart::Text {

@@ -139,7 +139,7 @@ async fn tool_calls_reasoning_content_and_the_follow_up_request() {
     fake.push(Script::new().text("20 and 5"));
     req.effort = Effort::Default;
     req.messages.push(Message::Assistant {
-        content: response.content,
+        content: response.content.into(),
     });
     req.messages.push(Message::ToolResults {
         results: vec![

@@ -121,7 +121,7 @@ async fn reasoning_items_and_calls_go_back_with_their_outputs() {
 
     fake.push(Script::new().text("done"));
     req.messages.push(Message::Assistant {
-        content: response.content,
+        content: response.content.into(),
     });
     req.messages.push(Message::ToolResults {
         results: vec![
@@ -170,7 +170,8 @@ async fn images_and_assistant_text_in_input() {
         Message::Assistant {
             content: vec![AssistantPart::Text {
                 text: "a cat".into(),
-            }],
+            }]
+            .into(),
         },
     ];
     complete(&client(API, &fake), req).await;
@@ -223,7 +224,7 @@ async fn web_search_calls_become_events_and_opaque_items() {
 
     fake.push(Script::new().text("ok"));
     req.messages.push(Message::Assistant {
-        content: response.content,
+        content: response.content.into(),
     });
     complete(&client, req).await;
     assert_eq!(
