@@ -11,7 +11,9 @@ Starts `fake-provider --text-deltas N` (every request is answered with N small t
   floor    `examples/stream_floor` of the cli crate (FLOOR_BIN, else built in release): Ferrite's
            own provider client, SSE decoder and `session/update` serialization on one thread, with
            no session, turn, channel or pump; a line on its stdin starts a request, every delta
-           becomes the same `agent_message_chunk` line, then `done`
+           becomes the same `agent_message_chunk` line, then `done`. It writes its lines out
+           whenever no more deltas are ready, as ferrite's writer does when its queue is empty
+           (what an agent must do for the editor to show text as it comes)
   ferrite  one `ferrite acp` (ANTHROPIC_BASE_URL=<origin>, FERRITE_MODEL=anthropic/claude-sonnet-4-5)
            for all runs, as the floor is one process: per run a new session and the time from
            writing its `session/prompt` until its answer, reading every `agent_message_chunk` on

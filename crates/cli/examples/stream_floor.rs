@@ -5,7 +5,9 @@
 //!
 //! Reads a line from stdin for every request; streams one answer from the Anthropic provider at
 //! `ANTHROPIC_BASE_URL`, writing one `agent_message_chunk` line per text delta to stdout; then a
-//! line `done`. Exits at EOF.
+//! line `done`. Exits at EOF. Lines are written out whenever no more deltas are ready, which is
+//! when an agent must write them (Ferrite's writer does the same: it writes when its queue is
+//! empty).
 
 use std::io::{BufRead, Write};
 
@@ -18,7 +20,7 @@ use ferrite_core::events::Event;
 use ferrite_core::ids::SessionId;
 use ferrite_core::model::{Message, ModelConnector, ModelEvent, ModelRequest, UserPart};
 use ferrite_core::modes::Effort;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -52,7 +54,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         rt.block_on(async {
             let mut stream = client.stream(request, CancellationToken::new());
-            while let Some(item) = stream.next().await {
+            loop {
+                // Lines go out as soon as no more deltas are ready, as an agent's must: the
+                // editor shows text as it arrives. (Holding them until the buffer is full
+                // would show most answers at once, at the end.)
+                let item = match stream.next().now_or_never() {
+                    Some(item) => item,
+                    None => {
+                        out.flush()?;
+                        stream.next().await
+                    }
+                };
+                let Some(item) = item else { break };
                 match item {
                     Ok(ModelEvent::TextDelta(text)) => {
                         for u in updates(&Event::AgentMessageChunk { text }, false) {
