@@ -5,8 +5,9 @@
 //! prompt those bodies come from the heap and the freed space stays with the process: 37 MiB of
 //! RSS after a few prompts on a 3.4 MB session against 26 MiB with these settings
 //! (`bench/turn_overhead.py`, 10,000 entries). A fixed threshold of 1 MiB hands such blocks
-//! straight back to the kernel when freed; the price is faulting a fresh mapping in for each
-//! large body (about a millisecond for a 2.7 MB body, nothing for bodies under 1 MiB). Tried: a
+//! straight back to the kernel when freed; the price would be faulting a fresh mapping in for
+//! each large body, which is why the provider client keeps the last bodies' buffers until the
+//! agent rests (`ferrite_llm::release_buffers`). Tried: a
 //! 32 MiB threshold with no automatic trimming, every block back at rest by [`release`]: bodies
 //! 2-3 ms faster at 10,000 entries, but 13 MiB of heap at rest instead of 7.5 (the history's
 //! new blocks pin the heap between the bodies' pages). Two arenas are plenty for the runtime's
@@ -21,6 +22,11 @@ pub fn tune() {
     // exist; a refused setting (return 0) leaves glibc's default, which is still correct.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1024 * 1024);
+        // No trimming of the heap's top as blocks are freed: a request's many small blocks
+        // are freed after it and allocated again for the next one, which then faulted the
+        // same pages back in (14% of prompt time at 10,000 entries). `release` trims it all
+        // once the agent rests.
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 * 1024 * 1024);
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }

@@ -39,7 +39,7 @@ pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Se
         Arc::new(ferrite_mcp::Launcher::from_env(&env));
     let mut services = ferrite_core::runtime::Services::new(home, env, connector);
     services.mcp = Some(mcp);
-    services.release_memory = crate::alloc::release;
+    services.release_memory = release_memory;
     services.web = Some(Arc::new(ferrite_web::HttpFetcher::default()));
     match std::env::current_exe() {
         Ok(exe) => services.runner = Some(Arc::new(ferrite_exec::ExecRunner::new(exe))),
@@ -48,6 +48,13 @@ pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Se
         }
     }
     services
+}
+
+/// What the agent hands back once it rests: the request buffers kept for the next model call,
+/// then the allocator's free memory.
+fn release_memory() {
+    ferrite_llm::release_buffers();
+    crate::alloc::release();
 }
 
 /// A multi-threaded runtime: the agent serves many sessions at once.

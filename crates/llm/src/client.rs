@@ -84,7 +84,6 @@ impl ModelClient for HttpModelClient {
             ApiKind::OpenAiChat => openai_chat::request_body(&request),
         };
         // Serialized once; every attempt sends the same bytes.
-        let body = body.map(Bytes::from);
         // The request holds a copy of the whole history. On a long session freeing it (tens of
         // thousands of strings) takes milliseconds: that happens on a blocking thread while the
         // body goes out, not on the way to the provider.

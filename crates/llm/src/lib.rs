@@ -26,6 +26,7 @@ use ferrite_core::config::ApiKind;
 use ferrite_core::env::Env;
 use ferrite_core::model::{ListingFuture, ModelClient, ModelConnector, ModelError, ModelErrorKind};
 
+pub use body::release_buffers;
 pub use decode::decode_sse;
 pub use options::LlmOptions;
 

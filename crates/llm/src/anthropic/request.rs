@@ -3,6 +3,8 @@
 //! `serde_json::Value` tree first would copy all of it once more per request.
 
 use ferrite_core::model::{AssistantPart, Message, ModelRequest, ToolResultPart, UserPart};
+use std::ops::Range;
+
 use ferrite_core::modes::Effort;
 use serde::Serialize;
 use serde_json::Value;
@@ -71,7 +73,7 @@ enum Tool<'a> {
 #[derive(Serialize)]
 struct Turn<'a> {
     role: &'static str,
-    content: Vec<Block<'a>>,
+    content: &'a [Block<'a>],
 }
 
 /// `{"type": "ephemeral"}`: cache the prompt up to and including this block.
@@ -148,7 +150,7 @@ struct Text<'a> {
 }
 
 /// The request body, serialized.
-pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Bytes> {
     // The Messages API requires `max_tokens`; the turn loop always knows a limit for it (the
     // catalog's, config's, or the documented default).
     let max_tokens = req
@@ -195,6 +197,14 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
             name: "web_search",
         });
     }
+    let (blocks, turns) = blocks(&req.messages);
+    let messages = turns
+        .into_iter()
+        .map(|(role, range)| Turn {
+            role,
+            content: &blocks[range],
+        })
+        .collect();
     crate::body::to_bytes(
         &Body {
             model: &req.model,
@@ -203,37 +213,42 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
             max_tokens,
             stream: true,
             system,
-            messages: turns(&req.messages),
+            messages,
             tools,
         },
         req,
     )
 }
 
-fn turns(history: &[Message]) -> Vec<Turn<'_>> {
-    let mut out: Vec<Turn> = Vec::new();
+/// The history's blocks in order, and the turns they make: `(role, range of blocks)`.
+/// Tool results and a following user message are both `user` turns; the API wants roles to
+/// alternate, so same-role neighbours are one turn. One vector of blocks for the whole history,
+/// not one per turn: on a long session those allocations cost more than serializing the text.
+fn blocks(history: &[Message]) -> (Vec<Block<'_>>, Vec<(&'static str, Range<usize>)>) {
+    let mut blocks: Vec<Block> = Vec::with_capacity(history.len() * 2);
+    let mut turns: Vec<(&'static str, Range<usize>)> = Vec::new();
     for message in history {
-        let (role, blocks): (&str, Vec<Block>) = match message {
-            Message::User { content } => ("user", content.iter().map(user_block).collect()),
-            Message::Assistant { content } => (
-                "assistant",
-                content.iter().filter_map(assistant_block).collect(),
-            ),
+        let start = blocks.len();
+        let role = match message {
+            Message::User { content } => {
+                blocks.extend(content.iter().map(user_block));
+                "user"
+            }
+            Message::Assistant { content } => {
+                blocks.extend(content.iter().filter_map(assistant_block));
+                "assistant"
+            }
             Message::ToolResults { results } => {
-                ("user", results.iter().map(tool_result_block).collect())
+                blocks.extend(results.iter().map(tool_result_block));
+                "user"
             }
         };
-        if blocks.is_empty() {
+        if blocks.len() == start {
             continue;
         }
-        // Tool results and a following user message are both `user` turns; the API wants
-        // roles to alternate, so same-role neighbours are merged into one message.
-        match out.last_mut() {
-            Some(last) if last.role == role => last.content.extend(blocks),
-            _ => out.push(Turn {
-                role,
-                content: blocks,
-            }),
+        match turns.last_mut() {
+            Some((last, range)) if *last == role => range.end = blocks.len(),
+            _ => turns.push((role, start..blocks.len())),
         }
     }
     // Cache everything up to the newest message: the next request repeats this prefix.
@@ -241,11 +256,11 @@ fn turns(history: &[Message]) -> Vec<Turn<'_>> {
         Block::Text { cache_control, .. }
         | Block::Image { cache_control, .. }
         | Block::ToolResult { cache_control, .. },
-    ) = out.last_mut().and_then(|t| t.content.last_mut())
+    ) = blocks.last_mut()
     {
         *cache_control = Some(EPHEMERAL);
     }
-    out
+    (blocks, turns)
 }
 
 fn user_block(part: &UserPart) -> Block<'_> {

@@ -106,7 +106,7 @@ struct CallFunction<'a> {
 }
 
 /// The request body, serialized.
-pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Bytes> {
     let tools: Vec<Tool> = req
         .tools
         .iter()

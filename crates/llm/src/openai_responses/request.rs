@@ -98,7 +98,7 @@ enum Typed<'a> {
 }
 
 /// The request body, serialized.
-pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Bytes> {
     let mut tools: Vec<Tool> = req
         .tools
         .iter()
