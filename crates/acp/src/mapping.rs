@@ -17,10 +17,12 @@ pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>
     let mut out = Vec::with_capacity(blocks.len());
     for block in blocks {
         out.push(match block {
-            acp::ContentBlock::Text(t) => UserContent::Text { text: t.text },
+            acp::ContentBlock::Text(t) => UserContent::Text {
+                text: t.text.into(),
+            },
             acp::ContentBlock::Image(i) => UserContent::Image {
                 mime_type: i.mime_type,
-                data: i.data,
+                data: i.data.into(),
                 uri: i.uri,
             },
             acp::ContentBlock::ResourceLink(l) => UserContent::ResourceLink {
@@ -53,13 +55,15 @@ pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>
 
 fn user_block(c: &UserContent) -> acp::ContentBlock {
     match c {
-        UserContent::Text { text } => acp::ContentBlock::Text(acp::TextContent::new(text.clone())),
+        UserContent::Text { text } => {
+            acp::ContentBlock::Text(acp::TextContent::new(text.to_string()))
+        }
         UserContent::Image {
             mime_type,
             data,
             uri,
         } => acp::ContentBlock::Image(
-            acp::ImageContent::new(data.clone(), mime_type.clone()).uri(uri.clone()),
+            acp::ImageContent::new(data.to_string(), mime_type.clone()).uri(uri.clone()),
         ),
         UserContent::ResourceLink {
             uri,

@@ -2,6 +2,7 @@
 //! to and from protocol types; the session log stores them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,13 +12,13 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum UserContent {
-    Text {
-        text: String,
-    },
+    /// Text and image data are shared with the model messages built from the history (see
+    /// `UserPart`).
+    Text { text: Arc<str> },
     Image {
         mime_type: String,
         /// Base64.
-        data: String,
+        data: Arc<str>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         uri: Option<String>,
     },

@@ -66,13 +66,13 @@ pub enum Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum UserPart {
-    Text {
-        text: String,
-    },
+    /// Shared with the session's history: every request repeats the whole conversation, and
+    /// a copy per request of each prompt and image cost more than serializing them.
+    Text { text: std::sync::Arc<str> },
     /// Base64 image data.
     Image {
         mime_type: String,
-        data: String,
+        data: std::sync::Arc<str>,
     },
 }
 

@@ -195,15 +195,15 @@ impl SessionState {
     /// "interrupted" result where the log has none (a crash or a cancel mid-call).
     pub fn model_messages(&self) -> Vec<Message> {
         let mut out: Vec<Message> = Vec::new();
-        let mut open_calls: Vec<String> = Vec::new();
+        let mut open_calls: Vec<&str> = Vec::new();
         let mut results: Vec<ToolResultPart> = Vec::new();
         // Images tools returned (`read` of a PNG, an MCP screenshot), by call id. Every API takes
         // images in a user message, so they follow the results as one (see `docs/tools.md`).
-        let mut images: Vec<(String, Vec<UserPart>)> = Vec::new();
+        let mut images: Vec<(&str, Vec<UserPart>)> = Vec::new();
         let flush = |out: &mut Vec<Message>,
-                     open: &mut Vec<String>,
+                     open: &mut Vec<&str>,
                      results: &mut Vec<ToolResultPart>,
-                     images: &mut Vec<(String, Vec<UserPart>)>| {
+                     images: &mut Vec<(&str, Vec<UserPart>)>| {
             if open.is_empty() {
                 return;
             }
@@ -214,7 +214,7 @@ impl SessionState {
                 match results.iter().position(|r| r.call_id == *id) {
                     Some(at) => ordered.push(results.remove(at)),
                     None => ordered.push(ToolResultPart {
-                        call_id: id.clone(),
+                        call_id: id.to_string(),
                         content: INTERRUPTED_TOOL_RESULT.into(),
                         is_error: true,
                     }),
@@ -225,7 +225,7 @@ impl SessionState {
             for (id, parts) in images.drain(..) {
                 if open.contains(&id) && !parts.is_empty() {
                     content.push(UserPart::Text {
-                        text: format!("The image(s) returned by tool call {id}:"),
+                        text: format!("The image(s) returned by tool call {id}:").into(),
                     });
                     content.extend(parts);
                 }
@@ -254,14 +254,14 @@ impl SessionState {
                 } => {
                     if !undid.is_empty() {
                         undo_notes.push(UserPart::Text {
-                            text: crate::file_changes::undo_note(files, skipped),
+                            text: crate::file_changes::undo_note(files, skipped).into(),
                         });
                     }
                 }
                 EntryKind::Compaction { summary } => {
                     out.push(Message::User {
                         content: vec![UserPart::Text {
-                            text: format!("Summary of the conversation so far (earlier messages were compacted):\n\n{summary}"),
+                            text: format!("Summary of the conversation so far (earlier messages were compacted):\n\n{summary}").into(),
                         }],
                     });
                 }
@@ -279,7 +279,7 @@ impl SessionState {
                     open_calls = content
                         .iter()
                         .filter_map(|p| match p {
-                            AssistantPart::ToolCall { id, .. } => Some(id.clone()),
+                            AssistantPart::ToolCall { id, .. } => Some(id.as_str()),
                             AssistantPart::Text { .. }
                             | AssistantPart::Reasoning { .. }
                             | AssistantPart::Opaque { .. } => None,
@@ -304,7 +304,7 @@ impl SessionState {
                                 crate::content::ToolContent::Image { mime_type, data } => {
                                     Some(UserPart::Image {
                                         mime_type: mime_type.clone(),
-                                        data: data.clone(),
+                                        data: data.as_str().into(),
                                     })
                                 }
                                 crate::content::ToolContent::Text { .. }
@@ -312,7 +312,7 @@ impl SessionState {
                             })
                             .collect();
                         if !parts.is_empty() {
-                            images.push((call_id.clone(), parts));
+                            images.push((call_id, parts));
                         }
                         results.push(ToolResultPart {
                             call_id: call_id.clone(),
@@ -362,7 +362,7 @@ pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
                 text: Some(text),
                 ..
             } => UserPart::Text {
-                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>"),
+                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>").into(),
             },
             UserContent::ResourceLink {
                 uri,
@@ -370,14 +370,14 @@ pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
                 text: None,
                 ..
             } => UserPart::Text {
-                text: format!("[Attached: {name} ({uri})]"),
+                text: format!("[Attached: {name} ({uri})]").into(),
             },
             UserContent::Resource {
                 uri,
                 text: Some(text),
                 ..
             } => UserPart::Text {
-                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>"),
+                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>").into(),
             },
             UserContent::Resource {
                 text: None,
@@ -386,10 +386,10 @@ pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
                 ..
             } if mime.starts_with("image/") => UserPart::Image {
                 mime_type: mime.clone(),
-                data: data.clone(),
+                data: data.as_str().into(),
             },
             UserContent::Resource { uri, .. } => UserPart::Text {
-                text: format!("[Attached binary resource: {uri}]"),
+                text: format!("[Attached binary resource: {uri}]").into(),
             },
         })
         .collect()

@@ -18,7 +18,6 @@ use crate::error;
 use crate::options::LlmOptions;
 use crate::retry;
 use crate::sse::SseParser;
-use crate::{anthropic, openai_chat, openai_responses};
 
 /// A request body this large comes with a history worth freeing off the turn's path.
 const LARGE_BODY: usize = 256 * 1024;
@@ -78,11 +77,7 @@ fn cancelled() -> ModelError {
 impl ModelClient for HttpModelClient {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let inner = Arc::clone(&self.inner);
-        let body = match inner.api {
-            ApiKind::Anthropic => anthropic::request_body(&request),
-            ApiKind::OpenAiResponses => openai_responses::request_body(&request),
-            ApiKind::OpenAiChat => openai_chat::request_body(&request),
-        };
+        let body = crate::request_body(inner.api, &request);
         // Serialized once; every attempt sends the same bytes.
         // The request holds a copy of the whole history. On a long session freeing it (tens of
         // thousands of strings) takes milliseconds: that happens on a blocking thread while the

@@ -27,6 +27,20 @@ use ferrite_core::env::Env;
 use ferrite_core::model::{ListingFuture, ModelClient, ModelConnector, ModelError, ModelErrorKind};
 
 pub use body::release_buffers;
+
+/// A request's body as `api` takes it: the bytes the provider client sends. Public for the
+/// benchmarks (`crates/cli/examples/request_build.rs`).
+pub fn request_body(
+    api: ferrite_core::config::ApiKind,
+    request: &ferrite_core::model::ModelRequest,
+) -> serde_json::Result<bytes::Bytes> {
+    use ferrite_core::config::ApiKind;
+    match api {
+        ApiKind::Anthropic => anthropic::request_body(request),
+        ApiKind::OpenAiResponses => openai_responses::request_body(request),
+        ApiKind::OpenAiChat => openai_chat::request_body(request),
+    }
+}
 pub use decode::decode_sse;
 pub use options::LlmOptions;
 

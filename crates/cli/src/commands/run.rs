@@ -69,7 +69,7 @@ async fn turn(
     handle
         .prompt(
             vec![UserContent::Text {
-                text: args.prompt.clone(),
+                text: args.prompt.as_str().into(),
             }],
             TurnOptions::default(),
         )

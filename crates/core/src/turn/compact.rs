@@ -112,7 +112,7 @@ async fn run(
         format!("{INSTRUCTIONS}\n\nAlso: {extra}")
     };
     messages.push(Message::User {
-        content: vec![UserPart::Text { text: ask }],
+        content: vec![UserPart::Text { text: ask.into() }],
     });
     let request = ModelRequest {
         model: info.model.clone(),

@@ -251,7 +251,8 @@ fn without_images(messages: &mut [Message]) {
                     *part = UserPart::Text {
                         text: format!(
                             "[an image ({mime_type}) was left out: this model does not take images]"
-                        ),
+                        )
+                        .into(),
                     };
                 }
             }

@@ -221,7 +221,7 @@ async fn nested_loop(
     );
     let mut messages = vec![Message::User {
         content: vec![UserPart::Text {
-            text: input.prompt.clone(),
+            text: input.prompt.as_str().into(),
         }],
     }];
     for round in 0..MAX_REQUESTS {

@@ -12,7 +12,7 @@ use super::rig::{Rig, Seen, agent_text, ended};
 fn first_text(messages: &[Message]) -> String {
     match messages.first() {
         Some(Message::User { content }) => match content.first() {
-            Some(UserPart::Text { text }) => text.clone(),
+            Some(UserPart::Text { text }) => text.to_string(),
             other => panic!("{other:?}"),
         },
         other => panic!("{other:?}"),

@@ -224,9 +224,7 @@ impl Rig {
 }
 
 pub fn text_prompt(text: &str) -> Vec<UserContent> {
-    vec![UserContent::Text {
-        text: text.to_owned(),
-    }]
+    vec![UserContent::Text { text: text.into() }]
 }
 
 pub fn ended(stop: StopReason) -> TurnOutcome {

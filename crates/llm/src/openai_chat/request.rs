@@ -168,7 +168,7 @@ fn user_message(content: &[UserPart]) -> ChatMessage<'_> {
         let texts: Vec<&str> = content
             .iter()
             .filter_map(|p| match p {
-                UserPart::Text { text } => Some(text.as_str()),
+                UserPart::Text { text } => Some(&**text),
                 UserPart::Image { .. } => None,
             })
             .collect();
