@@ -5,6 +5,7 @@
 //!
 //! Usage: `request_build <ferrite home> <session id> [runs]`.
 
+use std::io::Write;
 use std::time::Instant;
 
 use ferrite_core::config::ApiKind;
@@ -32,6 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = SessionStore::new(std::path::Path::new(home));
     let (_writer, log) = store.open(&SessionId::parse(id)?)?;
     let state = SessionState::from_log(log);
+    let mut report = String::new();
     for api in [
         ApiKind::Anthropic,
         ApiKind::OpenAiResponses,
@@ -63,10 +65,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             drop(request);
         }
         let name = api.id();
-        println!("{name}.body_bytes {size}");
-        println!("{name}.messages_ms {:.3}", median(messages_ms));
-        println!("{name}.serialize_ms {:.3}", median(body_ms));
-        println!("{name}.total_ms {:.3}", median(total_ms));
+        report.push_str(&format!(
+            "{name}.body_bytes {size}\n{name}.messages_ms {:.3}\n{name}.serialize_ms {:.3}\n\
+             {name}.total_ms {:.3}\n",
+            median(messages_ms),
+            median(body_ms),
+            median(total_ms)
+        ));
     }
+    std::io::stdout().write_all(report.as_bytes())?;
     Ok(())
 }
