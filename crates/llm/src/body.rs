@@ -137,8 +137,6 @@ mod tests {
     /// A request whose body is about `n` bytes: one tool result of that size.
     fn request_of(n: usize) -> ModelRequest {
         ModelRequest {
-            model: "m".into(),
-            system: String::new(),
             messages: vec![Message::ToolResults {
                 results: vec![ToolResultPart {
                     call_id: "c".into(),
@@ -146,12 +144,7 @@ mod tests {
                     is_error: false,
                 }],
             }],
-            tools: vec![],
-            effort: Effort::Default,
-            reasoning: false,
-            adaptive_thinking: false,
-            web_search: false,
-            max_output_tokens: None,
+            ..crate::golden_tests::minimal()
         }
     }
 

@@ -129,7 +129,7 @@ fn rich() -> ModelRequest {
 }
 
 /// The least a request can be: no system prompt, no tools, no effort, no known limit.
-fn minimal() -> ModelRequest {
+pub(crate) fn minimal() -> ModelRequest {
     ModelRequest {
         model: "m-2".into(),
         system: String::new(),
