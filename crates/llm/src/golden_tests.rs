@@ -12,8 +12,6 @@ use ferrite_core::model::{
 use ferrite_core::modes::Effort;
 use serde_json::{Value, json};
 
-use crate::{anthropic, openai_chat, openai_responses};
-
 fn text(t: &str) -> UserPart {
     UserPart::Text { text: t.into() }
 }
@@ -156,12 +154,7 @@ fn adaptive() -> ModelRequest {
 }
 
 fn body(api: ApiKind, req: &ModelRequest) -> Value {
-    let bytes = match api {
-        ApiKind::Anthropic => anthropic::request_body(req),
-        ApiKind::OpenAiResponses => openai_responses::request_body(req),
-        ApiKind::OpenAiChat => openai_chat::request_body(req),
-    };
-    serde_json::from_slice(&bytes.unwrap()).unwrap()
+    serde_json::from_slice(&crate::request_body(api, req).unwrap()).unwrap()
 }
 
 fn check(api: ApiKind, case: &str, req: &ModelRequest) {
@@ -199,5 +192,38 @@ fn golden_request_bodies() {
         check(api, "rich", &rich());
         check(api, "minimal", &minimal());
         check(api, "adaptive", &adaptive());
+    }
+}
+
+/// The Messages API gets a call's arguments as the model wrote them (padding and layout
+/// included, which is still the same JSON), and `{}` for anything that is not an object.
+#[test]
+fn tool_call_input_is_the_models_object_or_empty() {
+    let cases = [
+        (
+            " {\"path\": \"a.rs\",\n \"n\": [1, 2]}\n",
+            json!({"path": "a.rs", "n": [1, 2]}),
+        ),
+        ("[1, 2]", json!({})),
+        ("{\"path\":", json!({})),
+        ("", json!({})),
+    ];
+    for (arguments, input) in cases {
+        let req = ModelRequest {
+            messages: vec![Message::Assistant {
+                content: vec![AssistantPart::ToolCall {
+                    id: "c".into(),
+                    name: "read".into(),
+                    arguments: arguments.into(),
+                }]
+                .into(),
+            }],
+            ..minimal()
+        };
+        let got = body(ApiKind::Anthropic, &req);
+        assert_eq!(
+            got["messages"][0]["content"][0]["input"], input,
+            "{arguments:?}"
+        );
     }
 }
