@@ -195,8 +195,8 @@ fn golden_request_bodies() {
     }
 }
 
-/// The Messages API gets a call's arguments as the model wrote them (padding and layout
-/// included, which is still the same JSON), and `{}` for anything that is not an object.
+/// The Messages API gets a call's arguments as the object the model wrote (whatever its padding
+/// and layout), and `{}` for anything that is not an object.
 #[test]
 fn tool_call_input_is_the_models_object_or_empty() {
     let cases = [
@@ -225,5 +225,42 @@ fn tool_call_input_is_the_models_object_or_empty() {
             got["messages"][0]["content"][0]["input"], input,
             "{arguments:?}"
         );
+    }
+}
+
+/// A hostile or broken model can write arguments that a lenient JSON check passes but Ferrite's
+/// own parse refuses (a lone surrogate, a number out of range) or reads differently (a repeated
+/// key: the last one counts). The call ran with what Ferrite read, or was answered with a tool
+/// error; the Messages API must get the same `input`. Sent as written, such a call would make
+/// every later request of the session a body the API rejects: the session would be stuck.
+#[test]
+fn tool_call_input_is_what_ferrite_read_not_what_the_model_wrote() {
+    let cases = [
+        (r#"{"path": "a.rs", "x": "\ud800"}"#, r#""input":{}"#),
+        (r#"{"n": 1e999}"#, r#""input":{}"#),
+        (
+            r#"{"path": "a.rs", "path": "/etc/shadow"}"#,
+            r#""input":{"path":"/etc/shadow"}"#,
+        ),
+    ];
+    for (arguments, sent) in cases {
+        let req = ModelRequest {
+            messages: vec![Message::Assistant {
+                content: vec![AssistantPart::ToolCall {
+                    id: "c".into(),
+                    name: "read".into(),
+                    arguments: arguments.into(),
+                }]
+                .into(),
+            }],
+            ..minimal()
+        };
+        let bytes = crate::request_body(ApiKind::Anthropic, &req).unwrap();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        assert!(
+            serde_json::from_str::<Value>(text).is_ok(),
+            "{arguments:?}: the body is not JSON Ferrite can read: {text}"
+        );
+        assert!(text.contains(sent), "{arguments:?}: sent {text}");
     }
 }

@@ -8,7 +8,6 @@ use std::ops::Range;
 use ferrite_core::modes::Effort;
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::PROVIDER;
 
@@ -116,7 +115,7 @@ enum Block<'a> {
     ToolUse {
         id: &'a str,
         name: &'a str,
-        input: Input<'a>,
+        input: Value,
     },
     ToolResult {
         tool_use_id: &'a str,
@@ -130,16 +129,6 @@ enum Block<'a> {
     /// A block this API produced, sent back verbatim (it carries its own `type`).
     #[serde(untagged)]
     Verbatim(&'a Value),
-}
-
-/// A tool call's `input`.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Input<'a> {
-    /// The arguments as the model wrote them (a JSON object).
-    AsWritten(&'a RawValue),
-    /// `{}`.
-    Empty {},
 }
 
 #[derive(Serialize)]
@@ -313,11 +302,13 @@ fn assistant_block(part: &AssistantPart) -> Option<Block<'_>> {
             arguments,
         } => {
             // `input` must be an object; arguments the model got wrong were already answered
-            // with a tool error, so `{}` stands in for them. Checked and sent as the model
-            // wrote them: parsing them into a `Value` allocated a tree per call per request.
-            let input = match serde_json::from_str::<&RawValue>(arguments) {
-                Ok(raw) if raw.get().starts_with('{') => Input::AsWritten(raw),
-                _ => Input::Empty {},
+            // with a tool error, so `{}` stands in for them. Parsed as the turn parsed them
+            // (`turn::call::arguments`), not sent as written: a lenient check passes text that
+            // parse refuses (a lone surrogate, a number out of range) and the API then rejects
+            // every later request of the session; a repeated key must read as it ran.
+            let input = match serde_json::from_str::<Value>(arguments) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => Value::Object(serde_json::Map::new()),
             };
             Some(Block::ToolUse { id, name, input })
         }
