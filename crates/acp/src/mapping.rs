@@ -134,7 +134,7 @@ fn tool_content(c: &ToolContent) -> acp::ToolCallContent {
             acp::ToolCallContent::Content(acp::Content::new(text_block(text)))
         }
         ToolContent::Image { mime_type, data } => acp::ToolCallContent::Content(acp::Content::new(
-            acp::ContentBlock::Image(acp::ImageContent::new(data.clone(), mime_type.clone())),
+            acp::ContentBlock::Image(acp::ImageContent::new(data.to_string(), mime_type.clone())),
         )),
         ToolContent::Diff {
             path,

@@ -101,8 +101,9 @@ pub enum ToolContent {
         old_text: Option<String>,
         new_text: String,
     },
-    /// An image a tool returned (base64), e.g. from an MCP server.
-    Image { mime_type: String, data: String },
+    /// An image a tool returned (base64), e.g. from an MCP server. Shared with the model
+    /// messages built from the history, like a prompt's images (see `UserPart`).
+    Image { mime_type: String, data: Arc<str> },
 }
 
 /// A tool call as the editor sees it when it starts.

@@ -304,7 +304,7 @@ impl SessionState {
                                 crate::content::ToolContent::Image { mime_type, data } => {
                                     Some(UserPart::Image {
                                         mime_type: mime_type.clone(),
-                                        data: data.as_str().into(),
+                                        data: data.clone(),
                                     })
                                 }
                                 crate::content::ToolContent::Text { .. }
@@ -535,6 +535,33 @@ mod tests {
                 ]
             }
         );
+    }
+
+    /// A screenshot an MCP tool returned is in every later request: each gets the history's
+    /// copy of its base64, not one of its own.
+    #[test]
+    fn a_tool_image_goes_to_the_model_without_a_copy() {
+        let mut s = state();
+        s.apply(EntryKind::Assistant {
+            content: vec![call("a")].into(),
+        });
+        let data: std::sync::Arc<str> = "iVBORw0KGgo=".into();
+        let mut with_image = result("a");
+        if let EntryKind::ToolResult { update, .. } = &mut with_image {
+            update.content = Some(vec![crate::content::ToolContent::Image {
+                mime_type: "image/png".into(),
+                data: data.clone(),
+            }]);
+        }
+        s.apply(with_image);
+        let msgs = s.model_messages();
+        let Some(Message::User { content }) = msgs.last() else {
+            panic!("{msgs:?}");
+        };
+        let Some(UserPart::Image { data: sent, .. }) = content.last() else {
+            panic!("{content:?}");
+        };
+        assert!(std::sync::Arc::ptr_eq(sent, &data), "the image was copied");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub(crate) fn editor_content(result: &CallToolResult, text: &str) -> Vec<ToolCon
     out.extend(result.content.iter().filter_map(|b| match b {
         ContentBlock::Image(i) => Some(ToolContent::Image {
             mime_type: i.mime_type.clone(),
-            data: i.data.clone(),
+            data: i.data.as_str().into(),
         }),
         _ => None,
     }));

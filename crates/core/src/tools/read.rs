@@ -239,7 +239,7 @@ fn read_image(path: &Path, shown: &str, mime: &'static str) -> Result<ToolOutput
         ),
         content: vec![crate::content::ToolContent::Image {
             mime_type: sent_mime.to_owned(),
-            data,
+            data: data.into(),
         }],
     })
 }

@@ -37,7 +37,7 @@ async fn large_images_are_scaled_down_to_fit() {
         panic!("{:?}", out.content);
     };
     let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data)
+        .decode(data.as_bytes())
         .unwrap();
     assert!(bytes.len() <= MAX_IMAGE_BYTES);
     let sent = image::load_from_memory(&bytes).unwrap();
