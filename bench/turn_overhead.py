@@ -14,6 +14,10 @@ byte left. Measured per prompt:
   tail       the provider's last byte -> the prompt's answer (the end of the turn: the
              response recorded and synced, the answer written)
   answer     `session/prompt` sent -> the prompt's answer
+  rested     `request`, for a prompt sent after the agent rested (REST_S): it has let go of the
+             last body, so the whole history is written again (back-to-back requests, a turn's
+             tool loop or prompts in a row, keep the part of the last body that is the same;
+             `crates/llm/src/body.rs`). RESTED prompts, each after a rest.
 Also the request body's size, the log's size on disk and the agent's VmRSS once the session is
 open (`RSS open`) and after the prompts once the agent has rested (1.5 s: it hands memory back
 after a second without turns), and the same for its anonymous memory (`RssAnon`: the
@@ -38,6 +42,7 @@ from load import make_session
 
 SIZES = [int(s) for s in os.environ.get("SIZES", "0 100 1000 10000").split()]
 RUNS = int(os.environ.get("RUNS", "5"))
+RESTED = int(os.environ.get("RESTED", "3"))
 # Longer than the idle time after which the agent returns freed memory (`runtime::memory::IDLE`).
 REST_S = 1.5
 
@@ -66,27 +71,35 @@ def measure(ferrite, origin, cwd, n):
                 sid = agent.request("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
             rss_open = agent.rss_kb()
             anon_open = agent.rss_kb("RssAnon")
-            requests, tails, answers, body = [], [], [], 0
-            for _ in range(RUNS + 1):
+            def prompt():
                 t = time.time_ns()
                 rid = agent.send("session/prompt", {"sessionId": sid,
                                                     "prompt": [{"type": "text", "text": "next"}]})
                 agent.wait_response(rid, timeout=120)
                 done = time.time_ns()
                 timing = last_timing(origin)
-                requests.append((timing["request_start_ns"] - t) / 1e9)
-                tails.append((done - timing["reply_end_ns"]) / 1e9)
-                answers.append((done - t) / 1e9)
-                body = timing["request_bytes"]
+                return ((timing["request_start_ns"] - t) / 1e9, (done - timing["reply_end_ns"]) / 1e9,
+                        (done - t) / 1e9, timing["request_bytes"])
+
+            requests, tails, answers, body = [], [], [], 0
+            for _ in range(RUNS + 1):
+                request, tail, answer, body = prompt()
+                requests.append(request)
+                tails.append(tail)
+                answers.append(answer)
             # At rest: the agent hands freed memory back once no turn ran for a second.
             time.sleep(REST_S)
             rss = agent.rss_kb()
             anon = agent.rss_kb("RssAnon")
+            rested = []
+            for _ in range(RESTED):
+                rested.append(prompt()[0])
+                time.sleep(REST_S)
         finally:
             agent.kill()
         # The first prompt warms up (the HTTP client, the certificate store): not counted.
         return (size, body, median(requests[1:]), median(tails[1:]), median(answers[1:]),
-                rss_open, rss, anon_open, anon)
+                rss_open, rss, anon_open, anon, median(rested))
     finally:
         rm(home)
 
@@ -104,16 +117,20 @@ def main():
     print(f"runs: {RUNS}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'entries':>8} {'log':>9} {'request':>9} {'prompt->request':>16} "
           f"{'last byte->answer':>18} {'prompt->answer':>15} {'RSS open':>9} {'RSS':>9} "
-          f"{'anon open':>10} {'anon':>9}")
-    for n, size, body, request, tail, answer, rss_open, rss, anon_open, anon in rows:
+          f"{'anon open':>10} {'anon':>9} {'rested':>9}")
+    for n, size, body, request, tail, answer, rss_open, rss, anon_open, anon, rested in rows:
         print(f"{n:>8} {size / 1e6:>7.2f}MB {body / 1e6:>7.2f}MB {fmt_ms(request):>16} "
               f"{fmt_ms(tail):>18} {fmt_ms(answer):>15} {rss_open / 1024:>6.1f}MiB "
-              f"{rss / 1024:>6.1f}MiB {anon_open / 1024:>7.1f}MiB {anon / 1024:>6.1f}MiB")
+              f"{rss / 1024:>6.1f}MiB {anon_open / 1024:>7.1f}MiB {anon / 1024:>6.1f}MiB "
+              f"{fmt_ms(rested):>9}")
     base_n, _, base_body, base_request = rows[0][:4]
-    base_rss, base_anon = rows[0][7], rows[0][9]
-    for n, size, body, request, _, _, _, rss, _, anon in rows[1:]:
-        grow = (request - base_request) / max(1e-9, (body - base_body) / 1e6)
-        print(f"growth {base_n} -> {n} entries: {grow * 1000:.2f} ms per MB of request body; "
+    base_rss, base_anon, base_rested = rows[0][7], rows[0][9], rows[0][10]
+    for n, size, body, request, _, _, _, rss, _, anon, rested in rows[1:]:
+        mb = max(1e-9, (body - base_body) / 1e6)
+        grow = (request - base_request) / mb
+        grow_rested = (rested - base_rested) / mb
+        print(f"growth {base_n} -> {n} entries: {grow * 1000:.2f} ms per MB of request body "
+              f"(after a rest {grow_rested * 1000:.2f}); "
               f"RSS +{(rss - base_rss) * 1024 / max(1, size):.2f}x the log, "
               f"anonymous +{(anon - base_anon) * 1024 / max(1, size):.2f}x the log")
 

@@ -4,7 +4,7 @@ mod decoder;
 mod request;
 
 pub(crate) use decoder::Decoder;
-pub(crate) use request::request_body;
+pub(crate) use request::write;
 
 /// The `provider` of Opaque parts and of reasoning `provider_data` made here.
 pub(crate) const PROVIDER: &str = "anthropic";

@@ -1,32 +1,27 @@
-//! What the three request mappings share: serializing a body, and the effort parameter.
+//! What the three request mappings share: writing a body, and the effort parameter.
+//!
+//! Every API's body is an object whose last member is the history's array (`messages`,
+//! `input`), written after everything else: that keeps the bytes of the history's elements
+//! in the order they were produced, so a body can keep the elements of the previous one that
+//! did not change and write only the rest (see [`Pool`]).
 //!
 //! The history makes bodies of megabytes on long sessions: the buffer is sized for the body up
 //! front, because growing it by doubling copies it about twice over on the path from the prompt
 //! to the provider.
 
-use ferrite_core::model::{AssistantPart, Message, ModelRequest, UserPart};
-use ferrite_core::modes::Effort;
+use std::ops::Range;
 use std::sync::Mutex;
 
 use bytes::Bytes;
+use ferrite_core::config::ApiKind;
+use ferrite_core::model::{AssistantPart, Message, ModelRequest, UserPart};
+use ferrite_core::modes::Effort;
 use serde::Serialize;
 
 /// The effort as every API names it (`low`, `medium`, `high`); `None` for the model's default,
 /// for which nothing is sent.
 pub(crate) fn effort_param(effort: Effort) -> Option<&'static str> {
     (effort != Effort::Default).then(|| effort.id())
-}
-
-pub(crate) fn to_bytes(body: &impl Serialize, req: &ModelRequest) -> serde_json::Result<Bytes> {
-    let hint = size_hint(req);
-    if hint < POOLED_MIN {
-        let mut out = Vec::with_capacity(hint);
-        serde_json::to_writer(&mut out, body)?;
-        return Ok(Bytes::from(out));
-    }
-    let mut out = Pooled(take_buffer(hint));
-    serde_json::to_writer(&mut out.0, body)?;
-    Ok(Bytes::from_owner(out))
 }
 
 /// Bodies at least this large are written into a pooled buffer.
@@ -37,57 +32,392 @@ const POOL_MAX: usize = 2;
 /// Buffers of sent bodies, kept for the next request until the agent rests.
 ///
 /// A long session's body is megabytes, rebuilt for every request: for each model call of a
-/// turn's tool loop. A fresh buffer of that size is a fresh mapping (the allocator maps blocks
-/// over 1 MiB, `crates/cli/src/alloc.rs`) that the kernel zeroes and faults in page by page
-/// while the body is written: in a `perf` profile of prompts on a 10,000-entry session, 30% of
-/// the agent's time went to those faults. A buffer written before is already resident. The
-/// pool is emptied by [`release_buffers`] once the agent rests, so an idle agent holds none.
-static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-
-/// The largest pooled buffer, or a new one, with room for `hint` bytes, empty.
-fn take_buffer(hint: usize) -> Vec<u8> {
-    let pooled = {
-        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let largest = (0..pool.len()).max_by_key(|&i| pool[i].capacity());
-        largest.map(|i| pool.swap_remove(i))
-    };
-    let mut buf = pooled.unwrap_or_default();
-    buf.clear();
-    buf.reserve(hint);
-    buf
+/// turn's tool loop. Two costs of that are avoided here:
+/// - A fresh buffer of that size is a fresh mapping (the allocator maps blocks over 1 MiB,
+///   `crates/cli/src/alloc.rs`) that the kernel zeroes and faults in page by page while the
+///   body is written: in a `perf` profile of prompts on a 10,000-entry session, 30% of the
+///   agent's time went to those faults. A buffer written before is already resident.
+/// - Serializing the history is most of the rest, and the next request of a session repeats
+///   the previous one's history and adds to its end. A kept buffer still holds the previous
+///   body, with where each element of its history ends and the messages it was written from
+///   ([`Layout`]); the next body keeps the bytes of the leading elements whose messages are
+///   the same and writes only what follows.
+///
+/// The pool is emptied by [`release_buffers`] once the agent rests, so an idle agent holds
+/// none: the first request after a rest writes its whole body.
+pub(crate) struct Pool {
+    kept: Mutex<Vec<Kept>>,
+    /// Bodies smaller than this are not pooled (tests lower it).
+    min: usize,
 }
 
-/// Empties the pool of body buffers (see [`POOL`]); for when the agent rests.
+/// The agent's pool.
+static POOL: Pool = Pool::new(POOLED_MIN);
+
+/// A buffer in the pool, and what the body in it was written from (`None`: not known).
+struct Kept {
+    buf: Vec<u8>,
+    layout: Option<Layout>,
+}
+
+/// How a body in a kept buffer was made.
+struct Layout {
+    api: ApiKind,
+    /// The body up to its history's first element: the head, the array's opening and the
+    /// elements that do not come from messages (a system message).
+    prefix: usize,
+    /// Per element of the history, in order: where its bytes end, and the range of messages it
+    /// was written from.
+    elements: Vec<(usize, Range<usize>)>,
+    /// The messages the body was written from. Compared with the next request's: equal
+    /// messages write equal elements. Kept alive with the bytes, so a text cannot be freed and
+    /// another allocated at its address while the comparison trusts that address.
+    messages: Vec<Message>,
+}
+
+impl Layout {
+    /// How much of this body a request of `api` with `messages` keeps: the number of leading
+    /// elements, and the message the rest is written from. An element is kept when every
+    /// message up to and including the first of the next element is the same: an element
+    /// depends only on its own messages, except that a mapping may join a message to the
+    /// element before it (Messages API turns of one role) or mark the last element (prompt
+    /// caching), and both are ruled out when the next element starts the same way.
+    fn keeps(&self, api: ApiKind, messages: &[Message]) -> Option<(usize, usize)> {
+        if self.api != api {
+            return None;
+        }
+        let same = self
+            .messages
+            .iter()
+            .zip(messages)
+            .take_while(|(a, b)| same_message(a, b))
+            .count();
+        let mut kept = None;
+        for (i, pair) in self.elements.windows(2).enumerate() {
+            let (ends, next) = (&pair[0].1, &pair[1].1);
+            if next.start >= same {
+                break;
+            }
+            if ends.end <= next.start {
+                kept = Some((i + 1, next.start));
+            }
+        }
+        kept
+    }
+
+    /// The bytes kept for `elements` leading elements.
+    fn kept_bytes(&self, elements: usize) -> usize {
+        self.elements[elements - 1].0
+    }
+}
+
+/// Whether two messages write the same elements. Answers are compared by address first: they
+/// are shared with the history, and comparing their parts is the slow way to the same answer.
+fn same_message(a: &Message, b: &Message) -> bool {
+    match (a, b) {
+        (Message::Assistant { content: a }, Message::Assistant { content: b })
+            if std::sync::Arc::ptr_eq(a, b) =>
+        {
+            true
+        }
+        _ => a == b,
+    }
+}
+
+impl Pool {
+    pub(crate) const fn new(min: usize) -> Self {
+        Self {
+            kept: Mutex::new(Vec::new()),
+            min,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Kept>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A buffer for a body of about `hint` bytes, and what of the body in it a request with
+    /// `messages` keeps (see [`Layout::keeps`]): the buffer that keeps the most. One that keeps
+    /// nothing is taken only when the pool is full or it has no layout: another session's
+    /// buffer stays for that session's next request.
+    fn take(
+        &self,
+        api: ApiKind,
+        messages: Option<&[Message]>,
+        hint: usize,
+    ) -> (Kept, Option<(usize, usize)>) {
+        let mut pool = self.lock();
+        let keeps: Vec<Option<(usize, usize, usize)>> = (pool.iter())
+            .map(|kept| {
+                let layout = kept.layout.as_ref()?;
+                let (elements, from) = layout.keeps(api, messages?)?;
+                Some((layout.kept_bytes(elements), elements, from))
+            })
+            .collect();
+        let best = (0..pool.len()).max_by_key(|&i| keeps[i].map(|(bytes, ..)| bytes));
+        let (taken, keeps) = match best {
+            Some(i) if keeps[i].is_some() => (Some(pool.swap_remove(i)), keeps[i]),
+            _ => {
+                let spare = (0..pool.len())
+                    .filter(|&i| pool.len() == POOL_MAX || pool[i].layout.is_none())
+                    .max_by_key(|&i| pool[i].buf.capacity());
+                (spare.map(|i| pool.swap_remove(i)), None)
+            }
+        };
+        drop(pool);
+        let mut kept = taken.unwrap_or(Kept {
+            buf: Vec::new(),
+            layout: None,
+        });
+        kept.buf.reserve(hint.saturating_sub(kept.buf.len()));
+        (kept, keeps.map(|(_, elements, from)| (elements, from)))
+    }
+
+    /// Back into the pool, when the last copy of its body (kept for retries) is dropped.
+    fn give_back(&self, kept: Kept) {
+        let mut pool = self.lock();
+        if pool.len() < POOL_MAX {
+            pool.push(kept);
+        } else if let Some(smallest) = pool.iter_mut().min_by_key(|k| k.buf.capacity())
+            && smallest.buf.capacity() < kept.buf.capacity()
+        {
+            // The larger one is kept; the smaller is freed after the lock is released.
+            let smaller = std::mem::replace(smallest, kept);
+            drop(pool);
+            drop(smaller);
+        }
+    }
+
+    fn clear(&self) {
+        let taken = std::mem::take(&mut *self.lock());
+        drop(taken);
+    }
+}
+
+/// Empties the pool of body buffers (see [`Pool`]); for when the agent rests.
 pub fn release_buffers() {
-    let taken = std::mem::take(&mut *POOL.lock().unwrap_or_else(|e| e.into_inner()));
-    drop(taken);
+    POOL.clear();
 }
 
-/// A body in a pooled buffer; the buffer goes back to the pool when the last copy of the body
-/// (kept for retries) is dropped.
-struct Pooled(Vec<u8>);
+/// A body in a pooled buffer; back to the pool when the last copy of the body is dropped.
+struct Pooled {
+    kept: Kept,
+    pool: &'static Pool,
+}
 
 impl AsRef<[u8]> for Pooled {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        &self.kept.buf
     }
 }
 
 impl Drop for Pooled {
     fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.0);
-        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.len() < POOL_MAX {
-            pool.push(buf);
-        } else if let Some(smallest) = pool.iter_mut().min_by_key(|b| b.capacity())
-            && smallest.capacity() < buf.capacity()
-        {
-            // The larger one is kept; the smaller is freed after the lock is released.
-            let smaller = std::mem::replace(smallest, buf);
-            drop(pool);
-            drop(smaller);
+        let kept = std::mem::replace(
+            &mut self.kept,
+            Kept {
+                buf: Vec::new(),
+                layout: None,
+            },
+        );
+        self.pool.give_back(kept);
+    }
+}
+
+/// `req`'s body for `api`, in a buffer of `pool`: it keeps what it has in common with the
+/// previous body there (see [`Pool`]) and remembers the request's messages for the next one.
+pub(crate) fn encode(
+    pool: &'static Pool,
+    api: ApiKind,
+    req: ModelRequest,
+) -> serde_json::Result<Encoded> {
+    let mut draft = Draft::new(pool, api, &req, true);
+    write(api, &req, &mut draft)?;
+    Ok(draft.finish(Some(req.messages)))
+}
+
+/// The agent's pool of body buffers.
+pub(crate) fn pool() -> &'static Pool {
+    &POOL
+}
+
+/// `req`'s body for `api`, written whole.
+pub(crate) fn request_body(api: ApiKind, req: &ModelRequest) -> serde_json::Result<Bytes> {
+    let mut draft = Draft::new(&POOL, api, req, false);
+    write(api, req, &mut draft)?;
+    Ok(draft.finish(None).body)
+}
+
+fn write(api: ApiKind, req: &ModelRequest, draft: &mut Draft) -> serde_json::Result<()> {
+    match api {
+        ApiKind::Anthropic => crate::anthropic::write(req, draft),
+        ApiKind::OpenAiResponses => crate::openai_responses::write(req, draft),
+        ApiKind::OpenAiChat => crate::openai_chat::write(req, draft),
+    }
+}
+
+/// A body being written. The API's mapping writes its [`head`](Draft::head), the elements
+/// before the history's own ([`lead`](Draft::lead)), asks [`history`](Draft::history) where
+/// the history's elements start (what the previous body had is kept) and writes those from
+/// there on ([`element`](Draft::element)).
+pub(crate) struct Draft {
+    api: ApiKind,
+    /// The pool the buffer came from and goes back to; `None`: a small body, not pooled.
+    pool: Option<&'static Pool>,
+    buf: Vec<u8>,
+    /// The previous body's layout, when `buf` holds that body.
+    previous: Option<Layout>,
+    /// What of the previous body can be kept: how many elements, and the first message to
+    /// write after them.
+    keeps: Option<(usize, usize)>,
+    /// The head and the lead while `buf` still holds the previous body: they must match its
+    /// bytes for anything to be kept.
+    prefix: Vec<u8>,
+    prefix_len: usize,
+    elements: Vec<(usize, Range<usize>)>,
+    /// Bytes of the previous body that were kept.
+    kept: usize,
+}
+
+impl Draft {
+    /// A draft for `req`'s body; `reuse`: may keep what the previous body in the pool has in
+    /// common with this one (the caller hands over the messages at [`finish`](Draft::finish)).
+    pub(crate) fn new(pool: &'static Pool, api: ApiKind, req: &ModelRequest, reuse: bool) -> Self {
+        let hint = size_hint(req);
+        let mut draft = Self {
+            api,
+            pool: None,
+            buf: Vec::new(),
+            previous: None,
+            keeps: None,
+            prefix: Vec::new(),
+            prefix_len: 0,
+            elements: Vec::new(),
+            kept: 0,
+        };
+        if hint < pool.min {
+            draft.buf.reserve_exact(hint);
+            return draft;
+        }
+        let (kept, keeps) = pool.take(api, reuse.then_some(&req.messages[..]), hint);
+        draft.pool = Some(pool);
+        draft.buf = kept.buf;
+        draft.keeps = keeps;
+        draft.previous = kept.layout;
+        if draft.keeps.is_none() {
+            draft.buf.clear();
+        }
+        draft
+    }
+
+    /// Where the head and lead go: behind the previous body's back while it may be kept.
+    fn out(&mut self) -> &mut Vec<u8> {
+        if self.keeps.is_some() {
+            &mut self.prefix
+        } else {
+            &mut self.buf
         }
     }
+
+    /// Writes the body's members but the history (`head`, an object), and opens the history's
+    /// array, named `key`, as the body's last member.
+    pub(crate) fn head(&mut self, head: &impl Serialize, key: &str) -> serde_json::Result<()> {
+        let out = self.out();
+        serde_json::to_writer(&mut *out, head)?;
+        // `head` is an object: reopen it for one more member.
+        out.pop();
+        if out.last() != Some(&b'{') {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.extend_from_slice(b":[");
+        Ok(())
+    }
+
+    /// Writes an element of the history's array that comes from no message (a system message).
+    pub(crate) fn lead(&mut self, element: &impl Serialize) -> serde_json::Result<()> {
+        let out = self.out();
+        if out.last() != Some(&b'[') {
+            out.push(b',');
+        }
+        serde_json::to_writer(out, element)
+    }
+
+    /// The first message whose elements are to be written: those before it are the previous
+    /// body's, kept when its head and lead were the same bytes.
+    pub(crate) fn history(&mut self) -> usize {
+        let (Some(layout), Some((elements, from))) = (&mut self.previous, self.keeps) else {
+            self.prefix_len = self.buf.len();
+            return 0;
+        };
+        let prefix = std::mem::take(&mut self.prefix);
+        self.prefix_len = prefix.len();
+        if layout.prefix != prefix.len() || self.buf.get(..prefix.len()) != Some(&prefix[..]) {
+            self.buf.clear();
+            self.buf.extend_from_slice(&prefix);
+            return 0;
+        }
+        self.kept = layout.kept_bytes(elements);
+        self.buf.truncate(self.kept);
+        self.elements = std::mem::take(&mut layout.elements);
+        self.elements.truncate(elements);
+        from
+    }
+
+    /// Writes the history's next element, made from the messages in `messages`.
+    pub(crate) fn element(
+        &mut self,
+        element: &impl Serialize,
+        messages: Range<usize>,
+    ) -> serde_json::Result<()> {
+        if self.buf.last() != Some(&b'[') {
+            self.buf.push(b',');
+        }
+        serde_json::to_writer(&mut self.buf, element)?;
+        self.elements.push((self.buf.len(), messages));
+        Ok(())
+    }
+
+    /// The body. With `messages` (the request's, given up), a pooled body remembers them for
+    /// the next one. Also returns the messages no longer needed, for the caller to drop where
+    /// freeing them costs nothing (a long history is tens of thousands of allocations).
+    pub(crate) fn finish(mut self, messages: Option<Vec<Message>>) -> Encoded {
+        self.buf.extend_from_slice(b"]}");
+        let previous = self.previous.take().map(|layout| layout.messages);
+        let Some(pool) = self.pool else {
+            return Encoded {
+                body: Bytes::from(self.buf),
+                unused: messages.unwrap_or_default(),
+                kept: 0,
+            };
+        };
+        let layout = messages.map(|messages| Layout {
+            api: self.api,
+            prefix: self.prefix_len,
+            elements: self.elements,
+            messages,
+        });
+        Encoded {
+            body: Bytes::from_owner(Pooled {
+                kept: Kept {
+                    buf: self.buf,
+                    layout,
+                },
+                pool,
+            }),
+            unused: previous.unwrap_or_default(),
+            kept: self.kept,
+        }
+    }
+}
+
+/// A written body.
+pub(crate) struct Encoded {
+    pub(crate) body: Bytes,
+    /// Messages to drop (see [`Draft::finish`]).
+    pub(crate) unused: Vec<Message>,
+    /// Bytes kept from the previous body.
+    pub(crate) kept: usize,
 }
 
 /// About the body's size: the text it carries, an eighth more for escapes, and room for the
@@ -134,42 +464,238 @@ mod tests {
     use super::*;
     use ferrite_core::model::ToolResultPart;
 
+    const APIS: [ApiKind; 3] = [
+        ApiKind::Anthropic,
+        ApiKind::OpenAiResponses,
+        ApiKind::OpenAiChat,
+    ];
+
     /// A request whose body is about `n` bytes: one tool result of that size.
     fn request_of(n: usize) -> ModelRequest {
         ModelRequest {
-            messages: vec![Message::ToolResults {
-                results: vec![ToolResultPart {
-                    call_id: "c".into(),
-                    content: "x\n".repeat(n / 2).into(),
-                    is_error: false,
-                }],
-            }],
+            messages: vec![result(&"x\n".repeat(n / 2))],
             ..crate::golden_tests::minimal()
         }
     }
 
-    // The only test that builds bodies over `POOLED_MIN` in this binary: others could take the
-    // pooled buffer between these steps.
+    fn result(content: &str) -> Message {
+        Message::ToolResults {
+            results: vec![ToolResultPart {
+                call_id: "c".into(),
+                content: content.into(),
+                is_error: false,
+            }],
+        }
+    }
+
+    /// `req`'s body written whole, from no pool.
+    fn whole(api: ApiKind, req: &ModelRequest) -> Vec<u8> {
+        static NEVER: Pool = Pool::new(usize::MAX);
+        let mut draft = Draft::new(&NEVER, api, req, true);
+        write(api, req, &mut draft).unwrap();
+        draft.finish(None).body.to_vec()
+    }
+
+    // The only test that builds bodies over `POOLED_MIN` with the agent's pool in this binary:
+    // others could take the pooled buffer between these steps.
     #[test]
     fn a_large_body_is_written_into_the_last_ones_buffer_until_the_agent_rests() {
         let req = request_of(2 * POOLED_MIN);
-        let first = crate::anthropic::request_body(&req).unwrap();
+        let first = request_body(ApiKind::Anthropic, &req).unwrap();
         let sent = first.to_vec();
         let at = first.as_ptr();
         let copy = first.clone();
         drop(first);
         // A copy kept for a retry keeps the buffer out of the pool.
-        assert!(POOL.lock().unwrap().is_empty());
+        assert!(POOL.lock().is_empty());
         drop(copy);
-        let second = crate::anthropic::request_body(&req).unwrap();
+        let second = request_body(ApiKind::Anthropic, &req).unwrap();
         assert_eq!(second.as_ptr(), at, "the buffer is reused");
         assert_eq!(second.as_ref(), sent.as_slice());
         drop(second);
-        assert_eq!(POOL.lock().unwrap().len(), 1);
+        assert_eq!(POOL.lock().len(), 1);
         release_buffers();
-        assert!(POOL.lock().unwrap().is_empty());
+        assert!(POOL.lock().is_empty());
         // Small bodies never touch the pool.
-        drop(crate::anthropic::request_body(&request_of(16)).unwrap());
-        assert!(POOL.lock().unwrap().is_empty());
+        drop(request_body(ApiKind::Anthropic, &request_of(16)).unwrap());
+        assert!(POOL.lock().is_empty());
+    }
+
+    /// A tool loop as a turn runs it: each request is the last one plus the answer and its
+    /// results. Every body keeps all of the last one's history but its last turn, and is the
+    /// body written whole.
+    #[test]
+    fn the_next_request_of_a_tool_loop_writes_only_what_is_new() {
+        for api in APIS {
+            static LOOP: Pool = Pool::new(0);
+            let mut req = ModelRequest {
+                messages: vec![],
+                ..crate::golden_tests::rich()
+            };
+            let mut kept = Vec::new();
+            for step in 0..6 {
+                let big = "output line\n".repeat(1000 + step);
+                if step == 0 {
+                    req.messages.push(Message::User {
+                        content: vec![UserPart::Text {
+                            text: "prompt".into(),
+                        }],
+                    });
+                }
+                req.messages.push(Message::Assistant {
+                    content: vec![AssistantPart::ToolCall {
+                        id: format!("call_{step}"),
+                        name: "read".into(),
+                        arguments: r#"{"path":"a.rs"}"#.into(),
+                    }]
+                    .into(),
+                });
+                req.messages.push(result(&big));
+                let expected = whole(api, &req);
+                let encoded = encode(&LOOP, api, req.clone()).unwrap();
+                assert_eq!(
+                    String::from_utf8_lossy(&encoded.body),
+                    String::from_utf8_lossy(&expected),
+                    "{api:?} step {step}"
+                );
+                kept.push((encoded.kept, encoded.body.len()));
+            }
+            assert_eq!(kept[0].0, 0, "{api:?}: nothing to keep the first time");
+            for (step, pair) in kept.windows(2).enumerate() {
+                let ((_, last_len), (now_kept, _)) = (pair[0], pair[1]);
+                // All of the last body but its last turn (a tool result of 13 KB escaped, which
+                // was marked for caching as the last) and the closing brackets.
+                assert!(
+                    now_kept > 0 && now_kept + 13 * (1001 + step) + 200 > last_len,
+                    "{api:?} step {}: kept {now_kept} of {last_len}",
+                    step + 1
+                );
+            }
+            LOOP.clear();
+        }
+    }
+
+    /// Another session's body stays in the pool for that session's next request.
+    #[test]
+    fn two_sessions_each_keep_their_own_body() {
+        static TWO: Pool = Pool::new(0);
+        let api = ApiKind::Anthropic;
+        let session = |tag: &str| ModelRequest {
+            messages: (0..6)
+                .map(|i| match i % 2 {
+                    0 => result(&format!("{tag} {i}")),
+                    _ => Message::Assistant {
+                        content: vec![AssistantPart::Text {
+                            text: format!("{tag} answer {i}"),
+                        }]
+                        .into(),
+                    },
+                })
+                .collect(),
+            ..crate::golden_tests::minimal()
+        };
+        let (mut a, mut b) = (session("a"), session("b"));
+        drop(encode(&TWO, api, a.clone()).unwrap());
+        drop(encode(&TWO, api, b.clone()).unwrap());
+        a.messages.push(result("a 6"));
+        b.messages.push(result("b 6"));
+        for req in [&a, &b] {
+            let encoded = encode(&TWO, api, req.clone()).unwrap();
+            assert!(encoded.kept > 0);
+            assert_eq!(encoded.body.as_ref(), whole(api, req).as_slice());
+        }
+    }
+
+    /// A small xorshift: the same sequence on every run.
+    struct Dice(u64);
+
+    impl Dice {
+        fn roll(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// A message of any kind, from the golden conversation (every part each API maps, drops or
+    /// rewrites) or new text; answers are sometimes an equal copy at another address.
+    fn any_message(dice: &mut Dice, palette: &[Message], n: usize) -> Message {
+        match dice.roll(5) {
+            0 => Message::User {
+                content: vec![UserPart::Text {
+                    text: format!("prompt \"{n}\"\n").into(),
+                }],
+            },
+            1 => result(&format!("result {n}\tline\n")),
+            _ => match &palette[dice.roll(palette.len())] {
+                Message::Assistant { content } if dice.roll(2) == 0 => Message::Assistant {
+                    content: content.to_vec().into(),
+                },
+                message => message.clone(),
+            },
+        }
+    }
+
+    /// Requests changed every way a session changes them: answers and results added, the
+    /// last messages replaced (a retry), the history cut (compaction), a message in the middle
+    /// changed, the model, system prompt, tools or effort switched. Every body kept from the
+    /// last one is byte for byte the body written whole.
+    #[test]
+    fn a_body_that_keeps_part_of_the_last_is_the_body_written_whole() {
+        static ANY: Pool = Pool::new(0);
+        let rich = crate::golden_tests::rich();
+        let palette = rich.messages.clone();
+        let mut kept_some = 0;
+        for api in APIS {
+            for seed in 1..=40u64 {
+                let mut dice = Dice(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                let mut req = crate::golden_tests::minimal();
+                for step in 0..40 {
+                    match dice.roll(10) {
+                        0..=4 => {
+                            for _ in 0..=dice.roll(3) {
+                                req.messages.push(any_message(&mut dice, &palette, step));
+                            }
+                        }
+                        5 => {
+                            req.messages.pop();
+                            req.messages.push(any_message(&mut dice, &palette, step));
+                        }
+                        6 => {
+                            let keep = dice.roll(req.messages.len() + 1);
+                            req.messages.truncate(keep);
+                        }
+                        7 if !req.messages.is_empty() => {
+                            let at = dice.roll(req.messages.len());
+                            req.messages[at] = any_message(&mut dice, &palette, step);
+                        }
+                        8 => match dice.roll(4) {
+                            0 => req.model = format!("m-{step}"),
+                            1 => req.system = format!("system {step}"),
+                            2 => req.tools = rich.tools[..dice.roll(3)].to_vec(),
+                            _ => req.effort = rich.effort,
+                        },
+                        _ => {}
+                    }
+                    let expected = whole(api, &req);
+                    let encoded = encode(&ANY, api, req.clone()).unwrap();
+                    if encoded.body.as_ref() != expected.as_slice() {
+                        panic!(
+                            "{api:?} seed {seed} step {step}, kept {}:\n{}\n!=\n{}",
+                            encoded.kept,
+                            String::from_utf8_lossy(&encoded.body),
+                            String::from_utf8_lossy(&expected)
+                        );
+                    }
+                    kept_some += usize::from(encoded.kept > 0);
+                }
+            }
+        }
+        // Most steps add to the history: most bodies keep part of the last.
+        assert!(
+            kept_some > 3 * 40 * 40 / 3,
+            "kept part of the last body {kept_some} times"
+        );
     }
 }

@@ -77,17 +77,29 @@ fn cancelled() -> ModelError {
 impl ModelClient for HttpModelClient {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let inner = Arc::clone(&self.inner);
-        let body = crate::request_body(inner.api, &request);
-        // Serialized once; every attempt sends the same bytes.
-        // The request holds a copy of the whole history. On a long session freeing it (tens of
-        // thousands of strings) takes milliseconds: that happens on a blocking thread while the
-        // body goes out, not on the way to the provider.
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) if body.as_ref().is_ok_and(|b| b.len() > LARGE_BODY) => {
-                rt.spawn_blocking(move || drop(request));
+        // Serialized once; every attempt sends the same bytes. The body keeps the request's
+        // messages for the next one (`body::Pool`) and hands back the previous request's.
+        // On a long session freeing those (tens of thousands of strings) takes milliseconds:
+        // that happens on a blocking thread while the body goes out, not on the way to the
+        // provider.
+        let body = match crate::body::encode(crate::body::pool(), inner.api, request) {
+            Ok(encoded) => {
+                tracing::debug!(
+                    bytes = encoded.body.len(),
+                    kept = encoded.kept,
+                    "request body (bytes kept from the last one)"
+                );
+                let unused = encoded.unused;
+                match tokio::runtime::Handle::try_current() {
+                    Ok(rt) if encoded.body.len() > LARGE_BODY => {
+                        rt.spawn_blocking(move || drop(unused));
+                    }
+                    _ => drop(unused),
+                }
+                Ok(encoded.body)
             }
-            _ => drop(request),
-        }
+            Err(e) => Err(e),
+        };
         Box::pin(async_stream::stream! {
             let body = match body {
                 Ok(body) => body,

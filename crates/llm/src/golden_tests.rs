@@ -24,7 +24,7 @@ fn reasoning(text: &str, data: Value) -> AssistantPart {
 }
 
 /// A conversation with every kind of part, including ones each API must drop or rewrite.
-fn rich() -> ModelRequest {
+pub(crate) fn rich() -> ModelRequest {
     let call = |id: &str, arguments: &str| AssistantPart::ToolCall {
         id: id.into(),
         name: "read".into(),

@@ -34,12 +34,7 @@ pub fn request_body(
     api: ferrite_core::config::ApiKind,
     request: &ferrite_core::model::ModelRequest,
 ) -> serde_json::Result<bytes::Bytes> {
-    use ferrite_core::config::ApiKind;
-    match api {
-        ApiKind::Anthropic => anthropic::request_body(request),
-        ApiKind::OpenAiResponses => openai_responses::request_body(request),
-        ApiKind::OpenAiChat => openai_chat::request_body(request),
-    }
+    body::request_body(api, request)
 }
 pub use decode::decode_sse;
 pub use options::LlmOptions;

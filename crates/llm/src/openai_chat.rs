@@ -6,7 +6,7 @@ mod decoder;
 mod request;
 
 pub(crate) use decoder::Decoder;
-pub(crate) use request::request_body;
+pub(crate) use request::write;
 
 /// The `provider` of reasoning `provider_data` made here.
 pub(crate) const PROVIDER: &str = "openai-chat";

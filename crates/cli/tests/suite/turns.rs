@@ -273,6 +273,75 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
     }
 }
 
+/// The history as the provider was sent it, without the prompt-caching marks (they move to the
+/// newest message on every request).
+fn history_sent(r: &RecordedRequest, api: Api) -> Vec<Value> {
+    fn unmarked(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => (o.iter())
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .collect(),
+            Value::Array(a) => a.iter().map(unmarked).collect(),
+            v => v.clone(),
+        }
+    }
+    let key = if api == Api::Responses {
+        "input"
+    } else {
+        "messages"
+    };
+    let history = r.body[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{api:?}: {}", r.body));
+    history.iter().map(unmarked).collect()
+}
+
+/// A history over the size at which the agent keeps a body's buffer for the next request
+/// (which then keeps what did not change and writes the rest): every request of two turns with
+/// tool calls carries the last one's history, element for element, then what is new.
+#[tokio::test]
+async fn every_request_of_a_long_session_repeats_the_last_ones_history_exactly() {
+    let long: String = (0..8000)
+        .map(|i| format!("line {i}: \"quoted\" \\ tab\t é 😀 <b>&amp;</b>\n"))
+        .collect();
+    assert!(long.len() > 300_000);
+    for api in ALL {
+        let mut r = rig(api).await;
+        for prompt in [long.as_str(), "again"] {
+            r.fake.push(Script::new().text("Planning.").tool_call(
+                "call_1",
+                "update_plan",
+                plan_args(),
+            ));
+            r.fake.push(Script::new().text("Done."));
+            let (_, answer) = r.prompt(prompt).await;
+            assert_eq!(answer["stopReason"], "end_turn", "{api:?}");
+        }
+        let histories: Vec<Vec<Value>> =
+            r.requests().iter().map(|q| history_sent(q, api)).collect();
+        assert_eq!(histories.len(), 4, "{api:?}");
+        for (i, pair) in histories.windows(2).enumerate() {
+            let (last, next) = (&pair[0], &pair[1]);
+            assert!(next.len() > last.len(), "{api:?} request {}", i + 2);
+            // A Messages API turn of tool results and the next prompt are one `user` turn.
+            let merged = api == Api::Anthropic && i == 1;
+            let same = last.len() - usize::from(merged);
+            assert_eq!(next[..same], last[..same], "{api:?} request {}", i + 2);
+        }
+        let sent = histories[3]
+            .iter()
+            .map(Value::to_string)
+            .collect::<String>();
+        let long_json = Value::from(long.as_str()).to_string();
+        assert_eq!(
+            sent.matches(&long_json).count(),
+            1,
+            "{api:?}: the long prompt once, whole"
+        );
+    }
+}
+
 #[tokio::test]
 async fn bad_tool_calls_are_reported_to_the_model_not_fatal() {
     let mut r = rig(Api::Chat).await;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::PROVIDER;
+use crate::body::Draft;
 
 /// Thinking budgets per effort level. 2048 is above the API minimum of 1024.
 fn thinking_budget(effort: Effort) -> Option<u32> {
@@ -26,8 +27,9 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 /// Room kept for the answer after the thinking when the budget has to shrink to fit.
 const ANSWER_ROOM: u32 = 1024;
 
+/// The body but its `messages`, which the [`Draft`] writes after it.
 #[derive(Serialize)]
-struct Body<'a> {
+struct Head<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
@@ -37,7 +39,6 @@ struct Body<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<[Block<'a>; 1]>,
-    messages: Vec<Turn<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
 }
@@ -138,8 +139,8 @@ struct Text<'a> {
     text: &'a str,
 }
 
-/// The request body, serialized.
-pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Bytes> {
+/// Writes the request's body into `draft`.
+pub(crate) fn write(req: &ModelRequest, draft: &mut Draft) -> serde_json::Result<()> {
     // The Messages API requires `max_tokens`; the turn loop always knows a limit for it (the
     // catalog's, config's, or the documented default).
     let max_tokens = req
@@ -186,37 +187,42 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Byte
             name: "web_search",
         });
     }
-    let (blocks, turns) = blocks(&req.messages);
-    let messages = turns
-        .into_iter()
-        .map(|(role, range)| Turn {
-            role,
-            content: &blocks[range],
-        })
-        .collect();
-    crate::body::to_bytes(
-        &Body {
+    draft.head(
+        &Head {
             model: &req.model,
             thinking,
             output_config,
             max_tokens,
             stream: true,
             system,
-            messages,
             tools,
         },
-        req,
-    )
+        "messages",
+    )?;
+    let from = draft.history();
+    let (blocks, turns) = blocks(&req.messages, from);
+    for (role, range, messages) in turns {
+        let turn = Turn {
+            role,
+            content: &blocks[range],
+        };
+        draft.element(&turn, messages)?;
+    }
+    Ok(())
 }
 
-/// The history's blocks in order, and the turns they make: `(role, range of blocks)`.
+/// A turn of the history: its role, its range of blocks and the range of messages they came from.
+type TurnAt = (&'static str, Range<usize>, Range<usize>);
+
+/// The blocks of the history from message `from` on, in order, and the turns they make.
 /// Tool results and a following user message are both `user` turns; the API wants roles to
 /// alternate, so same-role neighbours are one turn. One vector of blocks for the whole history,
 /// not one per turn: on a long session those allocations cost more than serializing the text.
-fn blocks(history: &[Message]) -> (Vec<Block<'_>>, Vec<(&'static str, Range<usize>)>) {
-    let mut blocks: Vec<Block> = Vec::with_capacity(history.len() * 2);
-    let mut turns: Vec<(&'static str, Range<usize>)> = Vec::new();
-    for message in history {
+fn blocks(history: &[Message], from: usize) -> (Vec<Block<'_>>, Vec<TurnAt>) {
+    let rest = history.get(from..).unwrap_or_default();
+    let mut blocks: Vec<Block> = Vec::with_capacity(rest.len() * 2);
+    let mut turns: Vec<TurnAt> = Vec::new();
+    for (at, message) in (from..).zip(rest) {
         let start = blocks.len();
         let role = match message {
             Message::User { content } => {
@@ -236,8 +242,11 @@ fn blocks(history: &[Message]) -> (Vec<Block<'_>>, Vec<(&'static str, Range<usiz
             continue;
         }
         match turns.last_mut() {
-            Some((last, range)) if *last == role => range.end = blocks.len(),
-            _ => turns.push((role, start..blocks.len())),
+            Some((last, range, messages)) if *last == role => {
+                range.end = blocks.len();
+                messages.end = at + 1;
+            }
+            _ => turns.push((role, start..blocks.len(), at..at + 1)),
         }
     }
     // Cache everything up to the newest message: the next request repeats this prefix.

@@ -8,13 +8,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{FIELD_REASONING_CONTENT, PROVIDER};
+use crate::body::Draft;
 
+/// The body but its `messages`, which the [`Draft`] writes after it.
 #[derive(Serialize)]
-struct Body<'a> {
+struct Head<'a> {
     model: &'a str,
     stream: bool,
     stream_options: StreamOptions,
-    messages: Vec<ChatMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,8 +106,8 @@ struct CallFunction<'a> {
     arguments: &'a str,
 }
 
-/// The request body, serialized.
-pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Bytes> {
+/// Writes the request's body into `draft`.
+pub(crate) fn write(req: &ModelRequest, draft: &mut Draft) -> serde_json::Result<()> {
     let tools: Vec<Tool> = req
         .tools
         .iter()
@@ -122,43 +123,47 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Byte
         .collect();
     // Hosted web search does not exist in this API; the turn loop refuses it before we get here.
     let reasoning_effort = crate::body::effort_param(req.effort);
-    crate::body::to_bytes(
-        &Body {
+    draft.head(
+        &Head {
             model: &req.model,
             stream: true,
             stream_options: StreamOptions {
                 include_usage: true,
             },
-            messages: messages(req),
             tool_choice: (!tools.is_empty()).then_some("auto"),
             tools,
             reasoning_effort,
             max_tokens: req.max_output_tokens,
         },
-        req,
-    )
-}
-
-fn messages(req: &ModelRequest) -> Vec<ChatMessage<'_>> {
-    let mut out = Vec::new();
+        "messages",
+    )?;
     if !req.system.is_empty() {
-        out.push(ChatMessage::System {
+        draft.lead(&ChatMessage::System {
             content: &req.system,
-        });
+        })?;
     }
-    for message in &req.messages {
+    let from = draft.history();
+    for (at, message) in req.messages.iter().enumerate().skip(from) {
+        let messages = at..at + 1;
         match message {
-            Message::User { content } => out.push(user_message(content)),
-            Message::Assistant { content } => out.extend(assistant_message(content)),
+            Message::User { content } => draft.element(&user_message(content), messages)?,
+            Message::Assistant { content } => {
+                if let Some(message) = assistant_message(content) {
+                    draft.element(&message, messages)?;
+                }
+            }
             Message::ToolResults { results } => {
-                out.extend(results.iter().map(|r| ChatMessage::Tool {
-                    tool_call_id: &r.call_id,
-                    content: &r.content,
-                }));
+                for r in results.iter() {
+                    let message = ChatMessage::Tool {
+                        tool_call_id: &r.call_id,
+                        content: &r.content,
+                    };
+                    draft.element(&message, messages.clone())?;
+                }
             }
         }
     }
-    out
+    Ok(())
 }
 
 fn user_message(content: &[UserPart]) -> ChatMessage<'_> {

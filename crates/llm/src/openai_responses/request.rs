@@ -6,9 +6,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::PROVIDER;
+use crate::body::Draft;
 
+/// The body but its `input`, which the [`Draft`] writes after it.
 #[derive(Serialize)]
-struct Body<'a> {
+struct Head<'a> {
     model: &'a str,
     stream: bool,
     // Nothing is stored server-side; reasoning survives between turns only as the encrypted
@@ -17,7 +19,6 @@ struct Body<'a> {
     /// Non-reasoning models refuse this include.
     #[serde(skip_serializing_if = "Option::is_none")]
     include: Option<[&'static str; 1]>,
-    input: Vec<Item<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,8 +98,8 @@ enum Typed<'a> {
     },
 }
 
-/// The request body, serialized.
-pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Bytes> {
+/// Writes the request's body into `draft`.
+pub(crate) fn write(req: &ModelRequest, draft: &mut Draft) -> serde_json::Result<()> {
     let mut tools: Vec<Tool> = req
         .tools
         .iter()
@@ -113,13 +114,12 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Byte
         tools.push(Tool::WebSearch);
     }
     let effort = crate::body::effort_param(req.effort);
-    crate::body::to_bytes(
-        &Body {
+    draft.head(
+        &Head {
             model: &req.model,
             stream: true,
             store: false,
             include: req.reasoning.then_some(["reasoning.encrypted_content"]),
-            input: input(req),
             tool_choice: (!tools.is_empty()).then_some("auto"),
             tools,
             reasoning: effort.map(|effort| Reasoning {
@@ -128,19 +128,17 @@ pub(crate) fn request_body(req: &ModelRequest) -> serde_json::Result<bytes::Byte
             }),
             max_output_tokens: req.max_output_tokens,
         },
-        req,
-    )
-}
-
-fn input(req: &ModelRequest) -> Vec<Item<'_>> {
-    let mut items = Vec::new();
+        "input",
+    )?;
     if !req.system.is_empty() {
-        items.push(Item::Message {
+        draft.lead(&Item::Message {
             role: "developer",
             content: Content::Text(&req.system),
-        });
+        })?;
     }
-    for message in &req.messages {
+    let from = draft.history();
+    for (at, message) in req.messages.iter().enumerate().skip(from) {
+        let messages = at..at + 1;
         match message {
             Message::User { content } => {
                 let parts = content
@@ -152,25 +150,29 @@ fn input(req: &ModelRequest) -> Vec<Item<'_>> {
                         },
                     })
                     .collect();
-                items.push(Item::Message {
+                let item = Item::Message {
                     role: "user",
                     content: Content::Parts(parts),
-                });
+                };
+                draft.element(&item, messages)?;
             }
             Message::Assistant { content } => {
-                items.extend(content.iter().filter_map(assistant_item))
+                for item in content.iter().filter_map(assistant_item) {
+                    draft.element(&item, messages.clone())?;
+                }
             }
             Message::ToolResults { results } => {
-                items.extend(results.iter().map(|result| {
-                    Item::Typed(Typed::FunctionCallOutput {
+                for result in results {
+                    let item = Item::Typed(Typed::FunctionCallOutput {
                         call_id: &result.call_id,
                         output: &result.content,
-                    })
-                }));
+                    });
+                    draft.element(&item, messages.clone())?;
+                }
             }
         }
     }
-    items
+    Ok(())
 }
 
 /// An empty reasoning summary, for items that arrived without one.
