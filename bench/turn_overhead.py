@@ -99,7 +99,7 @@ def measure(ferrite, origin, cwd, n):
             agent.kill()
         # The first prompt warms up (the HTTP client, the certificate store): not counted.
         return (size, body, median(requests[1:]), median(tails[1:]), median(answers[1:]),
-                rss_open, rss, anon_open, anon, median(rested))
+                rss_open, rss, anon_open, anon, median(rested) if rested else float("nan"))
     finally:
         rm(home)
 

@@ -325,6 +325,7 @@ impl Draft {
         let out = self.out();
         serde_json::to_writer(&mut *out, head)?;
         // `head` is an object: reopen it for one more member.
+        debug_assert_eq!(out.last(), Some(&b'}'));
         out.pop();
         if out.last() != Some(&b'{') {
             out.push(b',');
