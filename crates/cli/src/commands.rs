@@ -50,8 +50,8 @@ pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Se
     services
 }
 
-/// What the agent hands back once it rests: the request buffers kept for the next model call,
-/// then the allocator's free memory.
+/// What the agent hands back once it rests: the request bodies kept for the next model call
+/// (with the messages they were written from), then the allocator's free memory.
 fn release_memory() {
     ferrite_llm::release_buffers();
     crate::alloc::release();
