@@ -270,12 +270,12 @@ pub(crate) struct Draft {
     /// What of the previous body can be kept: how many elements, and the first message to
     /// write after them.
     keeps: Option<(usize, usize)>,
-    /// The head and the lead while `buf` still holds the previous body: they must match its
-    /// bytes for anything to be kept.
+    /// The head and the lead while `buf` still holds the previous body (see
+    /// [`history`](Draft::history)).
     prefix: Vec<u8>,
     prefix_len: usize,
     elements: Vec<(usize, Range<usize>)>,
-    /// Bytes of the previous body that were kept.
+    /// Bytes of the previous body's history that were kept.
     kept: usize,
 }
 
@@ -345,7 +345,10 @@ impl Draft {
     }
 
     /// The first message whose elements are to be written: those before it are the previous
-    /// body's, kept when its head and lead were the same bytes.
+    /// body's. An element depends only on its messages, so they are kept even when the head
+    /// or lead changed (an output limit that shrinks as the window fills, another effort, a
+    /// tool more): the kept bytes then move to follow the new head, one copy instead of
+    /// writing them again.
     pub(crate) fn history(&mut self) -> usize {
         let (Some(layout), Some((elements, from))) = (&mut self.previous, self.keeps) else {
             self.prefix_len = self.buf.len();
@@ -353,15 +356,25 @@ impl Draft {
         };
         let prefix = std::mem::take(&mut self.prefix);
         self.prefix_len = prefix.len();
-        if layout.prefix != prefix.len() || self.buf.get(..prefix.len()) != Some(&prefix[..]) {
-            self.buf.clear();
-            self.buf.extend_from_slice(&prefix);
-            return 0;
-        }
-        self.kept = layout.kept_bytes(elements);
-        self.buf.truncate(self.kept);
+        let end = layout.kept_bytes(elements);
+        self.kept = end - layout.prefix;
+        self.buf.truncate(end);
         self.elements = std::mem::take(&mut layout.elements);
         self.elements.truncate(elements);
+        if self.buf[..layout.prefix] != prefix[..] {
+            // The first kept element starts with the comma after a lead, if there was one;
+            // the new prefix may have a lead where there was none, or none where there was.
+            let old = layout.prefix + usize::from(self.buf[layout.prefix] == b',');
+            let mut new = prefix;
+            if new.last() != Some(&b'[') {
+                new.push(b',');
+            }
+            let new_len = new.len();
+            self.buf.splice(..old, new);
+            for (end, _) in &mut self.elements {
+                *end = *end - old + new_len;
+            }
+        }
         from
     }
 
@@ -417,7 +430,7 @@ pub(crate) struct Encoded {
     pub(crate) body: Bytes,
     /// Messages to drop (see [`Draft::finish`]).
     pub(crate) unused: Vec<Message>,
-    /// Bytes kept from the previous body.
+    /// Bytes of the previous body's history that were kept.
     pub(crate) kept: usize,
 }
 
@@ -523,8 +536,8 @@ mod tests {
     }
 
     /// A tool loop as a turn runs it: each request is the last one plus the answer and its
-    /// results. Every body keeps all of the last one's history but its last turn, and is the
-    /// body written whole.
+    /// results, with a smaller output limit as the window fills (the head changes). Every body
+    /// keeps all of the last one's history but its last turn, and is the body written whole.
     #[test]
     fn the_next_request_of_a_tool_loop_writes_only_what_is_new() {
         for api in APIS {
@@ -535,6 +548,7 @@ mod tests {
             };
             let mut kept = Vec::new();
             for step in 0..6 {
+                req.max_output_tokens = Some([32_000, 9_999, 100_000][step % 3]);
                 let big = "output line\n".repeat(1000 + step);
                 if step == 0 {
                     req.messages.push(Message::User {
@@ -567,7 +581,7 @@ mod tests {
                 // All of the last body but its last turn (a tool result of 13 KB escaped, which
                 // was marked for caching as the last) and the closing brackets.
                 assert!(
-                    now_kept > 0 && now_kept + 13 * (1001 + step) + 200 > last_len,
+                    now_kept > 0 && now_kept + 13 * (1001 + step) + 1000 > last_len,
                     "{api:?} step {}: kept {now_kept} of {last_len}",
                     step + 1
                 );
@@ -671,10 +685,13 @@ mod tests {
                             let at = dice.roll(req.messages.len());
                             req.messages[at] = any_message(&mut dice, &palette, step);
                         }
-                        8 => match dice.roll(4) {
+                        8 => match dice.roll(5) {
                             0 => req.model = format!("m-{step}"),
+                            // A system message comes and goes: the chat APIs' lead element.
+                            1 if dice.roll(3) == 0 => req.system = String::new(),
                             1 => req.system = format!("system {step}"),
                             2 => req.tools = rich.tools[..dice.roll(3)].to_vec(),
+                            3 => req.max_output_tokens = Some(1 + dice.roll(99_999) as u32),
                             _ => req.effort = rich.effort,
                         },
                         _ => {}
