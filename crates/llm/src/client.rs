@@ -82,24 +82,21 @@ impl ModelClient for HttpModelClient {
         // On a long session freeing those (tens of thousands of strings) takes milliseconds:
         // that happens on a blocking thread while the body goes out, not on the way to the
         // provider.
-        let body = match crate::body::encode(crate::body::pool(), inner.api, request) {
-            Ok(encoded) => {
-                tracing::debug!(
-                    bytes = encoded.body.len(),
-                    kept = encoded.kept,
-                    "request body (bytes kept from the last one)"
-                );
-                let unused = encoded.unused;
-                match tokio::runtime::Handle::try_current() {
-                    Ok(rt) if encoded.body.len() > LARGE_BODY => {
-                        rt.spawn_blocking(move || drop(unused));
-                    }
-                    _ => drop(unused),
+        let body = crate::body::encode(crate::body::pool(), inner.api, request).map(|encoded| {
+            tracing::debug!(
+                bytes = encoded.body.len(),
+                kept = encoded.kept,
+                "request body (bytes of the history kept from the last one)"
+            );
+            let unused = encoded.unused;
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) if encoded.body.len() > LARGE_BODY => {
+                    rt.spawn_blocking(move || drop(unused));
                 }
-                Ok(encoded.body)
+                _ => drop(unused),
             }
-            Err(e) => Err(e),
-        };
+            encoded.body
+        });
         Box::pin(async_stream::stream! {
             let body = match body {
                 Ok(body) => body,
