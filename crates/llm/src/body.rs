@@ -45,8 +45,9 @@ pub(crate) fn pool() -> &'static Pool {
     &POOL
 }
 
-/// `req`'s body for `api`, written whole.
-pub(crate) fn request_body(api: ApiKind, req: &ModelRequest) -> serde_json::Result<Bytes> {
+/// `req`'s body for `api`, written whole: the bytes the provider client sends for it. Public
+/// for the benchmarks (`crates/cli/examples/request_build.rs`).
+pub fn request_body(api: ApiKind, req: &ModelRequest) -> serde_json::Result<Bytes> {
     let mut draft = Draft::new(&POOL, api, req, false);
     write(api, req, &mut draft)?;
     Ok(draft.finish(None).body)

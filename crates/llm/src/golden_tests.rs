@@ -195,6 +195,21 @@ fn golden_request_bodies() {
     }
 }
 
+/// A history of one answer: a `read` call with these arguments.
+fn one_call(arguments: &str) -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::Assistant {
+            content: vec![AssistantPart::ToolCall {
+                id: "c".into(),
+                name: "read".into(),
+                arguments: arguments.into(),
+            }]
+            .into(),
+        }],
+        ..minimal()
+    }
+}
+
 /// The Messages API gets a call's arguments as the object the model wrote (whatever its padding
 /// and layout), and `{}` for anything that is not an object.
 #[test]
@@ -209,17 +224,7 @@ fn tool_call_input_is_the_models_object_or_empty() {
         ("", json!({})),
     ];
     for (arguments, input) in cases {
-        let req = ModelRequest {
-            messages: vec![Message::Assistant {
-                content: vec![AssistantPart::ToolCall {
-                    id: "c".into(),
-                    name: "read".into(),
-                    arguments: arguments.into(),
-                }]
-                .into(),
-            }],
-            ..minimal()
-        };
+        let req = one_call(arguments);
         let got = body(ApiKind::Anthropic, &req);
         assert_eq!(
             got["messages"][0]["content"][0]["input"], input,
@@ -244,17 +249,7 @@ fn tool_call_input_is_what_ferrite_read_not_what_the_model_wrote() {
         ),
     ];
     for (arguments, sent) in cases {
-        let req = ModelRequest {
-            messages: vec![Message::Assistant {
-                content: vec![AssistantPart::ToolCall {
-                    id: "c".into(),
-                    name: "read".into(),
-                    arguments: arguments.into(),
-                }]
-                .into(),
-            }],
-            ..minimal()
-        };
+        let req = one_call(arguments);
         let bytes = crate::request_body(ApiKind::Anthropic, &req).unwrap();
         let text = std::str::from_utf8(&bytes).unwrap();
         assert!(

@@ -26,16 +26,7 @@ use ferrite_core::config::ApiKind;
 use ferrite_core::env::Env;
 use ferrite_core::model::{ListingFuture, ModelClient, ModelConnector, ModelError, ModelErrorKind};
 
-pub use body::release_buffers;
-
-/// A request's body as `api` takes it: the bytes the provider client sends. Public for the
-/// benchmarks (`crates/cli/examples/request_build.rs`).
-pub fn request_body(
-    api: ferrite_core::config::ApiKind,
-    request: &ferrite_core::model::ModelRequest,
-) -> serde_json::Result<bytes::Bytes> {
-    body::request_body(api, request)
-}
+pub use body::{release_buffers, request_body};
 pub use decode::decode_sse;
 pub use options::LlmOptions;
 

@@ -38,6 +38,7 @@ pub(crate) struct Pool {
 pub(super) static POOL: Pool = Pool::new(POOLED_MIN);
 
 /// A buffer in the pool, and what the body in it was written from (`None`: not known).
+#[derive(Default)]
 pub(super) struct Kept {
     pub(super) buf: Vec<u8>,
     pub(super) layout: Option<Layout>,
@@ -148,10 +149,7 @@ impl Pool {
             }
         };
         drop(pool);
-        let mut kept = taken.unwrap_or(Kept {
-            buf: Vec::new(),
-            layout: None,
-        });
+        let mut kept = taken.unwrap_or_default();
         kept.buf.reserve(hint.saturating_sub(kept.buf.len()));
         (kept, keeps.map(|(_, elements, from)| (elements, from)))
     }
@@ -196,13 +194,6 @@ impl AsRef<[u8]> for Pooled {
 
 impl Drop for Pooled {
     fn drop(&mut self) {
-        let kept = std::mem::replace(
-            &mut self.kept,
-            Kept {
-                buf: Vec::new(),
-                layout: None,
-            },
-        );
-        self.pool.give_back(kept);
+        self.pool.give_back(std::mem::take(&mut self.kept));
     }
 }
