@@ -120,7 +120,19 @@ pub fn create_spill_file(dir: &Path, ext: &str) -> std::io::Result<(PathBuf, std
     Err(clash.unwrap_or_else(|| std::io::Error::other("no free spill file name")))
 }
 
-/// One command to run through `sh -c`.
+/// The shell that runs commands. The permission rules read a command with bash's grammar, so
+/// what they decide holds only for bash: under any other shell (dash, busybox `ash`, ...) allow
+/// rules for commands match nothing (every command asks) and constructs the two read
+/// differently (`&>`, `|&`, `((`, ...) count as hiding what runs (`docs/permissions.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    /// A POSIX `sh` that is not bash.
+    Sh,
+}
+
+/// One command to run through the runner's shell (`bash -c`, or `sh -c` where there is no
+/// bash: [`CommandRunner::shell`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandSpec {
     pub command: String,
@@ -195,6 +207,9 @@ pub trait CommandRunner: Send + Sync {
     ) -> BoxFuture<'a, Result<CommandOutput, ExecError>>;
 
     fn sandbox_support(&self) -> SandboxSupport;
+
+    /// The shell `run` runs commands with.
+    fn shell(&self) -> Shell;
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@
 mod command_rules;
 #[cfg(test)]
 mod corpus_tests;
+#[cfg(test)]
+mod differential_tests;
 mod options;
 pub(crate) mod shell;
 mod store;
@@ -35,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
 use crate::content::ToolCallView;
+use crate::exec::Shell;
 use crate::ids::SessionId;
 use crate::modes::{Harness, Mode};
 use command_rules::{CommandPattern, Verdict};
@@ -229,7 +232,7 @@ impl Rule {
                 self.text
             ));
         }
-        for words in &script.commands {
+        for words in script.commands.iter().flat_map(shell::Found::runs) {
             match pattern.denies(words) {
                 Verdict::No => {}
                 Verdict::Yes => {
@@ -341,12 +344,14 @@ impl Rules {
         access: &Access,
         script: Option<&Script>,
         roots: &[PathBuf],
+        shell: Shell,
     ) -> bool {
         let rules: Vec<&Rule> = self.allow.iter().filter(|r| r.covers_tool(tool)).collect();
         match (access, script) {
             (Access::Execute { .. }, Some(script)) => {
                 rules.iter().any(|r| matches!(r.spec, Spec::Any))
-                    || script.plain.as_ref().is_some_and(|cmds| {
+                    // The grammar is bash's: under another shell no command is understood.
+                    || shell == Shell::Bash && script.plain.as_ref().is_some_and(|cmds| {
                         !cmds.is_empty() && cmds.iter().all(|c| command_allowed(&rules, c))
                     })
             }
@@ -356,9 +361,21 @@ impl Rules {
 }
 
 /// A simple command of a fully understood line is allowed when a rule matches its words, or,
-/// for `sh -c S`, when every command of `S` is allowed.
+/// for `sh -c S`, when every command of `S` is allowed. A program Ferrite does not know that is
+/// followed by one that runs or changes things (`setarch x86_64 rm -rf v`) may be running it:
+/// the rest must be allowed too.
 fn command_allowed(rules: &[&Rule], command: &PlainCommand) -> bool {
-    rules.iter().any(|r| r.allows_words(&command.words))
+    let whole = rules.iter().any(|r| r.allows_words(&command.words))
+        && shell::possibly_wrapped(&command.words).is_none_or(|at| {
+            command_allowed(
+                rules,
+                &PlainCommand {
+                    words: command.words[at..].to_vec(),
+                    inner: None,
+                },
+            )
+        });
+    whole
         || command.inner.as_ref().is_some_and(|inner| {
             !inner.is_empty() && inner.iter().all(|c| command_allowed(rules, c))
         })
@@ -381,6 +398,8 @@ pub struct Call<'a> {
     /// `_meta.permission_mode = "ask"` on this turn.
     pub force_ask: bool,
     pub roots: &'a [PathBuf],
+    /// The shell commands run with: allow rules for commands hold only under bash.
+    pub shell: Shell,
 }
 
 fn inside(paths: &[PathBuf], roots: &[PathBuf]) -> bool {
@@ -395,9 +414,10 @@ pub fn decide(call: &Call<'_>, rules: &Rules) -> Decision {
         harness,
         force_ask,
         roots,
+        shell,
     } = *call;
     let script = match access {
-        Access::Execute { command } => Some(Script::parse(command)),
+        Access::Execute { command } => Some(Script::parse(command, call.shell)),
         Access::Read { .. }
         | Access::Write { .. }
         | Access::Fetch { .. }
@@ -407,7 +427,7 @@ pub fn decide(call: &Call<'_>, rules: &Rules) -> Decision {
     if let Some(why) = rules.denied(tool, access, script.as_ref(), roots) {
         return Decision::Deny(why);
     }
-    let allowed_by_rule = || rules.allowed(tool, access, script.as_ref(), roots);
+    let allowed_by_rule = || rules.allowed(tool, access, script.as_ref(), roots, shell);
     let mode = if force_ask { mode.min(Mode::Ask) } else { mode };
     let decision = match (mode, access) {
         (_, Access::None) => Decision::Allow,

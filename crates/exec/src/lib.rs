@@ -1,7 +1,8 @@
 //! `ferrite-exec`: the [`CommandRunner`](ferrite_core::exec::CommandRunner) that runs the agent's
 //! shell commands.
 //!
-//! Every command runs as `sh -c COMMAND` with stdin on `/dev/null`, stdout/stderr piped (never
+//! Every command runs as `bash -c COMMAND` (the shell whose grammar the permission rules read;
+//! `sh` where there is no bash, see `shell.rs`) with stdin on `/dev/null`, stdout/stderr piped (never
 //! the agent's stdout: that is the JSON-RPC channel) and an environment without the keys Ferrite
 //! knows. Output streams to the caller, goes whole to a spill file the agent creates itself, and
 //! only a bounded excerpt stays in memory.
@@ -27,6 +28,7 @@ mod helper;
 mod runner;
 mod sandbox;
 mod setup_failure;
+mod shell;
 mod spill;
 mod supervisor;
 mod tree;
@@ -34,3 +36,4 @@ mod tree;
 pub use environ::wipe_keys_from_own_environment;
 pub use helper::{is_sandbox_helper_invocation, sandbox_helper_main};
 pub use runner::ExecRunner;
+pub use shell::CommandShell;

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ferrite_core::exec::{
-    CommandOutput, CommandRunner, CommandSpec, ExecError, Exit, Sandbox, SandboxSupport,
+    CommandOutput, CommandRunner, CommandSpec, ExecError, Exit, Sandbox, SandboxSupport, Shell,
     is_secret_env,
 };
 use futures::future::BoxFuture;
@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::helper::{Confinement, helper_args};
 use crate::sandbox::{self, Network, Policy};
 use crate::setup_failure::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX};
+use crate::shell::CommandShell;
 use crate::spill::{OutputSink, Pushed, Stream};
 use crate::supervisor::KILL_GRACE;
 use crate::tree::Tree;
@@ -54,6 +55,7 @@ pub struct ExecRunner {
     helper_exe: PathBuf,
     spill_limit: u64,
     support: OnceLock<SandboxSupport>,
+    shell: OnceLock<CommandShell>,
 }
 
 /// How long the supervisor gets, past the 2 s between TERM and KILL it enforces itself, before we
@@ -88,6 +90,7 @@ impl ExecRunner {
             helper_exe,
             spill_limit: DEFAULT_SPILL_LIMIT,
             support: OnceLock::new(),
+            shell: OnceLock::new(),
         }
     }
 
@@ -109,10 +112,17 @@ impl ExecRunner {
         sandbox::residual_risks()
     }
 
-    /// The command line for `spec`: `sh -c` under the supervisor, sandboxed when restricted.
+    /// The shell every command runs with (bash, found on `PATH` the first time it is asked
+    /// for; `sh` where there is no bash), for `ferrite doctor`.
+    pub fn command_shell(&self) -> &CommandShell {
+        self.shell
+            .get_or_init(|| CommandShell::find(std::env::var_os("PATH").as_deref()))
+    }
+
+    /// The command line for `spec`: `bash -c` under the supervisor, sandboxed when restricted.
     fn command(&self, spec: &CommandSpec) -> Result<Command, ExecError> {
         let shell = [
-            OsStr::new("sh"),
+            self.command_shell().path.as_os_str(),
             OsStr::new("-c"),
             OsStr::new(&spec.command),
         ];
@@ -138,7 +148,9 @@ impl ExecRunner {
             .env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| {
                 let name = name.to_string_lossy();
-                !is_secret_env(&name) && !spec.env_remove.iter().any(|r| *r == name)
+                !is_secret_env(&name)
+                    && !CommandShell::is_startup_variable(&name)
+                    && !spec.env_remove.iter().any(|r| *r == name)
             }))
             .current_dir(&spec.cwd)
             .stdin(Stdio::null())
@@ -325,6 +337,10 @@ impl CommandRunner for ExecRunner {
 
     fn sandbox_support(&self) -> SandboxSupport {
         ExecRunner::sandbox_support(self)
+    }
+
+    fn shell(&self) -> Shell {
+        self.command_shell().kind
     }
 }
 

@@ -124,10 +124,15 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    let (support, risks) = match std::env::current_exe() {
+    let (support, risks, shell) = match std::env::current_exe() {
         Ok(exe) => {
             let runner = ferrite_exec::ExecRunner::new(exe);
-            (runner.sandbox_support(), runner.residual_risks())
+            let shell = runner.command_shell().clone();
+            (
+                runner.sandbox_support(),
+                runner.residual_risks(),
+                Some(shell),
+            )
         }
         Err(e) => (
             ferrite_core::exec::SandboxSupport {
@@ -136,8 +141,26 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
                 summary: format!("cannot locate the ferrite binary ({e})"),
             },
             vec![],
+            None,
         ),
     };
+    match shell {
+        Some(ferrite_exec::CommandShell {
+            path,
+            kind: ferrite_core::exec::Shell::Bash,
+        }) => writeln!(out, "commands run with: {} -c", path.display())?,
+        Some(ferrite_exec::CommandShell {
+            path,
+            kind: ferrite_core::exec::Shell::Sh,
+        }) => writeln!(
+            out,
+            "commands run with: {} -c — no bash found, so allow rules for commands match \
+             nothing (every command asks) and deny rules refuse what `sh` reads differently \
+             from bash; install bash to use them (docs/permissions.md)",
+            path.display()
+        )?,
+        None => {}
+    }
     writeln!(out, "sandbox: {}", support.summary)?;
     if !risks.is_empty() {
         writeln!(out, "  not guaranteed here (see docs/sandbox.md):")?;

@@ -80,7 +80,8 @@ impl CommandPattern {
             return Verdict::No;
         }
         let want = Shape::of(program, self.words[1..].iter().map(|w| Some(w.as_str())));
-        let have = Shape::of(program, words[1..].iter().map(Word::literal));
+        let mut have = Shape::of(program, words[1..].iter().map(Word::literal));
+        have.complete_long_flags(&want);
         let matched = if self.prefix {
             want.flags.is_subset(&have.flags) && is_subsequence(&want.operands, &have.operands)
         } else {
@@ -121,10 +122,19 @@ impl Shape {
                 options_done = true;
             } else if let Some(long) = arg.strip_prefix("--") {
                 let name = long.split('=').next().unwrap_or(long);
-                shape.flags.insert(match short_for_long(program, name) {
-                    Some(c) => c.to_string(),
-                    None => format!("--{name}"),
-                });
+                // GNU getopt takes any unambiguous prefix of a long option (`rm --rec --f`);
+                // an ambiguous one stands for each option it could be (deny rules match
+                // more, never less).
+                let full = long_options(program, name);
+                if full.is_empty() {
+                    shape.flags.insert(format!("--{name}"));
+                }
+                for (long, short) in full {
+                    shape.flags.insert(match short {
+                        Some(c) => c.to_string(),
+                        None => format!("--{long}"),
+                    });
+                }
             } else {
                 for c in arg.chars().skip(1) {
                     shape.flags.insert(same_short(program, c).to_string());
@@ -135,18 +145,149 @@ impl Shape {
     }
 }
 
-/// Long options with a short equivalent, for the programs deny rules usually name.
-fn short_for_long(program: &str, long: &str) -> Option<char> {
-    Some(match (program, long) {
-        ("rm" | "cp" | "rmdir" | "shred", "recursive") => 'r',
-        ("rm" | "cp" | "mv" | "ln" | "shred" | "git", "force") => 'f',
-        ("rm", "dir") => 'd',
-        ("rm" | "cp" | "mv", "interactive") => 'i',
-        ("rm" | "cp" | "mv" | "rmdir" | "chmod" | "chown", "verbose") => 'v',
-        ("chmod" | "chown" | "chgrp", "recursive") => 'R',
-        ("git", "delete") => 'd',
-        _ => return None,
-    })
+impl Shape {
+    /// A long flag of the command that is a prefix of a long flag the rule names (`--for` for
+    /// `--force`, on a program whose options Ferrite does not list) counts as that flag: GNU
+    /// getopt and git's option parser both take unambiguous prefixes.
+    fn complete_long_flags(&mut self, want: &Shape) {
+        let completed: Vec<String> = self
+            .flags
+            .iter()
+            .filter_map(|have| have.strip_prefix("--").filter(|h| !h.is_empty()))
+            .flat_map(|have| {
+                want.flags
+                    .iter()
+                    .filter(move |w| w.strip_prefix("--").is_some_and(|w| w.starts_with(have)))
+                    .cloned()
+            })
+            .collect();
+        self.flags.extend(completed);
+    }
+}
+
+/// The long options of the programs deny rules usually name, each with its short letter.
+fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] {
+    match program {
+        "rm" => &[
+            ("force", Some('f')),
+            ("interactive", Some('i')),
+            ("one-file-system", None),
+            ("no-preserve-root", None),
+            ("preserve-root", None),
+            ("recursive", Some('r')),
+            ("dir", Some('d')),
+            ("verbose", Some('v')),
+            ("help", None),
+            ("version", None),
+        ],
+        "cp" => &[
+            ("archive", Some('a')),
+            ("force", Some('f')),
+            ("interactive", Some('i')),
+            ("recursive", Some('r')),
+            ("verbose", Some('v')),
+            ("link", Some('l')),
+            ("symbolic-link", Some('s')),
+            ("no-clobber", Some('n')),
+            ("update", Some('u')),
+            ("target-directory", Some('t')),
+            ("dereference", Some('L')),
+            ("no-dereference", Some('P')),
+            ("preserve", None),
+            ("parents", None),
+            ("remove-destination", None),
+            ("help", None),
+            ("version", None),
+        ],
+        "mv" => &[
+            ("force", Some('f')),
+            ("interactive", Some('i')),
+            ("no-clobber", Some('n')),
+            ("update", Some('u')),
+            ("verbose", Some('v')),
+            ("target-directory", Some('t')),
+            ("backup", Some('b')),
+            ("help", None),
+            ("version", None),
+        ],
+        "ln" => &[
+            ("force", Some('f')),
+            ("symbolic", Some('s')),
+            ("interactive", Some('i')),
+            ("verbose", Some('v')),
+            ("no-dereference", Some('n')),
+            ("relative", Some('r')),
+            ("target-directory", Some('t')),
+            ("help", None),
+            ("version", None),
+        ],
+        "rmdir" => &[
+            ("parents", Some('p')),
+            ("verbose", Some('v')),
+            ("ignore-fail-on-non-empty", None),
+            ("help", None),
+            ("version", None),
+        ],
+        "shred" => &[
+            ("force", Some('f')),
+            ("iterations", Some('n')),
+            ("remove", Some('u')),
+            ("verbose", Some('v')),
+            ("zero", Some('z')),
+            ("exact", Some('x')),
+            ("random-source", None),
+            ("size", Some('s')),
+            ("help", None),
+            ("version", None),
+        ],
+        "chmod" | "chown" | "chgrp" => &[
+            ("recursive", Some('R')),
+            ("verbose", Some('v')),
+            ("changes", Some('c')),
+            ("silent", Some('f')),
+            ("quiet", Some('f')),
+            ("reference", None),
+            ("preserve-root", None),
+            ("no-preserve-root", None),
+            ("dereference", None),
+            ("no-dereference", Some('h')),
+            ("from", None),
+            ("help", None),
+            ("version", None),
+        ],
+        // The options of git's commands that deny rules name (`push --force`, `branch
+        // --delete`, `clean --force`, `reset --hard`).
+        "git" => &[
+            ("force", Some('f')),
+            ("force-with-lease", None),
+            ("force-if-includes", None),
+            ("delete", Some('d')),
+            ("hard", None),
+            ("mirror", None),
+            ("all", None),
+            ("tags", None),
+            ("prune", None),
+        ],
+        _ => &[],
+    }
+}
+
+/// The long options `--name` may be on `program`: itself when listed, else every listed option
+/// it is a prefix of (more than one when ambiguous); none when the program's options are not
+/// listed or nothing matches.
+fn long_options(program: &str, name: &str) -> Vec<(&'static str, Option<char>)> {
+    let known = known_long_options(program);
+    if let Some(exact) = known.iter().find(|(long, _)| *long == name) {
+        return vec![*exact];
+    }
+    if name.is_empty() {
+        return Vec::new();
+    }
+    known
+        .iter()
+        .filter(|(long, _)| long.starts_with(name))
+        .copied()
+        .collect()
 }
 
 /// Short options that are the same option (`rm -R` is `rm -r`).
@@ -202,6 +343,39 @@ mod tests {
         assert_eq!(deny("git push:*", &["git", "pull"]), Verdict::No);
         assert_eq!(deny("rm -rf /", &["rm", "-fr", "/"]), Verdict::Yes);
         assert_eq!(deny("rm -rf /", &["rm", "-fr", "/x"]), Verdict::No);
+    }
+
+    /// GNU getopt takes unambiguous prefixes of long options (issue 28).
+    #[test]
+    fn deny_reads_abbreviated_long_options() {
+        for words in [
+            &["rm", "--rec", "--f", "v"][..],
+            &["rm", "--recursive", "--for", "v"],
+            &["rm", "--r", "--fo", "v"],
+            &["rm", "-r", "--forc", "v"],
+        ] {
+            assert_eq!(deny("rm -rf:*", words), Verdict::Yes, "{words:?}");
+        }
+        // `--d` could only be `--dir`; `--v` is `--verbose` or `--version`: both count.
+        assert_eq!(deny("rm -d:*", &["rm", "--d", "x"]), Verdict::Yes);
+        assert_eq!(deny("rm -v:*", &["rm", "--ve", "x"]), Verdict::Yes);
+        assert_eq!(deny("rm -rf:*", &["rm", "--rec", "v"]), Verdict::No);
+        // Programs whose options are not listed: a prefix of the rule's own long flag.
+        assert_eq!(
+            deny(
+                "git push --force-with-lease:*",
+                &["git", "push", "--force-w"]
+            ),
+            Verdict::Yes
+        );
+        assert_eq!(
+            deny("npm publish --force:*", &["npm", "publish", "--for"]),
+            Verdict::Yes
+        );
+        assert_eq!(
+            deny("npm publish --force:*", &["npm", "publish", "--dry-run"]),
+            Verdict::No
+        );
     }
 
     #[test]

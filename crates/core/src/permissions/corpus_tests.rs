@@ -9,6 +9,7 @@ use proptest::prelude::*;
 
 use super::shell::Script;
 use super::*;
+use crate::exec::Shell;
 
 const ALLOW: &[&str] = &["bash(git status:*)", "bash(ls:*)", "bash(echo:*)"];
 const DENY: &[&str] = &["bash(rm -rf:*)"];
@@ -30,6 +31,7 @@ fn decide_command(command: &str, mode: Mode, rules: &Rules) -> Decision {
             harness: Harness::Code,
             force_ask: false,
             roots: &roots,
+            shell: Shell::Bash,
         },
         rules,
     )
@@ -211,10 +213,10 @@ proptest! {
 }
 
 /// A small deterministic generator (splitmix64): no dependency, same inputs on every run.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -222,7 +224,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
@@ -333,7 +335,7 @@ const TOKENS: &[&str] = &[
     "r''m",
 ];
 
-fn random_command(rng: &mut Rng) -> String {
+pub(super) fn random_command(rng: &mut Rng) -> String {
     let mut s = String::new();
     let n = rng.below(24);
     for _ in 0..n {
@@ -372,7 +374,7 @@ fn fuzz_parser_and_matcher() {
     let mut allowed = 0u64;
     for _ in 0..cases {
         let command = random_command(&mut rng);
-        let script = Script::parse(&command);
+        let script = Script::parse(&command, Shell::Bash);
         let d = decide_command(&command, Mode::Ask, &both);
         if d == Decision::Allow {
             allowed += 1;
@@ -382,8 +384,14 @@ fn fuzz_parser_and_matcher() {
             );
         }
         let access = Access::Execute { command };
-        let _ = options_for("bash", &access, &roots);
-        let _ = always_rule("bash", &access, &roots, OptionKind::AllowAlways);
+        let _ = options_for("bash", &access, &roots, Shell::Bash);
+        let _ = always_rule(
+            "bash",
+            &access,
+            &roots,
+            Shell::Bash,
+            OptionKind::AllowAlways,
+        );
     }
     println!(
         "fuzz: {cases} commands in {:.1} s ({allowed} allowed), seed {seed}",

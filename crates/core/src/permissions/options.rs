@@ -10,9 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use super::command_rules::CommandPattern;
-use super::shell::{PlainCommand, Script};
+use super::shell::{PlainCommand, Script, possibly_wrapped, runs_other_commands};
 use super::{OptionKind, PermissionOption};
 use crate::access::Access;
+use crate::exec::Shell;
 
 /// Programs whose first argument is a sub-command worth keeping in an "always" rule.
 const SUBCOMMAND_PROGRAMS: &[&str] = &[
@@ -48,51 +49,6 @@ const SUBCOMMAND_PROGRAMS: &[&str] = &[
     "helm",
 ];
 
-/// Programs that run a command given in their arguments: `bash(<program>:*)` would allow
-/// anything, so "always allow" is not offered for them.
-const RUNS_OTHER_COMMANDS: &[&str] = &[
-    "sh",
-    "bash",
-    "dash",
-    "zsh",
-    "ksh",
-    "mksh",
-    "ash",
-    "rbash",
-    "fish",
-    "env",
-    "sudo",
-    "doas",
-    "su",
-    "xargs",
-    "find",
-    "nice",
-    "nohup",
-    "setsid",
-    "time",
-    "timeout",
-    "stdbuf",
-    "ionice",
-    "exec",
-    "command",
-    "builtin",
-    "eval",
-    "watch",
-    "busybox",
-    "trap",
-    "source",
-    ".",
-    "parallel",
-    "script",
-    "strace",
-    "ltrace",
-    "chroot",
-    "unshare",
-    "nsenter",
-    "flock",
-    "caffeinate",
-];
-
 /// What an "always" answer to a call would store.
 struct Scope {
     rule: String,
@@ -108,9 +64,10 @@ pub fn always_rule(
     tool: &str,
     access: &Access,
     roots: &[PathBuf],
+    shell: Shell,
     kind: OptionKind,
 ) -> Option<String> {
-    let scope = scope(tool, access, roots)?;
+    let scope = scope(tool, access, roots, shell)?;
     match kind {
         OptionKind::AllowAlways if scope.allow_offered => Some(scope.rule),
         OptionKind::RejectAlways => Some(scope.rule),
@@ -119,13 +76,18 @@ pub fn always_rule(
 }
 
 /// The options of a request for `tool`, with names that say what "always" covers.
-pub fn options_for(tool: &str, access: &Access, roots: &[PathBuf]) -> Vec<PermissionOption> {
+pub fn options_for(
+    tool: &str,
+    access: &Access,
+    roots: &[PathBuf],
+    shell: Shell,
+) -> Vec<PermissionOption> {
     let option = |kind: OptionKind, name: String| PermissionOption {
         id: kind.id().to_owned(),
         name,
         kind,
     };
-    let scope = scope(tool, access, roots);
+    let scope = scope(tool, access, roots, shell);
     let mut options = vec![option(OptionKind::AllowOnce, "Allow once".to_owned())];
     if let Some(s) = scope.as_ref().filter(|s| s.allow_offered) {
         options.push(option(
@@ -143,11 +105,16 @@ pub fn options_for(tool: &str, access: &Access, roots: &[PathBuf]) -> Vec<Permis
     options
 }
 
-fn scope(tool: &str, access: &Access, roots: &[PathBuf]) -> Option<Scope> {
+fn scope(tool: &str, access: &Access, roots: &[PathBuf], shell: Shell) -> Option<Scope> {
     match access {
         Access::Execute { command } => {
-            let plain = Script::parse(command).plain?;
-            command_scope(plain.first()?)
+            let plain = Script::parse(command, shell).plain?;
+            let scope = command_scope(plain.first()?)?;
+            // Allow rules for commands hold only under bash (`permissions::decide`).
+            Some(Scope {
+                allow_offered: scope.allow_offered && shell == Shell::Bash,
+                ..scope
+            })
         }
         Access::Read { paths } | Access::Write { paths } => {
             let write = matches!(access, Access::Write { .. });
@@ -165,7 +132,7 @@ fn scope(tool: &str, access: &Access, roots: &[PathBuf]) -> Option<Scope> {
 fn command_scope(first: &PlainCommand) -> Option<Scope> {
     let w = &first.words;
     let program = w.first()?;
-    if RUNS_OTHER_COMMANDS.contains(&program.as_str()) {
+    if runs_other_commands(program) || possibly_wrapped(w).is_some() {
         // `sh -c 'cargo test'`: the rule for what the shell runs is the useful one.
         if let Some(inner) = first.inner.as_ref().and_then(|i| i.first()) {
             return command_scope(inner);
@@ -311,7 +278,7 @@ mod tests {
 
     /// Every option, as `id: name`.
     fn labels(tool: &str, access: &Access) -> Vec<String> {
-        options_for(tool, access, &[PathBuf::from("/ws")])
+        options_for(tool, access, &[PathBuf::from("/ws")], Shell::Bash)
             .into_iter()
             .map(|o| {
                 assert_eq!(o.id, o.kind.id());
@@ -321,7 +288,7 @@ mod tests {
     }
 
     fn rule(tool: &str, access: &Access, kind: OptionKind) -> Option<String> {
-        always_rule(tool, access, &[PathBuf::from("/ws")], kind)
+        always_rule(tool, access, &[PathBuf::from("/ws")], Shell::Bash, kind)
     }
 
     #[test]
@@ -482,11 +449,23 @@ mod tests {
         let rules = super::super::Rules::from_strings(&[stored], &[]).unwrap();
         for path in ["/etc", "/etc/hosts", "/etc/ssl/certs/x.pem"] {
             assert!(
-                rules.allowed("ls", &read(&[path]), None, &[PathBuf::from("/ws")]),
+                rules.allowed(
+                    "ls",
+                    &read(&[path]),
+                    None,
+                    &[PathBuf::from("/ws")],
+                    Shell::Bash
+                ),
                 "{path}"
             );
         }
-        assert!(!rules.allowed("ls", &read(&["/etcetera"]), None, &[PathBuf::from("/ws")]));
+        assert!(!rules.allowed(
+            "ls",
+            &read(&["/etcetera"]),
+            None,
+            &[PathBuf::from("/ws")],
+            Shell::Bash
+        ));
         assert_eq!(
             labels("read", &read(&["/ws/docs/a.md"]))[1],
             "allow_always: Always allow reading files under docs/ in this workspace"

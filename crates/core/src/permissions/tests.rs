@@ -1,4 +1,5 @@
 use super::*;
+use crate::exec::Shell;
 
 fn rules(allow: &[&str], deny: &[&str]) -> Rules {
     let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
@@ -31,6 +32,7 @@ fn d(tool: &str, access: &Access, mode: Mode, rules: &Rules) -> Decision {
             harness: Harness::Code,
             force_ask: false,
             roots: &roots,
+            shell: Shell::Bash,
         },
         rules,
     )
@@ -170,6 +172,7 @@ fn modes() {
         harness: Harness::Code,
         force_ask: true,
         roots: &roots,
+        shell: Shell::Bash,
     };
     assert_eq!(decide(&forced, &none), Decision::Ask);
     let unattended = Call {
@@ -179,6 +182,7 @@ fn modes() {
         harness: Harness::Unattended,
         force_ask: false,
         roots: &roots,
+        shell: Shell::Bash,
     };
     assert!(matches!(decide(&unattended, &none), Decision::Deny(_)));
 }

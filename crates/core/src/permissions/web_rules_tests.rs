@@ -1,4 +1,5 @@
 use super::*;
+use crate::exec::Shell;
 
 fn fetch(host: &str) -> Access {
     Access::Fetch {
@@ -24,6 +25,7 @@ fn decide_in(
             harness,
             force_ask: false,
             roots: &[],
+            shell: Shell::Bash,
         },
         &rules,
     )
@@ -90,7 +92,14 @@ fn domain_rules() {
     assert!(Rule::parse("web_fetch(docs.rs)").is_err());
     assert!(Rule::parse("web_fetch(domain:)").is_err());
     assert_eq!(
-        always_rule("web_fetch", &fetch("docs.rs"), &[], OptionKind::AllowAlways).as_deref(),
+        always_rule(
+            "web_fetch",
+            &fetch("docs.rs"),
+            &[],
+            Shell::Bash,
+            OptionKind::AllowAlways
+        )
+        .as_deref(),
         Some("web_fetch(domain:docs.rs)")
     );
 }

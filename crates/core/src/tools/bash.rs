@@ -324,6 +324,10 @@ mod tests {
             })
         }
 
+        fn shell(&self) -> crate::exec::Shell {
+            crate::exec::Shell::Bash
+        }
+
         fn sandbox_support(&self) -> SandboxSupport {
             SandboxSupport {
                 filesystem: false,

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::Catalog;
 use crate::checkpoints::TurnCheckpoint;
 use crate::config::{Config, FsDelegation};
-use crate::exec::{CommandRunner, Sandbox};
+use crate::exec::{CommandRunner, Sandbox, Shell};
 use crate::model::ToolSpec;
 use crate::modes::{Harness, Mode};
 use crate::permissions::Approver;
@@ -29,6 +29,9 @@ pub(crate) struct CallEnv {
     pub tools: ToolRegistry,
     pub cwd: PathBuf,
     pub roots: Vec<PathBuf>,
+    /// The shell the turn's commands run with (the permission rules read them with its
+    /// grammar); `sh` when there is no runner.
+    pub shell: Shell,
     pub home: PathBuf,
     pub harness: Harness,
     /// FERRITE_HOME, which tools may not change and read only with the user's consent.
@@ -109,6 +112,7 @@ impl CallEnv {
             tools: crate::tools::registry_for(start.harness),
             cwd: start.cwd.clone(),
             roots: start.roots.clone(),
+            shell: services.runner.as_ref().map_or(Shell::Sh, |r| r.shell()),
             home: services.home.clone(),
             harness: start.harness,
             protected: Protected::new(&services.home, &spill_dir),

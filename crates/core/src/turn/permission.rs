@@ -54,6 +54,7 @@ pub(crate) async fn check(
         harness,
         force_ask: env.force_ask,
         roots: &env.roots,
+        shell: env.shell,
     };
     let decision = match (
         permissions::decide(&call, &rules),
@@ -111,7 +112,7 @@ async fn ask(
                 .into(),
         );
     };
-    let options = permissions::options_for(tool, access, &env.roots);
+    let options = permissions::options_for(tool, access, &env.roots, env.shell);
     let mut call = view.clone();
     call.content = request_content(view, access, preview).await;
     let req = PermissionRequest { call, options };
@@ -130,12 +131,14 @@ async fn ask(
     match kind {
         Some(OptionKind::AllowOnce) => Gate::Run,
         Some(OptionKind::AllowAlways) => {
-            env.rules.remember(tool, access, &env.roots, true);
+            env.rules
+                .remember(tool, access, &env.roots, env.shell, true);
             Gate::Run
         }
         Some(OptionKind::RejectOnce) => Gate::Refused("The user declined this call.".into()),
         Some(OptionKind::RejectAlways) => {
-            env.rules.remember(tool, access, &env.roots, false);
+            env.rules
+                .remember(tool, access, &env.roots, env.shell, false);
             Gate::Refused("The user declined this call and calls like it.".into())
         }
         None => {

@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 use crate::catalog::{Catalog, DefaultModel, ModelInfo, NO_PROVIDER_MESSAGE};
 use crate::config::Config;
 use crate::events::{TurnOptions, TurnOutcome};
+use crate::exec::Shell;
 use crate::failure::FailureKind;
 use crate::model::{ModelClient, ModelConnector};
 use crate::modes::Effort;
@@ -168,13 +169,20 @@ impl TurnRules {
 
     /// Stores the user's "always" answer about a call as a rule for the workspace, and puts the
     /// stored rules in force again at once: the calls after it are decided by it.
-    pub fn remember(&self, tool: &str, access: &Access, roots: &[PathBuf], allow: bool) {
+    pub fn remember(
+        &self,
+        tool: &str,
+        access: &Access,
+        roots: &[PathBuf],
+        shell: Shell,
+        allow: bool,
+    ) {
         let kind = if allow {
             OptionKind::AllowAlways
         } else {
             OptionKind::RejectAlways
         };
-        let Some(rule) = crate::permissions::always_rule(tool, access, roots, kind) else {
+        let Some(rule) = crate::permissions::always_rule(tool, access, roots, shell, kind) else {
             return;
         };
         if let Err(e) = StoredRules::add(&self.home, &self.cwd, rule.clone(), allow) {
@@ -241,7 +249,7 @@ mod tests {
         let access = Access::Execute {
             command: "make test".into(),
         };
-        rules.remember("bash", &access, &[cwd.to_owned()], true);
+        rules.remember("bash", &access, &[cwd.to_owned()], Shell::Bash, true);
         let now = rules.in_force().unwrap();
         assert_eq!((now.allow.len(), now.deny.len()), (1, 0));
     }

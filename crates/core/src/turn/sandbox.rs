@@ -9,7 +9,9 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Event;
-use crate::exec::{CommandOutput, CommandRunner, CommandSpec, ExecError, Sandbox, SandboxSupport};
+use crate::exec::{
+    CommandOutput, CommandRunner, CommandSpec, ExecError, Sandbox, SandboxSupport, Shell,
+};
 use crate::modes::Mode;
 use crate::session::Recorder;
 
@@ -76,5 +78,9 @@ impl CommandRunner for ModeAwareRunner {
 
     fn sandbox_support(&self) -> SandboxSupport {
         self.turn.inner.sandbox_support()
+    }
+
+    fn shell(&self) -> Shell {
+        self.turn.inner.shell()
     }
 }

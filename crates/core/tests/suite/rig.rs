@@ -372,6 +372,10 @@ impl CommandRunner for FakeRunner {
         })
     }
 
+    fn shell(&self) -> ferrite_core::exec::Shell {
+        ferrite_core::exec::Shell::Bash
+    }
+
     fn sandbox_support(&self) -> SandboxSupport {
         let ok = self.kind != RunnerKind::NoSandbox;
         SandboxSupport {

@@ -1,15 +1,17 @@
 use super::*;
+use crate::exec::Shell;
 
 fn plain(c: &str) -> Option<Vec<Vec<String>>> {
-    Script::parse(c)
+    Script::parse(c, Shell::Bash)
         .plain
         .map(|cmds| cmds.into_iter().map(|c| c.words).collect())
 }
 
 fn commands(c: &str) -> Vec<String> {
-    Script::parse(c)
+    Script::parse(c, Shell::Bash)
         .commands
         .iter()
+        .flat_map(Found::runs)
         .map(|ws| {
             ws.iter()
                 .map(|w| match w {
@@ -108,9 +110,13 @@ fn hidden_programs_say_why() {
         "sh -c \"$CMD\"",
         "/bin/r? -rf y",
     ] {
-        assert!(!Script::parse(c).hidden.is_empty(), "{c}");
+        assert!(!Script::parse(c, Shell::Bash).hidden.is_empty(), "{c}");
     }
-    assert!(Script::parse("bash build.sh").hidden.is_empty());
+    assert!(
+        Script::parse("bash build.sh", Shell::Bash)
+            .hidden
+            .is_empty()
+    );
 }
 
 #[test]
@@ -121,7 +127,7 @@ fn deep_and_long_inputs_neither_overflow_nor_pass() {
         format!("{}rm -rf x{}", "(".repeat(n), ")".repeat(n)),
         format!("{}rm -rf x{}", "{ ".repeat(n), "; }".repeat(n)),
     ] {
-        let s = Script::parse(&c);
+        let s = Script::parse(&c, Shell::Bash);
         assert!(s.plain.is_none());
         assert!(!s.hidden.is_empty() || s.unparseable || !s.commands.is_empty());
     }
@@ -134,12 +140,28 @@ fn deep_and_long_inputs_neither_overflow_nor_pass() {
         "{nested}"
     );
     // Plain words, but too many wrappers to follow: hidden (refused under deny rules).
-    let wrapped = Script::parse(&format!("{}rm -rf x", "nice ".repeat(n)));
+    let wrapped = Script::parse(&format!("{}rm -rf x", "nice ".repeat(n)), Shell::Bash);
     assert_eq!(wrapped.hidden, [TOO_DEEP]);
     // Long flat chains are not deep.
     let chain = vec!["git status"; 5_000].join(" && ");
     assert_eq!(plain(&chain).map(|c| c.len()), Some(5_000));
     let pipes = vec!["ls"; 5_000].join(" | ");
     assert_eq!(plain(&pipes).map(|c| c.len()), Some(5_000));
-    assert!(Script::parse("git status\0; touch M").unparseable);
+    assert!(Script::parse("git status\0; touch M", Shell::Bash).unparseable);
+}
+
+/// Wrappers read two ways (`exec`, `time`) cannot make a line take exponential time: the
+/// commands followed are bounded, and past the bound the line hides what it runs.
+#[test]
+fn wrappers_read_two_ways_are_bounded() {
+    let started = std::time::Instant::now();
+    let s = Script::parse(
+        &format!("{}rm -rf x", "exec -a x time -f y ".repeat(60)),
+        Shell::Bash,
+    );
+    assert!(s.commands.iter().map(|f| f.words.len()).sum::<usize>() <= MAX_WORDS + 400);
+    assert!(s.hidden.iter().any(|h| h == TOO_MANY), "{:?}", s.hidden);
+    let s = Script::parse(&format!("x {}", "a ".repeat(20_000)), Shell::Bash);
+    assert!(s.hidden.is_empty());
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }

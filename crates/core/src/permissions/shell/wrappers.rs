@@ -2,7 +2,7 @@
 //! `find -exec`, `sh -c`, ...), and which of their arguments is that command. Each wrapper's
 //! options are skipped by its own table, so `sudo -u root rm` runs `rm`, not `root`.
 
-use super::{Word, join};
+use super::{Grammar, Word, join};
 
 /// What a wrapper program runs.
 pub(super) enum Unwrapped<'a> {
@@ -10,10 +10,15 @@ pub(super) enum Unwrapped<'a> {
     Nothing,
     /// The words of the commands it runs.
     Commands(Vec<&'a [Word]>),
-    /// A string it runs as shell code.
-    Script(Word),
+    /// A string it runs as shell code, and the shell that runs it (`None`: the shell reading
+    /// the line, for `trap`).
+    Script(Word, Option<Grammar>),
     /// It runs something that cannot be seen on the line.
     Hidden(String),
+    /// It may run a command that starts at any of these words: a program whose options are
+    /// not modelled (every suffix of its arguments that starts with a literal non-option
+    /// word, [`super::Found::runs`]). More than runs, the safe side for deny rules.
+    Guesses(Vec<&'a [Word]>),
 }
 
 /// Options of a wrapper: which take a value as the next word.
@@ -26,8 +31,21 @@ struct Options {
     numeric: bool,
 }
 
-/// Skips a wrapper's options; returns the index of the first word after them.
+/// Skips a wrapper's options; returns the index of the first word after them. A long option
+/// may be abbreviated (`timeout --sig KILL`, as GNU getopt reads it): a prefix of an option
+/// that takes a value takes one here, which [`after_options`] also reads the other way.
 fn skip_options(args: &[Word], opts: &Options) -> usize {
+    skip_options_reading(args, opts, Abbreviated::TakeValue)
+}
+
+/// How an abbreviated long option is read while skipping options.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Abbreviated {
+    TakeValue,
+    NoValue,
+}
+
+fn skip_options_reading(args: &[Word], opts: &Options, abbreviated: Abbreviated) -> usize {
     let mut i = 0;
     while let Some(w) = args.get(i) {
         let Some(s) = w.literal() else { return i };
@@ -36,7 +54,12 @@ fn skip_options(args: &[Word], opts: &Options) -> usize {
         }
         if let Some(long) = s.strip_prefix("--") {
             i += 1;
-            if !long.contains('=') && opts.long_with_value.contains(&long) {
+            let takes_value = !long.contains('=')
+                && (opts.long_with_value.contains(&long)
+                    || abbreviated == Abbreviated::TakeValue
+                        && !long.is_empty()
+                        && opts.long_with_value.iter().any(|l| l.starts_with(long)));
+            if takes_value {
                 i += 1;
             }
             continue;
@@ -61,12 +84,30 @@ fn skip_options(args: &[Word], opts: &Options) -> usize {
     i
 }
 
-pub(super) const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "rbash"];
+/// The grammar a shell program reads its `-c` string with; `None` for a program that is not a
+/// shell.
+pub(super) fn shell_grammar(program: &str) -> Option<Grammar> {
+    match program {
+        "bash" | "rbash" => Some(Grammar::Bash),
+        "sh" | "dash" | "ash" => Some(Grammar::Posix),
+        "zsh" | "ksh" | "mksh" => Some(Grammar::Foreign),
+        _ => None,
+    }
+}
+
+/// The command after a wrapper's options, read both ways where an abbreviated long option
+/// may or may not take the next word.
+fn after_options<'a>(args: &'a [Word], opts: &Options) -> Vec<&'a [Word]> {
+    let mut at = vec![
+        skip_options_reading(args, opts, Abbreviated::TakeValue).min(args.len()),
+        skip_options_reading(args, opts, Abbreviated::NoValue).min(args.len()),
+    ];
+    at.dedup();
+    at.into_iter().map(|i| &args[i..]).collect()
+}
 
 pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
-    let after = |opts: Options| {
-        Unwrapped::Commands(vec![&args[skip_options(args, &opts).min(args.len())..]])
-    };
+    let after = |opts: Options| Unwrapped::Commands(after_options(args, &opts));
     let none = Options {
         short_with_value: "",
         long_with_value: &[],
@@ -75,21 +116,44 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
     match program {
         "env" => env(args),
         "command" | "builtin" | "nohup" | "busybox" => after(none),
-        "exec" => after(Options {
-            short_with_value: "a",
-            ..none
-        }),
+        // bash's `exec` takes `-a NAME`, `-c`, `-l` and `--`; dash's takes no options at all
+        // (`exec -- x` runs a program `--`): both readings are followed.
+        "exec" => Unwrapped::Commands(vec![
+            args,
+            &args[skip_options(
+                args,
+                &Options {
+                    short_with_value: "a",
+                    ..none
+                },
+            )
+            .min(args.len())..],
+        ]),
         "nice" => after(Options {
             short_with_value: "n",
             long_with_value: &["adjustment"],
             numeric: true,
         }),
         "setsid" => after(none),
-        "time" => after(Options {
-            short_with_value: "fo",
-            long_with_value: &["format", "output"],
-            ..none
-        }),
+        "time" => {
+            // bash's `time` keyword takes only `-p` and runs whatever follows (`time -rf` runs
+            // a program `-rf`); /usr/bin/time (`\time`, `command time`) takes GNU options.
+            let keyword = args
+                .iter()
+                .take_while(|w| w.literal().is_some_and(|s| s == "-p" || s == "--"))
+                .count();
+            let program = skip_options(
+                args,
+                &Options {
+                    short_with_value: "fo",
+                    long_with_value: &["format", "output"],
+                    ..none
+                },
+            );
+            let mut at = vec![keyword.min(args.len()), program.min(args.len())];
+            at.dedup();
+            Unwrapped::Commands(at.into_iter().map(|i| &args[i..]).collect())
+        }
         "stdbuf" => after(Options {
             short_with_value: "ioe",
             long_with_value: &["input", "output", "error"],
@@ -101,16 +165,18 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
             ..none
         }),
         "timeout" => {
-            let i = skip_options(
-                args,
-                &Options {
-                    short_with_value: "sk",
-                    long_with_value: &["signal", "kill-after"],
-                    ..none
-                },
-            );
+            let opts = Options {
+                short_with_value: "sk",
+                long_with_value: &["signal", "kill-after"],
+                ..none
+            };
             // The duration, then the command.
-            Unwrapped::Commands(vec![&args[(i + 1).min(args.len())..]])
+            Unwrapped::Commands(
+                after_options(args, &opts)
+                    .into_iter()
+                    .map(|rest| rest.get(1..).unwrap_or_default())
+                    .collect(),
+            )
         }
         "xargs" => after(Options {
             short_with_value: "IaEdLnPs",
@@ -129,12 +195,18 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
         "sudo" | "doas" => sudo(args),
         "find" => find(args),
         "eval" => Unwrapped::Hidden("`eval` runs a string built at run time".to_owned()),
+        // dash expands aliases in scripts (`alias x='rm -rf v'⏎x`), and `coproc` runs the
+        // command after it (or a compound command) where the grammar sees one word list.
+        "alias" => Unwrapped::Hidden(
+            "`alias` defines commands that the line runs by another name".to_owned(),
+        ),
+        "coproc" => Unwrapped::Hidden("`coproc` runs a command the rules cannot follow".to_owned()),
         "su" => su(args),
         "trap" => match args
             .iter()
             .position(|w| w.literal().is_none_or(|s| !s.starts_with('-')))
         {
-            Some(i) => Unwrapped::Script(args[i].clone()),
+            Some(i) => Unwrapped::Script(args[i].clone(), None),
             None => Unwrapped::Nothing,
         },
         "watch" => {
@@ -149,13 +221,259 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
             joined_script(&args[i.min(args.len())..])
         }
         "script" | "flock" => match string_option(args, "-c", "--command") {
-            Some(script) => Unwrapped::Script(script),
+            Some(script) => Unwrapped::Script(script, Some(Grammar::Posix)),
             None => every_operand_suffix(args),
         },
-        p if SHELLS.contains(&p) => shell(p, args),
-        p if RARE_WRAPPERS.contains(&p) => every_operand_suffix(args),
-        _ => Unwrapped::Nothing,
+        p if shell_grammar(p).is_some() => shell(p, args),
+        p if NON_WRAPPERS.contains(&p) => Unwrapped::Nothing,
+        // A rare wrapper (`chroot`, `strace`), or a program Ferrite knows nothing about:
+        // `setarch x86_64 rm -rf v`, `fakeroot rm -rf v` run `rm`.
+        _ => every_operand_suffix(args),
     }
+}
+
+/// Programs that never run a command named in their arguments (what they do by themselves, a
+/// build script or a git alias, is out of the rules' sight: `docs/permissions.md`). Any other
+/// program is taken to possibly run the words after it ([`Unwrapped::Guesses`]): deny rules
+/// check them, and an allow rule for the program does not cover them
+/// ([`possibly_wrapped`]).
+const NON_WRAPPERS: &[&str] = &[
+    "git",
+    "cargo",
+    "rustc",
+    "rustup",
+    "rustfmt",
+    "clippy-driver",
+    "make",
+    "cmake",
+    "ninja",
+    "meson",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "deno",
+    "node",
+    "tsc",
+    "go",
+    "gofmt",
+    "python",
+    "python3",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "pytest",
+    "ruff",
+    "mypy",
+    "black",
+    "java",
+    "javac",
+    "mvn",
+    "gradle",
+    "dotnet",
+    "gcc",
+    "g++",
+    "cc",
+    "clang",
+    "ld",
+    "ls",
+    "cat",
+    "echo",
+    "printf",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "sed",
+    "awk",
+    "head",
+    "tail",
+    "wc",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "diff",
+    "cmp",
+    "comm",
+    "patch",
+    "touch",
+    "mkdir",
+    "cp",
+    "mv",
+    "ln",
+    "chmod",
+    "chown",
+    "chgrp",
+    "rm",
+    "rmdir",
+    "pwd",
+    "cd",
+    "test",
+    "[",
+    "true",
+    "false",
+    ":",
+    "tar",
+    "zip",
+    "unzip",
+    "gzip",
+    "gunzip",
+    "xz",
+    "zstd",
+    "jq",
+    "yq",
+    "less",
+    "more",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "ps",
+    "kill",
+    "pkill",
+    "which",
+    "whereis",
+    "type",
+    "tee",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "date",
+    "sleep",
+    "seq",
+    "expr",
+    "curl",
+    "wget",
+    "docker",
+    "podman",
+    "kubectl",
+    "helm",
+    "terraform",
+    "gh",
+    "tree",
+    "fd",
+    "bat",
+    "dd",
+    "shred",
+    "truncate",
+    "mktemp",
+    "install",
+    "hostname",
+    "uname",
+    "id",
+    "whoami",
+    "read",
+    "pushd",
+    "popd",
+    "export",
+    "unset",
+    "set",
+    "shift",
+    "wait",
+    "jobs",
+    "hash",
+    "ulimit",
+    "umask",
+    "declare",
+    "local",
+    "readonly",
+    "typeset",
+    "let",
+    "getopts",
+    "mapfile",
+    "readarray",
+    "compgen",
+    "complete",
+    "history",
+    "fc",
+    "printenv",
+    "locale",
+    "od",
+    "xxd",
+    "hexdump",
+    "strings",
+    "base64",
+    "sha256sum",
+    "md5sum",
+    "cksum",
+    "nl",
+    "fold",
+    "fmt",
+    "column",
+    "paste",
+    "join",
+    "split",
+    "csplit",
+    "rev",
+    "tac",
+    "shuf",
+    "yes",
+    "factor",
+];
+
+/// Programs that run a command given in their arguments: `bash(<program>:*)` would allow
+/// anything, so "always allow" is not offered for them.
+pub(crate) fn runs_other_commands(program: &str) -> bool {
+    shell_grammar(program).is_some()
+        || RARE_WRAPPERS.contains(&program)
+        || matches!(
+            program,
+            "fish"
+                | "env"
+                | "sudo"
+                | "doas"
+                | "su"
+                | "xargs"
+                | "find"
+                | "nice"
+                | "nohup"
+                | "setsid"
+                | "time"
+                | "timeout"
+                | "stdbuf"
+                | "ionice"
+                | "exec"
+                | "command"
+                | "builtin"
+                | "eval"
+                | "watch"
+                | "busybox"
+                | "trap"
+                | "source"
+                | "."
+                | "script"
+                | "flock"
+                | "alias"
+                | "coproc"
+        )
+}
+
+/// Programs whose name after an unknown program makes that program a possible wrapper.
+const RUN_OR_CHANGE: &[&str] = &[
+    "rm", "rmdir", "mv", "cp", "dd", "shred", "truncate", "chmod", "chown", "ln", "curl", "wget",
+    "nc", "ncat", "socat", "ssh", "scp", "sftp", "rsync", "python", "python3", "node", "perl",
+    "ruby", "php", "git", "tee", "kill", "pkill", "killall", "mkfs", "docker",
+];
+
+/// Where the command an unknown program may run starts: `setarch x86_64 rm -rf v` may run `rm
+/// -rf v` (index 2). `None` for a program known not to run its arguments, a known wrapper
+/// (judged on its own) or no such word.
+pub(crate) fn possibly_wrapped(words: &[String]) -> Option<usize> {
+    let program = super::program_name(words.first()?);
+    if NON_WRAPPERS.contains(&program) || runs_other_commands(program) {
+        return None;
+    }
+    words
+        .iter()
+        .skip(1)
+        .position(|w| {
+            let name = super::program_name(w);
+            !w.starts_with('-') && (RUN_OR_CHANGE.contains(&name) || runs_other_commands(name))
+        })
+        .map(|i| i + 1)
 }
 
 /// Wrappers whose options are not modelled one by one: every suffix of their arguments that
@@ -196,7 +514,7 @@ const RARE_WRAPPERS: &[&str] = &[
 ];
 
 fn every_operand_suffix(args: &[Word]) -> Unwrapped<'_> {
-    Unwrapped::Commands(
+    Unwrapped::Guesses(
         (0..args.len())
             .filter(|&i| args[i].literal().is_some_and(|s| !s.starts_with('-')))
             .map(|i| &args[i..])
@@ -231,10 +549,18 @@ fn joined_script(words: &[Word]) -> Unwrapped<'_> {
         }
         all = join(&all, w);
     }
-    Unwrapped::Script(all)
+    Unwrapped::Script(all, Some(Grammar::Posix))
 }
 
+/// env's long options that take a value, and the one that splits a string into the command.
+const ENV_LONG_WITH_VALUE: &[&str] = &["unset", "chdir"];
+const ENV_SPLIT: &str = "split-string";
+
 fn env(args: &[Word]) -> Unwrapped<'_> {
+    let split = |value: Option<&Word>| match value {
+        Some(script) => Unwrapped::Script(script.clone(), Some(Grammar::Posix)),
+        None => Unwrapped::Nothing,
+    };
     let mut i = 0;
     while let Some(w) = args.get(i) {
         let Some(s) = w.literal() else { break };
@@ -242,23 +568,44 @@ fn env(args: &[Word]) -> Unwrapped<'_> {
             i += 1;
             break;
         }
-        // `-S STRING` / `--split-string=STRING`: the string is split into a command line.
-        if let Some(v) = s.strip_prefix("--split-string=") {
-            return Unwrapped::Script(Word::Literal(v.to_owned()));
-        }
-        if s == "-S" || s == "--split-string" {
-            return match args.get(i + 1) {
-                Some(script) => Unwrapped::Script(script.clone()),
-                None => Unwrapped::Nothing,
+        if let Some(long) = s.strip_prefix("--") {
+            // Abbreviations as GNU getopt takes them: `--split=…`, `--un FOO`.
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
             };
-        }
-        if let Some(v) = s.strip_prefix("-S") {
-            return Unwrapped::Script(Word::Literal(v.to_owned()));
-        }
-        if s.starts_with('-') && s.len() > 1 {
+            if !name.is_empty() && ENV_SPLIT.starts_with(name) {
+                return match value {
+                    Some(v) => split(Some(&Word::Literal(v.to_owned()))),
+                    None => split(args.get(i + 1)),
+                };
+            }
             i += 1;
-            if matches!(s, "-u" | "-C" | "--unset" | "--chdir") {
+            if value.is_none()
+                && !name.is_empty()
+                && ENV_LONG_WITH_VALUE.iter().any(|l| l.starts_with(name))
+            {
                 i += 1;
+            }
+            continue;
+        }
+        if let Some(cluster) = s.strip_prefix('-').filter(|c| !c.is_empty()) {
+            // Short options cluster (`-iu FOO`, `-iS'rm -rf v'`): a letter that takes a value
+            // takes the rest of the word, or the next word.
+            i += 1;
+            for (pos, c) in cluster.char_indices() {
+                let rest = &cluster[pos + c.len_utf8()..];
+                match c {
+                    'S' if rest.is_empty() => return split(args.get(i)),
+                    'S' => return split(Some(&Word::Literal(rest.to_owned()))),
+                    'u' | 'C' => {
+                        if rest.is_empty() {
+                            i += 1;
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
             }
             continue;
         }
@@ -308,7 +655,7 @@ fn sudo(args: &[Word]) -> Unwrapped<'_> {
 
 fn su(args: &[Word]) -> Unwrapped<'_> {
     match string_option(args, "-c", "--command") {
-        Some(script) => Unwrapped::Script(script),
+        Some(script) => Unwrapped::Script(script, Some(Grammar::Posix)),
         None => Unwrapped::Nothing,
     }
 }
@@ -336,10 +683,24 @@ fn shell<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
     let mut i = 0;
     let mut command_string = false;
     while let Some(w) = args.get(i) {
-        let Some(s) = w.literal() else { break };
+        let Some(s) = w.literal() else {
+            // Before the script file or string is known, a word computed at run time may be
+            // any flag (`sh -c$X 'ls; rm x'`, `bash "$X"-lc …`).
+            if command_string {
+                break;
+            }
+            return Unwrapped::Hidden(format!("`{program}` gets options computed at run time"));
+        };
         if s == "--" || s == "-" {
             i += 1;
             break;
+        }
+        if matches!(s, "--login" | "--rcfile" | "--init-file")
+            || s.starts_with('-') && !s.starts_with("--") && s.contains(['l', 'i'])
+        {
+            return Unwrapped::Hidden(format!(
+                "`{program} {s}` runs the shell's start-up files, which the rules cannot see"
+            ));
         }
         if s.starts_with("--") {
             if matches!(s, "--version" | "--help") {
@@ -371,7 +732,7 @@ fn shell<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
         }
     }
     match (command_string, args.get(i)) {
-        (true, Some(script)) => Unwrapped::Script(script.clone()),
+        (true, Some(script)) => Unwrapped::Script(script.clone(), shell_grammar(program)),
         (true, None) => Unwrapped::Nothing,
         (false, Some(_)) => Unwrapped::Nothing,
         (false, None) => Unwrapped::Hidden(format!(

@@ -1,0 +1,560 @@
+//! The differential test of the command parser against the shell that runs commands (issue 28):
+//! every command of the corpus and of a generated set is parsed as the policy parses it, then run
+//! by the real shell with every `execve` traced and suppressed (`shell/trace_exec.c`, loaded with
+//! `LD_PRELOAD`: nothing a command names is ever executed, only the shells themselves), and every
+//! program the shell actually executed must be one the parser found: among the commands deny
+//! rules are checked against, and, when the parser called the line fully understood, exactly one
+//! of its plain commands (what allow rules match). Lines the parser refuses to judge (not valid
+//! syntax, hiding what they run) are counted, not run: a deny rule refuses them and no allow rule
+//! matches them.
+//!
+//! `cargo test` runs the corpus and `FERRITE_DIFF_CASES` generated commands (default 2,000);
+//! `bench/shell_differential.sh` runs 100,000 and more.
+
+use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::corpus_tests::{Rng, random_command};
+use super::shell::{PlainCommand, Script, Word, program_name};
+use crate::exec::Shell;
+
+/// A program the shell executed: the last component of the path it executed, and its argv
+/// after argv[0].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Executed {
+    program: String,
+    args: Vec<String>,
+    /// The record was too long to keep its arguments.
+    args_unknown: bool,
+}
+
+/// The traced shells and a place to run them.
+struct Tracer {
+    _dir: tempfile::TempDir,
+    library: PathBuf,
+    bin: PathBuf,
+    bash: PathBuf,
+    dash: Option<PathBuf>,
+}
+
+const NOT_FOUND: &str = "__notfound";
+
+fn which(name: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/bin", "/usr/local/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+impl Tracer {
+    fn new() -> Tracer {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("trace_exec.c");
+        std::fs::write(&source, include_str!("shell/trace_exec.c")).unwrap();
+        let library = dir.path().join("trace_exec.so");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+        let status = Command::new(&cc)
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&library)
+            .arg(&source)
+            .arg("-ldl")
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("the differential test compiles its tracer with `{cc}`: {e}")
+            });
+        assert!(status.success(), "compiling the tracer failed");
+        let bash = which("bash").expect("the differential test needs bash");
+        let dash = which("dash");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        // The shells run for real (traced inside); `sh` is what `sh -c` finds on this system.
+        let sh = which("sh").unwrap_or_else(|| bash.clone());
+        for (name, target) in [("bash", &bash), ("sh", &sh)] {
+            std::os::unix::fs::symlink(target, bin.join(name)).unwrap();
+        }
+        if let Some(dash) = &dash {
+            std::os::unix::fs::symlink(dash, bin.join("dash")).unwrap();
+        }
+        let tracer = Tracer {
+            _dir: dir,
+            library,
+            bin,
+            bash,
+            dash,
+        };
+        tracer.stub(NOT_FOUND);
+        tracer
+    }
+
+    /// An executable file named `name` on the traced PATH. It is never executed (the tracer
+    /// stops every `execve` of it); it lets the shell's PATH search find the name, so that
+    /// `dash`, which has no not-found hook, execs it too.
+    fn stub(&self, name: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.bin.join(name);
+        if path.exists() {
+            return;
+        }
+        if std::fs::write(&path, "").is_ok() {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).ok();
+        }
+    }
+
+    /// Stubs for every name-like token of `command`.
+    fn stub_names(&self, command: &str) {
+        for token in command.split(|c: char| !(c.is_ascii_alphanumeric() || "_.+-".contains(c))) {
+            if token.is_empty()
+                || token.len() > 64
+                || token.starts_with(['-', '.'])
+                || matches!(token, "bash" | "sh" | "dash")
+            {
+                continue;
+            }
+            self.stub(token);
+        }
+    }
+
+    /// Runs `command` under `bash -c` in `work`, every program it executes recorded and
+    /// answered with `status`; returns what was executed, and whether it timed out.
+    fn run(&self, command: &str, work: &Path, log: &Path, status: u8) -> (Vec<Executed>, bool) {
+        std::fs::write(log, b"").unwrap();
+        self.stub_names(command);
+        let pass: Vec<String> = [Some(&self.bash), self.dash.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.display().to_string())
+            .collect();
+        let mut child = Command::new(&self.bash)
+            .arg("-c")
+            .arg(command)
+            .env_clear()
+            .env("PATH", &self.bin)
+            .env("HOME", work)
+            .env("LD_PRELOAD", &self.library)
+            .env("FERRITE_TRACE_LOG", log)
+            .env("FERRITE_TRACE_STATUS", status.to_string())
+            .env("FERRITE_TRACE_PASS", pass.join(":"))
+            .env(
+                "BASH_FUNC_command_not_found_handle%%",
+                format!("() {{ exec {NOT_FOUND} \"$@\"; }}"),
+            )
+            .current_dir(work)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        let mut timed_out = false;
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                timed_out = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        // Whatever it left behind (`&`, a timeout) goes with its process group.
+        if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = child.wait();
+        (read_log(&std::fs::read(log).unwrap()), timed_out)
+    }
+}
+
+fn read_log(bytes: &[u8]) -> Vec<Executed> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    let u32_at = |at: usize| -> Option<usize> {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    while let Some(count) = u32_at(at) {
+        at += 4;
+        let mut strings = Vec::new();
+        for _ in 0..count.max(1) {
+            let Some(n) = u32_at(at) else { return out };
+            at += 4;
+            let Some(s) = bytes.get(at..at + n) else {
+                return out;
+            };
+            strings.push(String::from_utf8_lossy(s).into_owned());
+            at += n;
+        }
+        let path = strings.remove(0);
+        let mut program = program_name(&path).to_owned();
+        let mut args: Vec<String> = strings.into_iter().skip(1).collect();
+        if program == NOT_FOUND && !args.is_empty() {
+            program = program_name(&args.remove(0)).to_owned();
+        }
+        out.push(Executed {
+            program,
+            args,
+            args_unknown: count == 0,
+        });
+    }
+    out
+}
+
+/// Whether the parsed `words` are the command `e`: same program; the same arguments when every
+/// word is literal (a word with `~` is expanded by the shell, so it matches any argument).
+fn covers(words: &[Word], e: &Executed) -> bool {
+    let Some(program) = words.first().and_then(Word::literal) else {
+        return false;
+    };
+    if program_name(program) != e.program {
+        return false;
+    }
+    let literal: Option<Vec<&str>> = words[1..].iter().map(Word::literal).collect();
+    match literal {
+        None => true,
+        Some(_) if e.args_unknown => true,
+        Some(args) => {
+            args.len() == e.args.len()
+                && args
+                    .iter()
+                    .zip(&e.args)
+                    .all(|(w, a)| w.contains('~') || w == a)
+        }
+    }
+}
+
+/// Every command an allow rule that matches one of `plain` lets run: each plain command and
+/// what it runs as a wrapper or shell (`time git status` runs `git status`, `sh -c 'a; b'` runs
+/// `a` and `b`), found by parsing the plain command again on its own.
+fn allowed_runs(plain: &[PlainCommand], out: &mut Vec<Vec<Word>>) {
+    for c in plain {
+        let quoted: Vec<String> = c
+            .words
+            .iter()
+            .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+            .collect();
+        let script = Script::parse(&quoted.join(" "), Shell::Bash);
+        out.extend(
+            script
+                .commands
+                .iter()
+                .flat_map(|f| f.runs().map(<[Word]>::to_vec)),
+        );
+        if let Some(inner) = &c.inner {
+            allowed_runs(inner, out);
+        }
+    }
+}
+
+/// Lines whose redirections could write outside the scratch directory: not run.
+fn writes_outside(command: &str) -> bool {
+    let bytes = command.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| {
+        b == b'>' && {
+            let rest = command[i + 1..].trim_start_matches(['>', '|', '&', ' ', '\t']);
+            let null = rest.strip_prefix("/dev/null").is_some_and(|after| {
+                !after.starts_with(|c: char| c.is_alphanumeric() || "_./-~".contains(c))
+            });
+            (rest.starts_with('/') && !null) || rest.starts_with('~')
+        }
+    }) || command.contains("cd ")
+}
+
+#[derive(Default)]
+struct Tally {
+    run: u64,
+    refused: u64,
+    skipped: u64,
+    timed_out: u64,
+    executed: u64,
+    disagreements: Vec<String>,
+}
+
+fn check(tracer: &Tracer, command: &str, work: &Path, log: &Path, status: u8, t: &mut Tally) {
+    let script = Script::parse(command, Shell::Bash);
+    if script.unparseable || !script.hidden.is_empty() {
+        assert!(
+            script.plain.is_none(),
+            "understood but not judged: {command:?}"
+        );
+        t.refused += 1;
+        return;
+    }
+    if writes_outside(command) {
+        t.skipped += 1;
+        return;
+    }
+    let (executed, timed_out) = tracer.run(command, work, log, status);
+    t.run += 1;
+    t.timed_out += u64::from(timed_out);
+    t.executed += executed.len() as u64;
+    let plain = script.plain.as_ref().map(|p| {
+        let mut all = Vec::new();
+        allowed_runs(p, &mut all);
+        all
+    });
+    for e in &executed {
+        if !script
+            .commands
+            .iter()
+            .flat_map(|f| f.runs())
+            .any(|w| covers(w, e))
+        {
+            t.disagreements.push(format!(
+                "deny rules never see `{} {}` run by {command:?}",
+                e.program,
+                e.args.join(" ")
+            ));
+        } else if let Some(plain) = &plain
+            && !plain.iter().any(|w| covers(w, e))
+        {
+            t.disagreements.push(format!(
+                "allow rules see something else than `{} {}` run by {command:?}",
+                e.program,
+                e.args.join(" ")
+            ));
+        }
+    }
+}
+
+/// Words that the grammar and a shell may read differently, for the generated commands.
+const TRICKY: &[&str] = &[
+    "&>/dev/null",
+    "&>>/dev/null",
+    ">/dev/null",
+    "2>/dev/null",
+    "1>&2",
+    ">|/dev/null",
+    "<&-",
+    "#x",
+    "\\ #x",
+    "\\\t#x",
+    "\\\u{b}#x",
+    "\\\u{c}#x",
+    "\r",
+    "\r#x",
+    "\u{b}#x",
+    "\u{c}#x",
+    "\u{a0}#x",
+    "\u{2028}#x",
+    "\u{85}#x",
+    "\\\r\n",
+    "\\\n",
+    "\\\\\n",
+    "'a b'",
+    "\"a b\"",
+    "\"#x\"",
+    "'#'x",
+    "x#y",
+    "$X",
+    "\"$X\"",
+    "~",
+    "~/x",
+    "a=~",
+    "--rec",
+    "--for",
+    "-rf",
+    "v",
+    "|&",
+    ";&",
+    "&",
+    ";",
+    "&&",
+    "||",
+    "|",
+    "\n",
+    "<<X",
+    "<<-X",
+    "<<'X'",
+    "<<X\\",
+    "<<\\X",
+    "<<<x",
+    "((",
+    "))",
+    "{",
+    "}",
+    "(",
+    ")",
+    "!",
+    "\\",
+    "\0",
+    "\u{1b}[2K",
+    "\u{7f}",
+];
+
+const PROGRAMS: &[&str] = &[
+    "git", "rm", "touch", "curl", "ls", "echo", "cat", "true", "x", "alias", "coproc", "env",
+    "timeout", "nice", "command", "exec", "time", "xargs", "find", "setarch", "fakeroot",
+    "linux64", "sudo", "printf", "test", "[", "type", "hash", "wait", "read", "let", "declare",
+    "typeset", "local", "export", "unset", "shift", "set", "getopts", "mapfile", "compgen",
+];
+
+fn tricky_word(rng: &mut Rng) -> String {
+    match rng.below(4) {
+        0 => PROGRAMS[rng.below(PROGRAMS.len())].to_owned(),
+        1 => [
+            "status", "-s", "v", "-rf", "--", "a", "5", "KILL", "--sig", "-iu", "FOO",
+        ][rng.below(11)]
+        .to_owned(),
+        _ => TRICKY[rng.below(TRICKY.len())].to_owned(),
+    }
+}
+
+fn simple_command(rng: &mut Rng) -> String {
+    let mut s = PROGRAMS[rng.below(PROGRAMS.len())].to_owned();
+    for _ in 0..rng.below(6) {
+        let sep = [" ", " ", " ", "", "\t"][rng.below(5)];
+        s.push_str(sep);
+        s.push_str(&tricky_word(rng));
+    }
+    s
+}
+
+/// A command line that mostly parses: simple commands of tricky words joined by operators,
+/// some inside `sh -c` / `bash -c`, subshells or groups, with here-document bodies.
+fn structured_command(rng: &mut Rng) -> String {
+    let mut s = String::new();
+    for i in 0..=rng.below(4) {
+        if i > 0 {
+            s.push_str([" ; ", " && ", " || ", " | ", " & ", "\n", " |& ", ";", "&"][rng.below(9)]);
+        }
+        let c = simple_command(rng);
+        match rng.below(10) {
+            0 => s.push_str(&format!("sh -c '{}'", c.replace('\'', ""))),
+            1 => s.push_str(&format!("bash -c '{}'", c.replace('\'', ""))),
+            2 => s.push_str(&format!("({c})")),
+            3 => s.push_str(&format!("{{ {c}; }}")),
+            4 => s.push_str(&format!(
+                "sh -c \"{}\"",
+                c.replace(['"', '$', '`', '\\'], "")
+            )),
+            _ => s.push_str(&c),
+        }
+    }
+    if s.contains("<<") {
+        s.push_str(["\nrm -rf v\nX\n", "\nX\nrm -rf v\n", "\nX\\\nrm -rf v\nX\n"][rng.below(3)]);
+    }
+    s
+}
+
+/// A corpus line with a tricky word put in at a random place.
+fn mutated(rng: &mut Rng, corpus: &[String]) -> String {
+    let base = &corpus[rng.below(corpus.len())];
+    let mut at = rng.below(base.len() + 1);
+    while !base.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!("{}{}{}", &base[..at], tricky_word(rng), &base[at..])
+}
+
+fn corpus() -> Vec<String> {
+    include_str!("corpus.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let command = &l[2..];
+            command
+                .strip_prefix(' ')
+                .unwrap_or(command)
+                .replace('⏎', "\n")
+                .replace('␍', "\r")
+        })
+        .collect()
+}
+
+fn generated(cases: u64, seed: u64, corpus: &[String]) -> Vec<String> {
+    let mut rng = Rng(seed);
+    (0..cases)
+        .map(|_| match rng.below(10) {
+            0..=4 => structured_command(&mut rng),
+            5..=7 => mutated(&mut rng, corpus),
+            _ => random_command(&mut rng),
+        })
+        .collect()
+}
+
+#[test]
+fn the_shell_runs_only_what_the_parser_found() {
+    let cases: u64 = std::env::var("FERRITE_DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    let seed: u64 = std::env::var("FERRITE_DIFF_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0xd1ff);
+    let tracer = Tracer::new();
+    let corpus = corpus();
+    // The corpus with both answers (so both sides of `&&` / `||` run), then the generated set.
+    let mut work: Vec<(String, u8)> = corpus
+        .iter()
+        .flat_map(|c| [(c.clone(), 0), (c.clone(), 1)])
+        .collect();
+    work.extend(
+        generated(cases, seed, &corpus)
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| (c, (i % 2) as u8)),
+    );
+    let started = Instant::now();
+    let threads = 2;
+    let tallies: Vec<Tally> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|n| {
+                let (tracer, work) = (&tracer, &work);
+                scope.spawn(move || {
+                    let dir = tempfile::tempdir().unwrap();
+                    let scratch = dir.path().join("work");
+                    std::fs::create_dir(&scratch).unwrap();
+                    let log = dir.path().join("log");
+                    let mut t = Tally::default();
+                    for (command, status) in work.iter().skip(n).step_by(threads) {
+                        check(tracer, command, &scratch, &log, *status, &mut t);
+                    }
+                    t
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all = Tally::default();
+    for t in tallies {
+        all.run += t.run;
+        all.refused += t.refused;
+        all.skipped += t.skipped;
+        all.timed_out += t.timed_out;
+        all.executed += t.executed;
+        all.disagreements.extend(t.disagreements);
+    }
+    let unique: BTreeSet<&String> = all.disagreements.iter().collect();
+    println!(
+        "differential: {} commands ({} corpus x2, {cases} generated, seed {seed:#x}) in {:.1} s: \
+         {} run under bash ({} programs executed, {} timed out), {} refused by the parser, {} \
+         skipped (they write outside the scratch directory), {} disagreements",
+        work.len(),
+        corpus.len(),
+        started.elapsed().as_secs_f64(),
+        all.run,
+        all.executed,
+        all.timed_out,
+        all.refused,
+        all.skipped,
+        unique.len()
+    );
+    let shown: Vec<&&String> = unique.iter().take(40).collect();
+    assert!(
+        unique.is_empty(),
+        "{} disagreements between the parser and bash:\n{}",
+        unique.len(),
+        shown
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
