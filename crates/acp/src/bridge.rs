@@ -67,10 +67,20 @@ impl ferrite_core::permissions::Approver for AcpApprover {
                     },
                     Err(e) => {
                         tracing::warn!(error = %e, "unreadable permission answer; treated as a refusal");
-                        PermissionAnswer::Cancelled
+                        PermissionAnswer::Unanswered("its answer could not be read".to_owned())
                     }
                 },
-                Err(_) => PermissionAnswer::Cancelled,
+                // Only the `cancelled` outcome cancels the turn: a client that cannot ask
+                // (`method_not_found`) or fails refuses this one call.
+                Err(CallError::Rejected(error)) => {
+                    let code = error.get("code").and_then(serde_json::Value::as_i64);
+                    PermissionAnswer::Unanswered(match code {
+                        Some(-32601) => "it does not support permission requests".to_owned(),
+                        Some(code) => format!("it answered with error {code}"),
+                        None => "it answered with an error".to_owned(),
+                    })
+                }
+                Err(CallError::Cancelled | CallError::Gone) => PermissionAnswer::Cancelled,
             }
         })
     }

@@ -517,6 +517,10 @@ pub enum PermissionAnswer {
     Selected(String),
     /// The client cancelled, the turn was cancelled, or nobody answered in time.
     Cancelled,
+    /// The client could not ask (it answered with an error, e.g. `method_not_found` from a
+    /// client without permission support, or with something unreadable): the call is refused
+    /// once and the turn goes on. The text says what the client answered.
+    Unanswered(String),
 }
 
 /// Asks the user (the ACP client's `session/request_permission`).

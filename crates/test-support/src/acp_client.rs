@@ -235,6 +235,13 @@ impl AcpClient {
         self.send_raw(format!("{line}\n").as_bytes()).await;
     }
 
+    /// Answers a request the agent sent with a JSON-RPC error.
+    pub async fn respond_error(&mut self, id: &Value, code: i64, message: &str) {
+        let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            .to_string();
+        self.send_raw(format!("{line}\n").as_bytes()).await;
+    }
+
     /// Sends a request and waits for its answer (other messages are kept for later).
     pub async fn request(&mut self, method: &str, params: Value) -> Answer {
         let id = self.send_request(method, params).await;

@@ -198,6 +198,57 @@ async fn reject_once_refuses_and_tells_the_model() {
     );
 }
 
+/// Issue 23: a client without permission support answers `method_not_found`, and one may fail;
+/// either refuses that call (the model is told) and the turn goes on: only the `cancelled`
+/// outcome cancels it. An unreadable answer is a refusal too.
+#[tokio::test]
+async fn an_error_answer_to_a_permission_request_refuses_the_call_and_the_turn_goes_on() {
+    let mut r = rig().await;
+    r.fake.push(write_call("x.txt", "x"));
+    r.fake.push(write_call("y.txt", "y"));
+    r.fake.push(write_call("z.txt", "z"));
+    r.fake.push(Script::new().text("I could not write them"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    r.client
+        .respond_error(&req["id"], -32601, "Method not found")
+        .await;
+    let req = r.permission_request().await;
+    r.client
+        .respond_error(&req["id"], -32603, "Internal error")
+        .await;
+    let req = r.permission_request().await;
+    r.client
+        .respond(&req["id"], json!({"outcome": "not an outcome"}))
+        .await;
+    let answer = r.client.wait_answer(&prompt).await.ok();
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert!(
+        answer.pointer("/_meta/ferrite/turnFailure").is_none(),
+        "{answer}"
+    );
+    for f in ["x.txt", "y.txt", "z.txt"] {
+        assert!(!r.world.ws().join(f).exists(), "{f} was written");
+    }
+    // Every call got its refusal, and the model was asked again after each.
+    let requests = r.fake.requests();
+    assert_eq!(requests.len(), 4);
+    let results: Vec<String> = requests[1..]
+        .iter()
+        .map(|req| {
+            let msgs = req.body["messages"].as_array().unwrap();
+            msgs.last().unwrap()["content"][0]["content"].to_string()
+        })
+        .collect();
+    assert!(
+        results[0].contains("could not ask the user")
+            && results[0].contains("does not support permission requests"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("error -32603"), "{results:?}");
+    assert!(results[2].contains("could not be read"), "{results:?}");
+}
+
 #[tokio::test]
 async fn always_answers_become_rules_for_later_sessions() {
     let mut r = rig().await;
@@ -207,7 +258,7 @@ async fn always_answers_become_rules_for_later_sessions() {
     let req = r.permission_request().await;
     assert_eq!(
         req["params"]["options"][1]["name"],
-        "Always allow `echo …` commands in this workspace"
+        "Always allow \"echo …\" commands in this workspace"
     );
     r.answer(&req, "allow_always").await;
     r.client.wait_answer(&prompt).await.ok();

@@ -47,7 +47,7 @@ async fn an_allow_rule_lets_nothing_else_through() {
     let req = r.permission_request().await;
     assert_eq!(
         req["params"]["options"][1]["name"],
-        "Always allow `git status …` commands in this workspace"
+        "Always allow \"git status …\" commands in this workspace"
     );
     r.answer(&req, "allow_always").await;
     r.client.wait_answer(&prompt).await.ok();

@@ -330,6 +330,9 @@ impl Undo<'_> {
             Some(Ok(PermissionAnswer::Selected(_) | PermissionAnswer::Cancelled)) => {
                 Answer::Keep("it changed since the agent's turn and you chose to keep it".into())
             }
+            Some(Ok(PermissionAnswer::Unanswered(_))) => Answer::Keep(
+                "it changed since the agent's turn and the editor could not ask you".into(),
+            ),
             Some(Err(_)) => Answer::Keep(
                 "it changed since the agent's turn and the question was not answered in time"
                     .into(),

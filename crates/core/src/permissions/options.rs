@@ -75,7 +75,8 @@ pub fn always_rule(
     }
 }
 
-/// The options of a request for `tool`, with names that say what "always" covers.
+/// The options of a request for `tool`, with names that say what "always" covers. Names are
+/// plain text in every client (no Markdown: a backtick shows as a backtick).
 pub fn options_for(
     tool: &str,
     access: &Access,
@@ -122,7 +123,7 @@ fn scope(tool: &str, access: &Access, roots: &[PathBuf], shell: Shell) -> Option
         }
         Access::Fetch { host, .. } => Some(Scope {
             rule: format!("web_fetch(domain:{host})"),
-            covers: format!("fetching pages from `{host}` in this workspace"),
+            covers: format!("fetching pages from {host} in this workspace"),
             allow_offered: !host.is_empty(),
         }),
         Access::Mcp | Access::None => Some(tool_scope(tool)),
@@ -143,7 +144,7 @@ fn command_scope(first: &PlainCommand) -> Option<Scope> {
         };
         return Some(Scope {
             rule: format!("bash({program}:*)"),
-            covers: format!("`{}` commands in this workspace", pattern.shown()),
+            covers: format!("\"{}\" commands in this workspace", pattern.shown()),
             allow_offered: false,
         });
     }
@@ -173,7 +174,7 @@ fn command_scope(first: &PlainCommand) -> Option<Scope> {
     };
     Some(Scope {
         rule: format!("bash({}:*)", pattern.words.join(" ")),
-        covers: format!("`{}` commands in this workspace", pattern.shown()),
+        covers: format!("\"{}\" commands in this workspace", pattern.shown()),
         allow_offered: true,
     })
 }
@@ -213,9 +214,9 @@ fn path_scope(tool: &str, paths: &[PathBuf], roots: &[PathBuf], write: bool) -> 
 fn tool_scope(tool: &str) -> Scope {
     let covers = match tool.strip_prefix("mcp__").and_then(|r| r.split_once("__")) {
         Some((server, name)) => {
-            format!("the MCP tool `{name}` of server `{server}` in this workspace")
+            format!("the MCP tool {name} of server {server} in this workspace")
         }
-        None => format!("the tool `{tool}` in this workspace"),
+        None => format!("the tool {tool} in this workspace"),
     };
     Scope {
         rule: tool.to_owned(),
@@ -297,9 +298,9 @@ mod tests {
             labels("bash", &exec("cargo test --all && echo done")),
             [
                 "allow_once: Allow once",
-                "allow_always: Always allow `cargo test …` commands in this workspace",
+                "allow_always: Always allow \"cargo test …\" commands in this workspace",
                 "reject_once: Reject",
-                "reject_always: Never allow `cargo test …` commands in this workspace",
+                "reject_always: Never allow \"cargo test …\" commands in this workspace",
             ]
         );
         assert_eq!(
@@ -308,7 +309,7 @@ mod tests {
         );
         assert_eq!(
             labels("bash", &exec("ls -la"))[1],
-            "allow_always: Always allow `ls …` commands in this workspace"
+            "allow_always: Always allow \"ls …\" commands in this workspace"
         );
         assert_eq!(
             rule("bash", &exec("ls -la"), OptionKind::RejectAlways).as_deref(),
@@ -356,7 +357,7 @@ mod tests {
             [
                 "allow_once: Allow once",
                 "reject_once: Reject",
-                "reject_always: Never allow `sudo …` commands in this workspace",
+                "reject_always: Never allow \"sudo …\" commands in this workspace",
             ]
         );
         assert_eq!(
@@ -482,9 +483,9 @@ mod tests {
             labels("mcp__github__create_issue", &Access::Mcp),
             [
                 "allow_once: Allow once",
-                "allow_always: Always allow the MCP tool `create_issue` of server `github` in this workspace",
+                "allow_always: Always allow the MCP tool create_issue of server github in this workspace",
                 "reject_once: Reject",
-                "reject_always: Never allow the MCP tool `create_issue` of server `github` in this workspace",
+                "reject_always: Never allow the MCP tool create_issue of server github in this workspace",
             ]
         );
         assert_eq!(
@@ -498,7 +499,7 @@ mod tests {
         );
         assert_eq!(
             labels("web_fetch", &Access::None)[1],
-            "allow_always: Always allow the tool `web_fetch` in this workspace"
+            "allow_always: Always allow the tool web_fetch in this workspace"
         );
         assert_eq!(
             rule("web_fetch", &Access::None, OptionKind::AllowOnce),

@@ -113,8 +113,8 @@ impl ExitPlan {
         let kind = match ask_user(session, self.timeout, approver.as_ref(), req, &ctx.cancel).await
         {
             Asked::Cancelled => return Err(ToolError::Cancelled("Cancelled by the user.".into())),
-            // Nobody answered in time: the plan stays a plan.
-            Asked::TimedOut => None,
+            // Nobody answered in time, or the editor could not ask: the plan stays a plan.
+            Asked::TimedOut | Asked::Unanswered(_) => None,
             Asked::Picked(kind) => kind,
         };
         Ok(match kind {

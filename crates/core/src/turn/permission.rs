@@ -126,6 +126,12 @@ async fn ask(
                 env.permission_timeout.as_secs()
             ));
         }
+        Asked::Unanswered(why) => {
+            return Gate::Refused(format!(
+                "Permission denied: the editor could not ask the user ({why}); the call did not \
+                 run."
+            ));
+        }
         Asked::Picked(kind) => kind,
     };
     match kind {
@@ -153,6 +159,8 @@ pub(super) enum Asked {
     /// not offered.
     Picked(Option<OptionKind>),
     TimedOut,
+    /// The client could not put the question ([`PermissionAnswer::Unanswered`]).
+    Unanswered(String),
     /// The turn was cancelled while (or just as) the user was being asked, or the editor
     /// answered "cancelled".
     Cancelled,
@@ -185,5 +193,6 @@ pub(super) async fn ask_user(
         // before its `session/cancel` arrives. Taken as the cancel, so the turn does not go on
         // to ask about its next call.
         Ok(PermissionAnswer::Cancelled) => Asked::Cancelled,
+        Ok(PermissionAnswer::Unanswered(why)) => Asked::Unanswered(why),
     }
 }

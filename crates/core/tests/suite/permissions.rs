@@ -53,7 +53,7 @@ async fn always_allow_is_stored_for_the_workspace_and_applied_after_a_restart() 
     let always = q.options.iter().find(|o| o.id == "allow_always").unwrap();
     assert_eq!(
         always.name,
-        "Always allow `git status …` commands in this workspace"
+        "Always allow \"git status …\" commands in this workspace"
     );
     r.answer("allow_always");
     let (_, outcome) = r.finish(&[]).await;
