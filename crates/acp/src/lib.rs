@@ -22,4 +22,4 @@ mod server;
 mod state;
 pub mod transport;
 
-pub use server::{ServeOptions, serve};
+pub use server::{ServeOptions, refuse_all, serve};

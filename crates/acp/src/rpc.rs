@@ -112,9 +112,9 @@ pub fn result_line(id: &Value, result: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
 }
 
+/// An error answer. Its `data.details` repeats the message: some clients (Toad) show only that.
 pub fn error_line(id: &Value, code: i64, message: &str) -> String {
-    let message = bounded_message(message);
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+    error_line_with_data(id, code, message, json!({}))
 }
 
 /// The longest client string an error message quotes (between backticks) before it is cut.
@@ -160,8 +160,18 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// An error answer with `data`; an object gets `details` (the message) unless it has one.
 pub fn error_line_with_data(id: &Value, code: i64, message: &str, data: Value) -> String {
     let message = bounded_message(message);
+    let data = match data {
+        Value::Object(mut fields) => {
+            fields
+                .entry("details")
+                .or_insert_with(|| Value::String(message.clone().into_owned()));
+            Value::Object(fields)
+        }
+        other => other,
+    };
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
         .to_string()
 }
@@ -181,13 +191,21 @@ mod tests {
     #[test]
     fn error_messages_never_echo_long_client_strings() {
         let big = "m".repeat(4 << 20);
+        // The message is bounded, and `data.details` is the same bounded message.
+        let message = |line: &str| -> String {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["error"]["data"]["details"], v["error"]["message"]);
+            v["error"]["message"].as_str().unwrap().to_owned()
+        };
         let line = error_line(&json!(1), -32602, &format!("unknown mode `{big}`"));
-        assert!(line.len() < 300, "{}", line.len());
-        assert!(line.contains("unknown mode `mmmm"), "{line}");
+        assert!(line.len() < 600, "{}", line.len());
+        assert!(message(&line).len() < 100);
+        assert!(message(&line).starts_with("unknown mode `mmmm"), "{line}");
         let short = error_line(&json!(1), -32602, "unknown mode `turbo`");
-        assert!(short.contains("unknown mode `turbo`"));
+        assert_eq!(message(&short), "unknown mode `turbo`");
         let unquoted = error_line(&json!(1), -32602, &format!("bad: {big}"));
-        assert!(unquoted.len() < 1200);
+        assert!(message(&unquoted).len() < 1100);
+        assert!(unquoted.len() < 2400);
         // Multi-byte text is cut on a character boundary.
         let wide = "é".repeat(100);
         let line = error_line(&json!(1), -32602, &format!("unknown `{wide}`"));

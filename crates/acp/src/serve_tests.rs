@@ -150,3 +150,35 @@ async fn a_prompt_to_an_unknown_session_is_refused_and_a_cancel_of_one_is_ignore
         "{answer}"
     );
 }
+
+/// An agent that cannot start answers every request with the reason, in `message` and in
+/// `data.details`, ignores notifications and responses, and ends with its input.
+#[tokio::test]
+async fn refuse_all_answers_every_request_with_the_reason() {
+    // One pipe each way, so that closing the client's side ends the agent's input.
+    let (mut to, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, from) = tokio::io::duplex(1 << 16);
+    let done = tokio::spawn(crate::refuse_all("no home here", server_in, server_out));
+    let mut from = BufReader::new(from).lines();
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {}}).to_string(),
+        "{not json".to_owned(),
+        json!({"jsonrpc": "2.0", "id": "x", "method": "session/new", "params": {}}).to_string(),
+    ] {
+        to.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+    drop(to);
+    let mut answers = vec![];
+    while let Some(line) = from.next_line().await.unwrap() {
+        answers.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    done.await.unwrap().unwrap();
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(1), &Value::Null, &json!("x")]);
+    for a in &answers {
+        assert_eq!(a["error"]["code"], -32603);
+        assert_eq!(a["error"]["message"], "no home here");
+        assert_eq!(a["error"]["data"]["details"], "no home here");
+    }
+}

@@ -73,6 +73,34 @@ where
     }
 }
 
+/// For an agent that cannot start (no home directory for its files): answers every request
+/// with `reason` (-32603, also in `data.details`) until `input` ends, so the editor shows why
+/// instead of a process that exited without a word.
+pub async fn refuse_all<R, W>(reason: &str, input: R, mut output: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    let mut reader = LineReader::new(input);
+    while let Some(item) = reader.next().await? {
+        let id = match item {
+            Incoming::Line(line) => match rpc::classify(&line) {
+                Ok(Message::Request { id, .. }) => id,
+                Ok(Message::Notification { .. } | Message::Response { .. }) => continue,
+                Err(e) => e.id,
+            },
+            Incoming::TooLong { head } => probe_id(&head).unwrap_or(Value::Null),
+            Incoming::InvalidUtf8 { .. } => Value::Null,
+        };
+        let line = rpc::error_line(&id, rpc::INTERNAL_ERROR, reason);
+        output.write_all(line.as_bytes()).await?;
+        output.write_all(b"\n").await?;
+        output.flush().await?;
+    }
+    Ok(())
+}
+
 /// The core asks the client (permissions, delegated reads) through these.
 fn install_bridges(server: &Server) {
     let services = server.runtime.services();

@@ -23,7 +23,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the Agent Client Protocol on stdin/stdout (what editors start).
-    Acp,
+    Acp {
+        #[command(subcommand)]
+        command: Option<AcpCommand>,
+    },
     /// Run one headless turn in the current directory.
     Run {
         /// Model id, e.g. anthropic/claude-sonnet-4-5.
@@ -60,6 +63,14 @@ enum Command {
     Models,
 }
 
+/// What an editor runs to authenticate: the arguments of the terminal auth method are appended
+/// to the agent's own command (`ferrite acp` + `login`), as the ACP schema says.
+#[derive(Subcommand)]
+enum AcpCommand {
+    /// The same as `ferrite login`.
+    Login { provider: Option<String> },
+}
+
 #[derive(Subcommand)]
 enum SessionsCommand {
     /// List sessions, newest first.
@@ -73,14 +84,17 @@ enum SessionsCommand {
     Delete { id: String },
 }
 
-/// `FERRITE_HOME`, else `$HOME/.ferrite`.
+/// `FERRITE_HOME`, else `.ferrite` in the user's home (`HOME`, else the passwd entry).
 fn ferrite_home(env: &Env) -> anyhow::Result<PathBuf> {
     if let Some(h) = env.get("FERRITE_HOME") {
         return Ok(PathBuf::from(h));
     }
-    match env.get("HOME") {
-        Some(home) => Ok(PathBuf::from(home).join(".ferrite")),
-        None => anyhow::bail!("neither FERRITE_HOME nor HOME is set"),
+    match env.home() {
+        Some(home) => Ok(home.join(".ferrite")),
+        None => anyhow::bail!(
+            "no home directory for Ferrite's files: HOME is not set (or not an absolute path) and \
+             the user has no passwd entry; set FERRITE_HOME (or HOME)"
+        ),
     }
 }
 
@@ -110,10 +124,18 @@ fn main() -> ExitCode {
     init_logging(&env);
     let home = match ferrite_home(&env) {
         Ok(h) => h,
+        // An editor gets the reason as the answer to each of its requests, not a silent exit.
+        Err(e) if matches!(cli.command, Command::Acp { command: None }) => {
+            let _ = commands::fail(&e);
+            return commands::acp::refuse(&format!("{e:#}"));
+        }
         Err(e) => return commands::fail(&e),
     };
     let result = match cli.command {
-        Command::Acp => commands::acp::run(home, env),
+        Command::Acp { command: None } => commands::acp::run(home, env),
+        Command::Acp {
+            command: Some(AcpCommand::Login { provider }),
+        } => commands::auth::login(&home, &env, provider.as_deref()),
         Command::Run {
             model,
             mode,

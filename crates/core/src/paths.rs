@@ -105,8 +105,9 @@ fn expand_home(input: &str) -> Option<PathBuf> {
     } else {
         input.strip_prefix("~/")?
     };
-    let home = std::env::var_os("HOME")?;
-    Some(PathBuf::from(home).join(rest))
+    // HOME, else the passwd entry (an editor may start the agent without HOME).
+    let home = std::env::home_dir()?;
+    Some(home.join(rest))
 }
 
 #[cfg(test)]

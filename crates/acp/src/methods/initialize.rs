@@ -90,7 +90,7 @@ fn auth_methods(terminal_auth: bool) -> Vec<acp::AuthMethod> {
             acp::AuthMethodTerminal::new("ferrite-login", "Log in from a terminal")
                 .args(vec!["login".into()])
                 .description(
-                    "Runs `ferrite login`, which asks for a provider's API key".to_owned(),
+                    "Runs `ferrite acp login`, which asks for a provider's API key".to_owned(),
                 ),
         ));
     }

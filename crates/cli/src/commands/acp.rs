@@ -13,6 +13,24 @@ pub const TERMINAL_HINT: &str = "ferrite acp: waiting for an editor to speak the
 Protocol on stdin/stdout (configure your editor as in README.md, section \"Use it from an \
 editor\"); to work from this shell, run `ferrite run \"...\"` instead. Ctrl-D quits.";
 
+/// `ferrite acp` that cannot start (no home directory): every request is answered with the
+/// reason until stdin ends.
+pub fn refuse(reason: &str) -> ExitCode {
+    let Ok(rt) = super::runtime() else {
+        return ExitCode::FAILURE;
+    };
+    let result = rt.block_on(ferrite_acp::refuse_all(
+        reason,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ));
+    rt.shutdown_background();
+    if let Err(e) = result {
+        tracing::error!(error = %e, "answering the editor failed");
+    }
+    ExitCode::FAILURE
+}
+
 pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
     if std::io::stdin().is_terminal() {
         // An editor always pipes stdin; a terminal means someone typed the command. The

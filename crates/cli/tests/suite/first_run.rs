@@ -140,6 +140,16 @@ async fn the_terminal_method_only_for_clients_that_enable_terminal_auth() {
 /// Runs `args` under `script`, which gives the command a terminal for stdin/stdout/stderr;
 /// `input` is typed into it. Returns everything the terminal showed.
 fn in_a_terminal(home: &Path, args: &str, input: &[&str], wait: Duration) -> String {
+    in_a_terminal_with_status(home, args, input, wait).0
+}
+
+/// [`in_a_terminal`], and how the command exited (`None`: still running at `wait`, killed).
+fn in_a_terminal_with_status(
+    home: &Path,
+    args: &str,
+    input: &[&str],
+    wait: Duration,
+) -> (String, Option<std::process::ExitStatus>) {
     let mut child = Command::new("script")
         .args(["-q", "-e", "-c", &format!("{BIN} {args}"), "/dev/null"])
         .env_clear()
@@ -159,8 +169,10 @@ fn in_a_terminal(home: &Path, args: &str, input: &[&str], wait: Duration) -> Str
         stdin.flush().unwrap();
     }
     let deadline = Instant::now() + wait;
+    let mut status = None;
     while Instant::now() < deadline {
-        if child.try_wait().unwrap().is_some() {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -175,7 +187,63 @@ fn in_a_terminal(home: &Path, args: &str, input: &[&str], wait: Duration) -> Str
         .unwrap()
         .read_to_string(&mut out)
         .unwrap();
-    out
+    (out, status)
+}
+
+/// Issue 23: a client runs the terminal method as the ACP schema says, with its `args`
+/// appended to the agent's configured command (`ferrite acp` + `login`), in a terminal, and
+/// waits for exit 0; then `authenticate` succeeds and sessions open.
+#[tokio::test]
+async fn the_terminal_login_runs_as_a_client_appends_its_args_and_exits_0() {
+    let w = World::new();
+    let mut c = w.spawn_bare(&[]);
+    let r = c
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"auth": {"terminal": true}}}),
+        )
+        .await
+        .ok();
+    let method = r["authMethods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["type"] == "terminal")
+        .expect("a terminal method")
+        .clone();
+    let args: Vec<&str> = method["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        method
+            .get("env")
+            .is_none_or(|e| e.as_object().is_some_and(|e| e.is_empty()))
+    );
+    // The editor's configured command is `ferrite acp`; the method's args come after it.
+    let command = format!("acp {}", args.join(" "));
+    let (shown, status) = in_a_terminal_with_status(
+        w.home(),
+        &command,
+        &["1\n", "sk-ant-from-the-terminal\n"],
+        Duration::from_secs(15),
+    );
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "`ferrite {command}` did not exit 0 ({status:?}): {shown}"
+    );
+    assert!(
+        !shown.contains("sk-ant-from-the-terminal"),
+        "echoed: {shown}"
+    );
+    let a = c
+        .request("authenticate", json!({"methodId": method["id"]}))
+        .await;
+    assert_eq!(a.ok(), json!({}));
+    let s = c.request("session/new", new_session(&w)).await.ok();
+    assert!(s["sessionId"].is_string(), "{s}");
 }
 
 #[test]
@@ -271,4 +339,60 @@ fn ferrite_run_with_no_model_exits_with_what_to_set() {
         err.contains("ANTHROPIC_API_KEY") && err.contains("FERRITE_MODEL"),
         "{err}"
     );
+}
+
+/// Issue 23: agentic.nvim starts agents with no HOME, and a user may have no passwd entry
+/// either: `ferrite acp` then answers every request with the reason (and says it once on
+/// stderr) instead of exiting without a word. Only root can become a uid without a passwd
+/// entry (`setpriv`), as CI does.
+#[test]
+fn without_a_home_directory_every_request_is_told_why() {
+    assert!(
+        rustix::process::getuid().is_root(),
+        "this test runs ferrite as a uid without a passwd entry, which needs root"
+    );
+    let mut child = Command::new("setpriv")
+        .args(["--reuid=4242", "--regid=4242", "--clear-groups", BIN, "acp"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": "s", "method": "session/new",
+               "params": {"cwd": "/", "mcpServers": []}})
+    )
+    .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    for (a, id) in answers.iter().zip([json!(1), json!("s")]) {
+        assert_eq!(a["id"], id);
+        assert_eq!(a["error"]["code"], -32603);
+        let message = a["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("no home directory") && message.contains("FERRITE_HOME"),
+            "{a}"
+        );
+        assert_eq!(a["error"]["data"]["details"], message);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("ferrite: no home directory"), "{stderr}");
 }

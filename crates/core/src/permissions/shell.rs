@@ -265,13 +265,16 @@ fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Reading, Strin
     let mut cursor = root.walk();
     // The ancestors of the node at the cursor (`Node::parent` walks down from the root: too
     // slow for every node of a deep tree).
-    let mut parents: Vec<Node<'_>> = Vec::new();
+    let mut parents: Vec<(Node<'_>, bool)> = Vec::new();
+    // Inside a node read as a whole (a string, a here-document body): its nodes are checked,
+    // but the text between them is the node's own, not a gap between tokens.
+    let mut inside_atomic = 0usize;
     loop {
         let node = cursor.node();
         let kind = node.kind();
         let text = node.utf8_text(bytes).unwrap_or("");
-        let atomic = node.child_count() == 0 || ATOMIC.contains(&kind);
-        let parent = parents.last().copied();
+        let atomic = inside_atomic > 0 || node.child_count() == 0 || ATOMIC.contains(&kind);
+        let parent = parents.last().map(|(p, _)| *p);
         let heredoc_op =
             matches!(kind, "<<" | "<<-") && parent.is_some_and(|p| p.kind() == "heredoc_redirect");
         if heredoc_op && text.ends_with(kind) {
@@ -295,7 +298,7 @@ fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Reading, Strin
             }
             covered_to = node.end_byte();
         } else {
-            if atomic {
+            if atomic && inside_atomic == 0 {
                 gap(bytes, covered_to, node.start_byte(), &mut reading.glued)?;
                 covered_to = covered_to.max(node.end_byte());
             }
@@ -308,8 +311,9 @@ fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Reading, Strin
             }
         }
         check_node(node, parent.map(|p| p.kind()), text, bytes, grammar)?;
-        if !atomic && cursor.goto_first_child() {
-            parents.push(node);
+        if cursor.goto_first_child() {
+            inside_atomic += usize::from(atomic);
+            parents.push((node, atomic));
             continue;
         }
         if cursor.goto_next_sibling() {
@@ -320,7 +324,9 @@ fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Reading, Strin
                 gap(bytes, covered_to, bytes.len(), &mut reading.glued)?;
                 return Ok(reading);
             }
-            parents.pop();
+            if let Some((_, true)) = parents.pop() {
+                inside_atomic -= 1;
+            }
             if cursor.goto_next_sibling() {
                 break;
             }
@@ -374,7 +380,9 @@ fn gap(src: &[u8], from: usize, to: usize, glued: &mut Vec<usize>) -> Result<(),
     while i < text.len() {
         match text[i] {
             b' ' | b'\t' | b'\n' => i += 1,
-            b'\\' if text.get(i + 1) == Some(&b'\n') => i += 2,
+            // A continuation only when the backslash is not itself escaped (`\\⏎` is a
+            // backslash, then a line break).
+            b'\\' if text.get(i + 1) == Some(&b'\n') && continues(src, from + i + 1) => i += 2,
             b'\\' => {
                 let shown: String = String::from_utf8_lossy(&text[i..(i + 2).min(text.len())])
                     .escape_debug()
@@ -461,6 +469,33 @@ fn check_node(
                  Ferrite's grammar"
             ))
         }
+        // `<<X&fakeroot` is the delimiter `X`, then `&`, then `fakeroot` to bash.
+        "heredoc_start" if text.contains(['&', ';', '|', '(', ')', '<', '>', ' ', '\t', '\n']) => {
+            Err(format!(
+                "the here-document delimiter `{}` is more than one word to bash",
+                shorten(text)
+            ))
+        }
+        // A raw line break inside a word: the grammar joined two lines into one word.
+        "word" if has_raw_newline(text.as_bytes()) => Err(
+            "Ferrite's grammar reads a word across a line break where bash reads two lines"
+                .to_owned(),
+        ),
+        // `>& -x`: bash closes the descriptor and reads `x` as the command's argument.
+        "file_redirect"
+            if node
+                .child_by_field_name("destination")
+                .and_then(|d| d.utf8_text(src).ok())
+                .is_some_and(|d| d.len() > 1 && d.starts_with('-'))
+                && node
+                    .children(&mut node.walk())
+                    .any(|c| !c.is_named() && matches!(c.kind(), ">&" | "<&")) =>
+        {
+            Err(format!(
+                "`{}` closes a descriptor to bash and leaves the rest of the word as an argument",
+                shorten(text)
+            ))
+        }
         "heredoc_start" if !word_end(node.end_byte()) => Err(format!(
             "the here-document delimiter `{}` goes on in a word bash reads whole",
             shorten(text)
@@ -509,6 +544,19 @@ fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Whether `text` has a line break that is not a line continuation (`\⏎`, the backslash not
+/// itself escaped).
+fn has_raw_newline(text: &[u8]) -> bool {
+    text.iter()
+        .enumerate()
+        .any(|(i, b)| *b == b'\n' && !continues(text, i))
+}
+
+/// Whether the line break at `at` ends a line continuation: an odd run of backslashes before it.
+fn continues(src: &[u8], at: usize) -> bool {
+    src[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
+}
+
 /// Whether an unescaped line break separates two children of a command.
 fn newline_inside(command: Node<'_>, src: &[u8]) -> bool {
     let mut cursor = command.walk();
@@ -516,11 +564,7 @@ fn newline_inside(command: Node<'_>, src: &[u8]) -> bool {
     for child in command.children(&mut cursor) {
         if let Some(end) = prev_end {
             let gap = src.get(end..child.start_byte()).unwrap_or_default();
-            let breaks = gap
-                .iter()
-                .enumerate()
-                .any(|(i, b)| *b == b'\n' && (i == 0 || gap[i - 1] != b'\\'));
-            if breaks {
+            if has_raw_newline(gap) {
                 return true;
             }
         }
@@ -638,6 +682,19 @@ impl Walker<'_, '_> {
                     self.out.unparseable = true;
                     self.not_plain();
                 }
+                // `a || b -rf<<X`: the grammar hangs the here-document (and the word it
+                // dropped before it) on the whole list, bash on `b`.
+                let dropped = redirects.iter().any(|r| {
+                    self.before_heredoc
+                        .iter()
+                        .any(|(at, _)| *at == r.start_byte())
+                });
+                if dropped {
+                    self.out.hidden.push(
+                        "Ferrite's grammar drops a word before a here-document of a list"
+                            .to_owned(),
+                    );
+                }
                 self.statement(b, level + 1);
             }
             None => self.not_plain(),
@@ -659,6 +716,16 @@ impl Walker<'_, '_> {
                 self.not_plain();
                 self.redirected(node, level);
                 return;
+            }
+            // The grammar's tree of a `…` substitution inside double quotes is not always what
+            // bash parses; its text is (backslashes in it are refused, `misread`): read it on
+            // its own as well.
+            "command_substitution" => {
+                let text = self.text(node);
+                if let Some(inner) = text.strip_prefix('`') {
+                    let inner = inner.strip_suffix('`').unwrap_or(inner).to_owned();
+                    analyze(&inner, self.grammar, level + 1, self.out);
+                }
             }
             // Builtins to bash, but programs to dash (`sh -c 'declare x'` runs `declare`):
             // recorded as commands, their arguments walked like any other.
@@ -777,6 +844,15 @@ impl Walker<'_, '_> {
         for body in children.iter().filter(|c| c.kind() == "heredoc_body") {
             let text = self.text(*body).to_owned();
             for segment in backquoted(&text) {
+                if segment.contains('\\') {
+                    // What a backslash escapes inside `…` in a here-document is two rules
+                    // deep (the body's, then the substitution's).
+                    self.out.hidden.push(
+                        "backslashes inside a `…` substitution change what bash runs there; use \
+                         $(…)"
+                            .to_owned(),
+                    );
+                }
                 analyze(&segment, self.grammar, level + 1, self.out);
             }
         }
@@ -1076,14 +1152,16 @@ fn only_line_continuations(gap: &str) -> bool {
     }
 }
 
-/// The `` `...` `` segments of a text (a backslash escapes the next character).
+/// The `` `...` `` segments of a text (a backslash escapes the next character and is kept).
 fn backquoted(text: &str) -> Vec<String> {
     let mut segments = Vec::new();
     let mut current: Option<String> = None;
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match (c, current.as_mut()) {
+            // Kept as written: a segment with a backslash is not judged (`heredoc_backquotes`).
             ('\\', Some(seg)) => {
+                seg.push('\\');
                 if let Some(n) = chars.next() {
                     seg.push(n);
                 }

@@ -2,7 +2,7 @@
 //! workspace, the rules, who to ask, and the parts of each call's [`ToolContext`] (limits,
 //! spill directory, the sandboxing runner, the editor's file system, the web).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -135,7 +135,7 @@ impl CallEnv {
                 runner,
                 bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
                 sandbox_network: config.sandbox_network,
-                deny_read: config.deny_read_paths(services.env.get("HOME").map(Path::new)),
+                deny_read: config.deny_read_paths(services.env.home()),
                 client_fs: services.client_fs.get().cloned(),
                 fs_delegation: config.fs_delegation,
                 web: services.web.clone(),

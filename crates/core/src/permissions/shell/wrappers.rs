@@ -150,7 +150,9 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
                     ..none
                 },
             );
-            let mut at = vec![keyword.min(args.len()), program.min(args.len())];
+            // And no option at all: bash recognises `-p` only as written (`time -\p x` runs
+            // `-p`), and `time>|/dev/null -p x` runs `-p` too.
+            let mut at = vec![0, keyword.min(args.len()), program.min(args.len())];
             at.dedup();
             Unwrapped::Commands(at.into_iter().map(|i| &args[i..]).collect())
         }
