@@ -16,7 +16,6 @@ mod tests;
 mod tracker;
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -249,34 +248,9 @@ pub fn delete_session(home: &Path, session: &SessionId) {
     }
 }
 
-/// Writes `bytes` to `path` via a temporary file in the same directory: readers see the old or
-/// the new content, never a part, and the new one survives a crash once this returns.
+/// Writes `bytes` to `path` atomically and durably, mode 0600.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile_in(dir)?;
-    tmp.1.write_all(bytes)?;
-    tmp.1.sync_all()?;
-    std::fs::rename(&tmp.0, path)?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-/// A new private file with a random name in `dir`.
-fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    loop {
-        let path = dir.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
-        match crate::private_fs::file_options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(f) => return Ok((path, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    crate::private_fs::write_atomic(path, bytes)
 }
 
 /// Lower-case hex of a digest.

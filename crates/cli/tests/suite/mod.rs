@@ -11,6 +11,7 @@ mod durability;
 mod file_safety;
 mod first_run;
 mod golden;
+mod home_modes;
 mod images;
 mod inproc;
 mod many_sessions;
