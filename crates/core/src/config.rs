@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::modes::Mode;
-use file::{parse_raw, read_raw};
+use file::{parse_raw, read_raw, read_workspace_raw};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -257,7 +257,7 @@ impl Config {
             config.apply_user(raw.1, &raw.0)?;
         }
         if let Some(ws) = workspace
-            && let Some(raw) = read_raw(&ws.join(".ferrite").join("config.toml"))?
+            && let Some(raw) = read_workspace_raw(ws, home)?
         {
             config.apply_workspace(raw.1, &raw.0)?;
         }

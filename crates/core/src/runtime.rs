@@ -216,7 +216,10 @@ impl Runtime {
                 title: snap.title,
                 usage: snap.usage,
                 notices,
-                commands: crate::commands::available(&self.services.home, &snap.cwd),
+                commands: crate::commands::available(
+                    &self.services.own_files(std::slice::from_ref(&snap.cwd)),
+                    &snap.cwd,
+                ),
                 cwd: snap.cwd,
             });
         }
@@ -287,7 +290,10 @@ impl Runtime {
             title,
             usage,
             notices,
-            commands: crate::commands::available(&self.services.home, &cwd),
+            commands: crate::commands::available(
+                &self.services.own_files(std::slice::from_ref(&cwd)),
+                &cwd,
+            ),
             cwd,
         }
     }

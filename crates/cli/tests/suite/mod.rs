@@ -18,6 +18,7 @@ mod many_sessions;
 mod mcp;
 mod models;
 mod ordering;
+mod own_files;
 mod permissions;
 mod project;
 mod protocol;

@@ -98,6 +98,39 @@ pub(super) fn read_raw(path: &Path) -> Result<Option<(PathBuf, RawConfig)>, Conf
     }
 }
 
+/// A workspace config larger than this is refused (a real one is a few hundred bytes).
+const MAX_WORKSPACE_CONFIG_BYTES: u64 = 256 * 1024;
+
+/// `<ws>/.ferrite/config.toml`, read as Ferrite reads every file of the repository for itself
+/// (`crate::own_files`): a link out of the workspace or into FERRITE_HOME (`home`) is not
+/// followed, a FIFO or device is not opened (a FIFO would hang `session/new`), the size is
+/// bounded. Such a file is an error that says why, never its content.
+pub(super) fn read_workspace_raw(
+    ws: &Path,
+    home: &Path,
+) -> Result<Option<(PathBuf, RawConfig)>, ConfigError> {
+    use crate::own_files::{Skip, read_contained};
+    let path = ws.join(".ferrite").join("config.toml");
+    // An editor opened on `~` has FERRITE_HOME as its `.ferrite`: that file is the user's.
+    let resolve = |p: &Path| crate::paths::resolve(Path::new("/"), &p.to_string_lossy());
+    if resolve(&ws.join(".ferrite")) == resolve(home) {
+        return Ok(None);
+    }
+    let invalid = |message: String| ConfigError::Invalid {
+        path: path.clone(),
+        message,
+    };
+    match read_contained(&path, ws, home, MAX_WORKSPACE_CONFIG_BYTES) {
+        Ok(t) if t.cut => Err(invalid(format!(
+            "larger than {} KiB; a workspace config is not read past that",
+            MAX_WORKSPACE_CONFIG_BYTES / 1024
+        ))),
+        Ok(t) => Ok(Some((path.clone(), parse_raw(&t.text, &path)?))),
+        Err(Skip::Missing) => Ok(None),
+        Err(Skip::Refused(why)) => Err(invalid(why)),
+    }
+}
+
 pub(super) fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
     toml::from_str(text).map_err(|e| ConfigError::Invalid {
         path: path.to_owned(),

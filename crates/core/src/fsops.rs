@@ -25,6 +25,8 @@ use rustix::io::Errno;
 pub fn open_read(path: &Path) -> io::Result<File> {
     refuse_own_proc(path)?;
     let (dir, name) = walk_to_parent(path, Parents::MustExist)?;
+    // A special file is refused before it is opened: opening a device can act.
+    refuse_special(&dir, name, path)?;
     let fd = rustix::fs::openat(
         &dir,
         name,
@@ -41,7 +43,8 @@ pub fn open_read(path: &Path) -> io::Result<File> {
 pub fn open_write(path: &Path, parents: Parents) -> io::Result<File> {
     refuse_own_proc(path)?;
     let (dir, name) = walk_to_parent(path, parents)?;
-    // Refuse a special file before opening it: opening a FIFO or a device can block or act.
+    // Refuse anything but a regular file before opening it: opening a FIFO or a device can
+    // block or act.
     match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile => {
             return Err(not_regular(FileType::from_raw_mode(st.st_mode), path));
@@ -117,6 +120,20 @@ fn walk_to_parent(path: &Path, parents: Parents) -> io::Result<(OwnedFd, &std::f
         };
     }
     Ok((dir, file_name))
+}
+
+/// Refuses `name` in `dir` when it is there and is neither a regular file nor a directory (a
+/// directory is refused after the open, as before any read; a symlink fails the no-follow open
+/// that comes next).
+fn refuse_special(dir: &OwnedFd, name: &std::ffi::OsStr, path: &Path) -> io::Result<()> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile | FileType::Directory | FileType::Symlink => Ok(()),
+            other => Err(not_regular(other, path)),
+        },
+        Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(explain(e, path)),
+    }
 }
 
 fn dir_flags() -> OFlags {
