@@ -68,6 +68,95 @@ pub fn open_write(path: &Path, parents: Parents) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
+/// A name in a directory opened without following any link: what `/undo` changes the workspace
+/// through. The directory was reached by the same no-follow walk as [`open_write`]'s, so a
+/// symlink planted anywhere on the way makes [`entry`] fail, and every operation acts on the
+/// name itself (a link there is removed or replaced, never followed).
+pub struct Entry {
+    dir: OwnedFd,
+    name: std::ffi::OsString,
+    path: std::path::PathBuf,
+}
+
+/// The entry `path` names (its parent directories created with `Parents::Create`). `path` must
+/// be absolute and resolved.
+pub fn entry(path: &Path, parents: Parents) -> io::Result<Entry> {
+    refuse_own_proc(path)?;
+    let (dir, name) = walk_to_parent(path, parents)?;
+    let name = name.to_owned();
+    Ok(Entry {
+        dir,
+        name,
+        path: path.to_owned(),
+    })
+}
+
+impl Entry {
+    /// Removes a file or a link (the link itself).
+    pub fn remove_file(&self) -> io::Result<()> {
+        rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::empty())
+            .map_err(|e| explain(e, &self.path))
+    }
+
+    /// Removes an empty directory.
+    pub fn remove_dir(&self) -> io::Result<()> {
+        rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::REMOVEDIR).map_err(|e| match e {
+            Errno::NOTEMPTY | Errno::EXIST => io::Error::other("the directory is not empty"),
+            other => explain(other, &self.path),
+        })
+    }
+
+    /// Creates the directory (if missing) and gives it exactly `mode`.
+    pub fn make_dir(&self, mode: u32) -> io::Result<()> {
+        match rustix::fs::mkdirat(&self.dir, &self.name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(explain(e, &self.path)),
+        }
+        let fd = rustix::fs::openat(
+            &self.dir,
+            &self.name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| explain(e, &self.path))?;
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+    }
+
+    /// Creates a symlink named by this entry, pointing at `target` (which is not followed).
+    pub fn symlink(&self, target: &Path) -> io::Result<()> {
+        rustix::fs::symlinkat(target, &self.dir, &self.name).map_err(|e| explain(e, &self.path))
+    }
+
+    /// Replaces whatever the name holds (a file or a link, not a directory) with a regular file
+    /// of `bytes` and exactly `mode`: written to a temporary name in the same directory, then
+    /// renamed over, so a reader never sees half a file.
+    pub fn replace_with_file(&self, bytes: &[u8], mode: u32) -> io::Result<()> {
+        use std::io::Write as _;
+        let tmp = format!(".ferrite-undo-{}", uuid::Uuid::now_v7().simple());
+        let fd = rustix::fs::openat(
+            &self.dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| explain(e, &self.path))?;
+        let mut file = File::from(fd);
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| {
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+            })
+            .and_then(|()| {
+                rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, &self.name)
+                    .map_err(|e| explain(e, &self.path))
+            });
+        if written.is_err() {
+            let _ = rustix::fs::unlinkat(&self.dir, tmp.as_str(), AtFlags::empty());
+        }
+        written
+    }
+}
+
 /// Whether missing parent directories are created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Parents {

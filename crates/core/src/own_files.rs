@@ -64,7 +64,7 @@ impl OwnFiles {
     pub fn new(home: &Path, roots: &[PathBuf], deny: Result<Arc<Rules>, String>) -> Self {
         Self {
             home: canonical(home),
-            roots: roots.to_vec(),
+            roots: roots.iter().map(|r| canonical(r)).collect(),
             deny,
         }
     }

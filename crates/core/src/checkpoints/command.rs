@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capturer, Index};
 use super::pack::Blobs;
-use super::restore::{self, Step};
+use super::restore::{self, Reach, Step};
 use super::{Manifest, Skipped, Store, TurnCheckpoint, undo_message};
 use crate::config::Config;
 use crate::content::{
@@ -144,16 +144,20 @@ impl Undo<'_> {
         }
         let undone: Vec<Manifest> = all[all.len().saturating_sub(n)..].to_vec();
         let ids: Vec<u64> = undone.iter().map(|m| m.id).collect();
-        let (store, home, max) = (
+        let reach = Reach {
+            roots: self.roots.clone(),
+            home: self.home.clone(),
+        };
+        let (store, max, plan_reach) = (
             self.store.clone(),
-            self.home.clone(),
             self.config.checkpoints.max_file_bytes,
+            reach.clone(),
         );
         let plan = blocking(move || {
             let mut index = Index::load(&store);
             let mut blobs = Blobs::default();
             let mut cap = Capturer::new(&store, &mut index, &mut blobs, max);
-            restore::plan(&mut cap, &undone, &home)
+            restore::plan(&mut cap, &undone, &plan_reach)
         })
         .await;
         let plan = match plan {
@@ -198,10 +202,12 @@ impl Undo<'_> {
             Ok(approved
                 .iter()
                 .filter_map(|s| {
-                    restore::apply(&store, &blobs, s).err().map(|e| Skipped {
-                        path: s.path.clone(),
-                        reason: format!("it could not be restored: {e}"),
-                    })
+                    restore::apply(&store, &blobs, s, &reach)
+                        .err()
+                        .map(|e| Skipped {
+                            path: s.path.clone(),
+                            reason: format!("it could not be restored: {e}"),
+                        })
                 })
                 .collect::<Vec<_>>())
         })
