@@ -170,6 +170,9 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// The workspace file that chose `model`, when the workspace (not the user) chose it.
     pub model_set_by: Option<PathBuf>,
+    /// `workspace_models` (user config only): the models a workspace file may choose for
+    /// `model` and `subagent.model` besides the user's own (`docs/config.md`).
+    pub workspace_models: Vec<String>,
 }
 
 impl Default for Config {
@@ -200,6 +203,7 @@ impl Default for Config {
             checkpoints: CheckpointsConfig::default(),
             providers: BTreeMap::new(),
             model_set_by: None,
+            workspace_models: vec![],
             mcp_servers: BTreeMap::new(),
             warnings: vec![],
         }

@@ -34,3 +34,4 @@ mod turn_failures;
 mod turns;
 mod watchdog;
 mod web_fetch;
+mod workspace_config;

@@ -13,6 +13,7 @@ use crate::modes::Mode;
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {
     pub(super) model: Option<String>,
+    pub(super) workspace_models: Option<Vec<String>>,
     pub(super) max_mode: Option<Mode>,
     pub(super) max_turn_requests: Option<u32>,
     pub(super) fs_delegation: Option<FsDelegation>,
