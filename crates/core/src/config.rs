@@ -132,13 +132,22 @@ pub struct CheckpointsConfig {
     pub max_count: usize,
     /// Files larger than this are listed in a checkpoint but their bytes are not kept.
     pub max_file_bytes: u64,
+    /// One session's store, at most; the oldest checkpoints are dropped past it.
+    pub max_session_bytes: u64,
+    /// Every session's stores together (`FERRITE_HOME/checkpoints/`), at most.
+    pub max_total_bytes: u64,
 }
+
+/// The smallest store cap accepted (`checkpoints.max_session_bytes`, `max_total_bytes`).
+pub const MIN_STORE_BYTES: u64 = 1 << 20;
 
 impl Default for CheckpointsConfig {
     fn default() -> Self {
         Self {
             max_count: 50,
             max_file_bytes: 10_485_760,
+            max_session_bytes: 2 << 30,
+            max_total_bytes: 10 << 30,
         }
     }
 }

@@ -133,14 +133,17 @@ enum Answer {
 impl Undo<'_> {
     async fn run(self, n: usize) -> Result<(StopReason, String), StoreError> {
         let store = self.store.clone();
-        let all = blocking(move || Ok(store.list())).await.unwrap_or_default();
+        let (all, dropped) = blocking(move || Ok((store.list(), super::caps::dropped(&store))))
+            .await
+            .unwrap_or_default();
         if all.is_empty() {
-            return Ok((
-                StopReason::EndTurn,
-                "There is nothing to undo: no turn of this session has changed the workspace \
-                 (or its checkpoints were pruned)."
+            let text = match gone_text(&dropped, n) {
+                Some(gone) => format!("There is nothing to undo: {gone}"),
+                None => "There is nothing to undo: no turn of this session has changed the \
+                         workspace."
                     .into(),
-            ));
+            };
+            return Ok((StopReason::EndTurn, text));
         }
         let undone: Vec<Manifest> = all[all.len().saturating_sub(n)..].to_vec();
         let ids: Vec<u64> = undone.iter().map(|m| m.id).collect();
@@ -218,6 +221,9 @@ impl Undo<'_> {
         let root = self.roots.first().cloned().unwrap_or_default();
         let files = match finished {
             Ok(Some(f)) => {
+                if let Some(text) = f.notice.clone() {
+                    self.rec.emit(Event::Notice { text }).await;
+                }
                 self.rec.record(EntryKind::Checkpoint {
                     id: f.id,
                     turn: f.turn,
@@ -243,10 +249,13 @@ impl Undo<'_> {
             .collect();
         let mut text = undo_message(&ids, &files, &skipped, &root);
         if n > turns.len() {
-            text.push_str(&format!(
-                "\n(Only {} checkpoint(s) existed, so only they were undone.)",
-                turns.len()
-            ));
+            match gone_text(&dropped, n - turns.len()) {
+                Some(gone) => text.push_str(&format!("\n({gone})")),
+                None => text.push_str(&format!(
+                    "\n(Only {} checkpoint(s) existed, so only they were undone.)",
+                    turns.len()
+                )),
+            }
         }
         Ok((stop, text))
     }
@@ -354,6 +363,20 @@ impl Undo<'_> {
             .await;
         answer
     }
+}
+
+/// What `/undo` says of the newest `wanted` checkpoints that were dropped (`None`: none were).
+fn gone_text(dropped: &[super::caps::Dropped], wanted: usize) -> Option<String> {
+    let newest: Vec<&super::caps::Dropped> = dropped.iter().rev().take(wanted).collect();
+    let first = newest.first()?;
+    let mut turns: Vec<String> = newest.iter().map(|d| d.turn.to_string()).collect();
+    turns.dedup();
+    Some(format!(
+        "the checkpoint(s) of turn(s) {} were dropped to keep the checkpoint store within \
+         `{}`; those turns can no longer be undone.",
+        turns.join(", "),
+        first.why.key()
+    ))
 }
 
 /// Runs disk work on the blocking pool.

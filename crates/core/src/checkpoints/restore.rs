@@ -131,7 +131,7 @@ pub(crate) fn plan(
         if matches!(target, FileState::NotKept { .. }) {
             plan.skipped.push(Skipped {
                 path,
-                reason: "its content was not kept (larger than `checkpoints.max_file_bytes`, or past the 1 GiB a snapshot may add)"
+                reason: "its content was not kept (larger than `checkpoints.max_file_bytes`, or past what one snapshot may add: 1 GiB or `checkpoints.max_session_bytes`)"
                     .into(),
             });
             continue;

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use super::capture::{Capturer, Index, Keep, walk};
 use super::pack::Blobs;
-use super::restore;
 use super::*;
+use super::{caps, restore};
 
 fn put(p: &Path, bytes: &[u8], mode: u32) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -307,7 +307,16 @@ fn pruning_keeps_the_newest_and_removes_unreferenced_blobs() {
     }
     // The index names "three"'s blob only after it is saved.
     index.save(&store).unwrap();
-    store.prune(2).unwrap();
+    let cfg = crate::config::CheckpointsConfig {
+        max_count: 2,
+        ..Default::default()
+    };
+    let sid = SessionId::parse("s1").unwrap();
+    let home = ws.parent().unwrap().join("home");
+    let report = caps::enforce(&store, &home, &sid, &cfg).unwrap();
+    assert_eq!(report.own.len(), 1);
+    assert_eq!(report.notice(&cfg), None, "max_count pruning is quiet");
+    assert_eq!(caps::dropped(&store), report.own, "and recorded");
     assert_eq!(
         store.list().iter().map(|m| m.id).collect::<Vec<_>>(),
         [2, 3]
@@ -342,7 +351,7 @@ fn a_mostly_dead_pack_is_rewritten_with_its_live_blobs_and_an_unsealed_one_is_re
     cap.capture(&ws.join("lost"), Keep::Bytes).unwrap();
     drop(cap);
     let live = HashSet::from([small.hash().unwrap().to_owned()]);
-    pack::collect(&store, &live).unwrap();
+    pack::collect(&store, &live, pack::Rewrite::MostlyDead).unwrap();
     let packs: Vec<String> = std::fs::read_dir(store.packs())
         .unwrap()
         .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
@@ -374,4 +383,50 @@ fn one_capture_stores_at_most_its_budget_and_lists_the_rest_as_not_kept() {
     assert!(matches!(states[0], FileState::File { .. }));
     assert!(matches!(states[1], FileState::File { .. }));
     assert!(matches!(states[2], FileState::NotKept { size: 10, .. }));
+}
+
+#[test]
+fn the_total_cap_leaves_an_open_session_alone_and_drops_a_closed_ones() {
+    let (_t, ws, own) = world();
+    let home = ws.parent().unwrap().join("home");
+    let (s1, s2) = (
+        SessionId::parse("s1").unwrap(),
+        SessionId::parse("s2").unwrap(),
+    );
+    // Session s2 has a log (open: its lock is held) and a store of 900 KiB.
+    let logs = crate::log::SessionStore::new(&home);
+    let header = crate::log::Header::new(
+        s2.clone(),
+        ws.clone(),
+        vec![],
+        crate::modes::Harness::Code,
+        None,
+    );
+    let writer = logs.create(&header).unwrap();
+    let other = Store::new(&home, &s2);
+    for (store, name, seed) in [(&other, "other.bin", 1u8), (&own, "own.bin", 2)] {
+        put(&ws.join(name), &vec![seed; 900 << 10], 0o644);
+        let m = checkpoint(store, &ws, &[ws.join(name)], || {
+            put(&ws.join(name), b"changed", 0o644)
+        });
+        store.save(&m).unwrap();
+    }
+    let cfg = crate::config::CheckpointsConfig {
+        max_total_bytes: 1 << 20,
+        ..Default::default()
+    };
+    let before = caps::dir_bytes(&other.dir);
+    let report = caps::enforce(&own, &home, &s1, &cfg).unwrap();
+    assert_eq!(report.others, (0, 0), "an open session is not touched");
+    assert_eq!(caps::dir_bytes(&other.dir), before);
+    assert_eq!(own.list().len(), 1, "the newest of this session stays");
+
+    drop(writer);
+    let report = caps::enforce(&own, &home, &s1, &cfg).unwrap();
+    assert_eq!(report.others, (1, 1));
+    assert!(other.list().is_empty());
+    assert!(caps::dir_bytes(&other.dir) < 4096, "its blobs are gone");
+    assert_eq!(caps::dropped(&other)[0].why, caps::Why::TotalBytes);
+    assert_eq!(other.next_id(), 2, "ids are not given twice");
+    assert!(report.notice(&cfg).unwrap().contains("1 other session"));
 }

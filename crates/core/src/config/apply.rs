@@ -6,7 +6,7 @@ use std::path::Path;
 use super::file::{RawCheckpoints, RawConfig, RawPermissions, RawSubagent, RawTools};
 use super::{
     BASH_TIMEOUT_CAP_SECS, BUILTIN_PROVIDERS, CheckpointsConfig, Config, ConfigError,
-    McpServerConfig, ProviderConfig,
+    MIN_STORE_BYTES, McpServerConfig, ProviderConfig,
 };
 
 /// A `deny_read` entry must be absolute or start with `~/` (or be `~`): a relative path would
@@ -243,6 +243,8 @@ impl Config {
         self.checkpoints = CheckpointsConfig {
             max_count: ws.max_count.min(user.max_count),
             max_file_bytes: ws.max_file_bytes.min(user.max_file_bytes),
+            max_session_bytes: ws.max_session_bytes.min(user.max_session_bytes),
+            max_total_bytes: ws.max_total_bytes.min(user.max_total_bytes),
         };
         if !raw.providers.is_empty() {
             self.warnings.push(format!(
@@ -386,6 +388,27 @@ fn checkpoints(raw: RawCheckpoints, base: CheckpointsConfig) -> Result<Checkpoin
             return Err("`checkpoints.max_file_bytes` must be at least 1".into());
         }
         out.max_file_bytes = b;
+    }
+    for (key, raw, field) in [
+        (
+            "max_session_bytes",
+            raw.max_session_bytes,
+            &mut out.max_session_bytes,
+        ),
+        (
+            "max_total_bytes",
+            raw.max_total_bytes,
+            &mut out.max_total_bytes,
+        ),
+    ] {
+        if let Some(b) = raw {
+            if b < MIN_STORE_BYTES {
+                return Err(format!(
+                    "`checkpoints.{key}` must be at least {MIN_STORE_BYTES} (1 MiB)"
+                ));
+            }
+            *field = b;
+        }
     }
     Ok(out)
 }

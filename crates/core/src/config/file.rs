@@ -86,6 +86,8 @@ pub(super) struct RawCompaction {
 pub(super) struct RawCheckpoints {
     pub(super) max_count: Option<usize>,
     pub(super) max_file_bytes: Option<u64>,
+    pub(super) max_session_bytes: Option<u64>,
+    pub(super) max_total_bytes: Option<u64>,
 }
 
 pub(super) fn read_raw(path: &Path) -> Result<Option<(PathBuf, RawConfig)>, ConfigError> {

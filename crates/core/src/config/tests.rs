@@ -327,10 +327,22 @@ fn checkpoints_section_is_validated_and_a_workspace_only_narrows_it() {
         c.checkpoints,
         CheckpointsConfig {
             max_count: 5,
-            max_file_bytes: 100
+            max_file_bytes: 100,
+            ..CheckpointsConfig::default()
         }
     );
+    let caps = "[checkpoints]\nmax_session_bytes = 3145728\nmax_total_bytes = 4194304\n";
+    let c = Config::from_user_toml(caps, p).unwrap();
+    assert_eq!(
+        (
+            c.checkpoints.max_session_bytes,
+            c.checkpoints.max_total_bytes
+        ),
+        (3 << 20, 4 << 20)
+    );
     for bad in [
+        "[checkpoints]\nmax_session_bytes = 1000\n",
+        "[checkpoints]\nmax_total_bytes = 0\n",
         "[checkpoints]\nmax_file_bytes = 0\n",
         "[checkpoints]\nmax_count = 10001\n",
         "[checkpoints]\nkeep = 3\n",
@@ -339,13 +351,19 @@ fn checkpoints_section_is_validated_and_a_workspace_only_narrows_it() {
     }
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    write(home.path(), "config.toml", "[checkpoints]\nmax_count = 5\n");
+    write(
+        home.path(),
+        "config.toml",
+        "[checkpoints]\nmax_count = 5\nmax_total_bytes = 4194304\n",
+    );
     write(
         ws.path(),
         ".ferrite/config.toml",
-        "[checkpoints]\nmax_count = 9\nmax_file_bytes = 1000\n",
+        "[checkpoints]\nmax_count = 9\nmax_file_bytes = 1000\nmax_total_bytes = 99999999\nmax_session_bytes = 2097152\n",
     );
     let c = Config::load(home.path(), Some(ws.path())).unwrap();
     assert_eq!(c.checkpoints.max_count, 5, "a workspace cannot raise it");
     assert_eq!(c.checkpoints.max_file_bytes, 1000, "but may lower it");
+    assert_eq!(c.checkpoints.max_total_bytes, 4 << 20);
+    assert_eq!(c.checkpoints.max_session_bytes, 2 << 20);
 }
