@@ -115,7 +115,7 @@ pub fn fingerprint(home: &Path, cwd: &Path) -> Vec<(PathBuf, u64, Option<std::ti
     let mut out = Vec::new();
     for (dir, _) in command_dirs(home, cwd) {
         for (_, path) in prompt_files(&dir) {
-            let meta = std::fs::symlink_metadata(&path).ok();
+            let meta = std::fs::metadata(&path).ok();
             out.push((
                 path,
                 meta.as_ref().map_or(0, std::fs::Metadata::len),
