@@ -7,6 +7,7 @@
 //! atomically and made durable before the change runs), `index.json` (path → stat + hash, so an
 //! unchanged file is neither re-hashed nor re-copied).
 
+mod caps;
 mod capture;
 pub(crate) mod command;
 mod pack;
@@ -15,8 +16,7 @@ mod restore;
 mod tests;
 mod tracker;
 
-use std::collections::{BTreeMap, HashSet};
-use std::io::Write;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -118,7 +118,7 @@ impl Manifest {
             })
             .map(|(p, _)| Skipped {
                 path: p.clone(),
-                reason: "not kept: larger than `checkpoints.max_file_bytes` (or past the 1 GiB a snapshot may add)".into(),
+                reason: "not kept: larger than `checkpoints.max_file_bytes` (or past what one snapshot may add: 1 GiB or `checkpoints.max_session_bytes`)".into(),
             })
             .collect()
     }
@@ -184,10 +184,12 @@ impl Store {
         out
     }
 
-    /// One more than the highest manifest id (read from the names, not the contents).
+    /// One more than the highest manifest id (read from the names, not the contents), or than
+    /// the highest dropped one: an id is never given twice.
     pub fn next_id(&self) -> u64 {
+        let dropped = caps::dropped(self).iter().map(|d| d.id).max().unwrap_or(0);
         let Ok(rd) = std::fs::read_dir(self.manifests()) else {
-            return 1;
+            return dropped + 1;
         };
         rd.flatten()
             .filter_map(|d| {
@@ -195,7 +197,9 @@ impl Store {
                 name.to_str()?.strip_suffix(".json")?.parse::<u64>().ok()
             })
             .max()
-            .map_or(1, |id| id + 1)
+            .unwrap_or(0)
+            .max(dropped)
+            + 1
     }
 
     /// Writes `m` atomically and durably (tmp + fsync + rename + fsync of the directory). The
@@ -212,29 +216,6 @@ impl Store {
             Ok(()) | Err(_) => Ok(()),
         }
     }
-
-    /// Keeps the newest `max_count` checkpoints; then removes blobs neither a checkpoint nor the
-    /// index names (the index's blobs are the base the next snapshot reuses).
-    pub fn prune(&self, max_count: usize) -> std::io::Result<()> {
-        let all = self.list();
-        let excess = all.len().saturating_sub(max_count);
-        for m in &all[..excess] {
-            self.remove(m.id)?;
-        }
-        if excess == 0 {
-            return Ok(());
-        }
-        let mut live: HashSet<String> = all[excess..]
-            .iter()
-            .flat_map(|m| {
-                m.before
-                    .values()
-                    .filter_map(|s| s.hash().map(str::to_owned))
-            })
-            .collect();
-        live.extend(capture::Index::load(self).hashes());
-        pack::collect(self, &live)
-    }
 }
 
 /// Removes a session's checkpoints (with `session/delete`).
@@ -249,34 +230,9 @@ pub fn delete_session(home: &Path, session: &SessionId) {
     }
 }
 
-/// Writes `bytes` to `path` via a temporary file in the same directory: readers see the old or
-/// the new content, never a part, and the new one survives a crash once this returns.
+/// Writes `bytes` to `path` atomically and durably, mode 0600.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile_in(dir)?;
-    tmp.1.write_all(bytes)?;
-    tmp.1.sync_all()?;
-    std::fs::rename(&tmp.0, path)?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-/// A new private file with a random name in `dir`.
-fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    loop {
-        let path = dir.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
-        match crate::private_fs::file_options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(f) => return Ok((path, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    crate::private_fs::write_atomic(path, bytes)
 }
 
 /// Lower-case hex of a digest.

@@ -18,10 +18,16 @@
 //! Built-ins: `/compact` (summarize the conversation), `/undo [N]` and `/checkpoints` (workspace
 //! checkpoints), and two prompt templates, `/init` (write an `AGENTS.md` for the repository) and
 //! `/review` (review uncommitted changes with read-only tools).
+//!
+//! Prompt files are read through [`OwnFiles`]: a personal one must stay in
+//! `FERRITE_HOME/commands/`, a project one in the workspace (never into FERRITE_HOME, never to a
+//! file a deny rule covers); a FIFO or device is never opened. A file that may not be read is
+//! neither listed nor run, and the personal one of the same name is used instead.
 
 use std::path::{Path, PathBuf};
 
 use crate::content::UserContent;
+use crate::own_files::{OwnFiles, Skip};
 
 /// A command as the editor lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -68,11 +74,11 @@ const BUILTINS: &[Builtin] = &[
 ];
 
 /// Prompt files larger than this are not offered (they are sent with the prompt).
-const MAX_COMMAND_BYTES: u64 = 64 * 1024;
+const MAX_COMMAND_BYTES: u64 = crate::own_files::MAX_BYTES;
 
 /// The built-ins, then the prompt files (sorted by name; the project's win on a clash). A prompt
 /// file named like a built-in is not listed: the built-in runs.
-pub fn available(home: &Path, cwd: &Path) -> Vec<CommandInfo> {
+pub fn available(own: &OwnFiles, cwd: &Path) -> Vec<CommandInfo> {
     let mut out: Vec<CommandInfo> = BUILTINS
         .iter()
         .map(|b| CommandInfo {
@@ -81,17 +87,15 @@ pub fn available(home: &Path, cwd: &Path) -> Vec<CommandInfo> {
             hint: b.hint.map(str::to_owned),
         })
         .collect();
-    let mut files: std::collections::BTreeMap<String, PathBuf> = Default::default();
-    for dir in command_dirs(home, cwd) {
-        for (name, path) in prompt_files(&dir) {
-            files.insert(name, path);
-        }
+    let mut names: std::collections::BTreeSet<String> = Default::default();
+    for (dir, _) in command_dirs(own.home(), cwd) {
+        names.extend(prompt_files(&dir).into_iter().map(|(name, _)| name));
     }
-    for (name, path) in files {
+    for name in names {
         if is_builtin(&name) {
             continue;
         }
-        let Some(file) = read_prompt_file(&path) else {
+        let Some((_, file)) = find_prompt_file(own, cwd, &name) else {
             continue;
         };
         out.push(CommandInfo {
@@ -109,7 +113,7 @@ pub fn available(home: &Path, cwd: &Path) -> Vec<CommandInfo> {
 /// the list is sent again.
 pub fn fingerprint(home: &Path, cwd: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
     let mut out = Vec::new();
-    for dir in command_dirs(home, cwd) {
+    for (dir, _) in command_dirs(home, cwd) {
         for (_, path) in prompt_files(&dir) {
             let meta = std::fs::metadata(&path).ok();
             out.push((
@@ -123,22 +127,14 @@ pub fn fingerprint(home: &Path, cwd: &Path) -> Vec<(PathBuf, u64, Option<std::ti
 }
 
 /// The prompt with the command attached, or unchanged when it names no prompt command.
-pub fn expand(content: Vec<UserContent>, home: &Path, cwd: &Path) -> Vec<UserContent> {
+pub fn expand(content: Vec<UserContent>, own: &OwnFiles, cwd: &Path) -> Vec<UserContent> {
     let Some((name, args)) = invocation(&content) else {
         return content;
     };
     let (body, uri) = match builtin_template(&name) {
         Some(template) => (template.to_owned(), format!("ferrite:command/{name}")),
         None => {
-            let Some(path) = command_dirs(home, cwd)
-                .iter()
-                .rev()
-                .map(|d| d.join(format!("{name}.md")))
-                .find(|p| p.is_file())
-            else {
-                return content;
-            };
-            let Some(file) = read_prompt_file(&path) else {
+            let Some((path, file)) = find_prompt_file(own, cwd, &name) else {
                 return content;
             };
             (file.body, format!("file://{}", path.display()))
@@ -257,9 +253,25 @@ fn split_words(args: &str) -> Vec<String> {
     out
 }
 
-/// Personal first, then the project's: later entries win.
-fn command_dirs(home: &Path, cwd: &Path) -> [PathBuf; 2] {
-    [home.join("commands"), cwd.join(".ferrite").join("commands")]
+/// Personal first, then the project's (later entries win), each with the area its files must
+/// stay in: `FERRITE_HOME/commands/` for the personal ones, the workspace for the project's.
+fn command_dirs(home: &Path, cwd: &Path) -> [(PathBuf, PathBuf); 2] {
+    let personal = home.join("commands");
+    [
+        (personal.clone(), personal),
+        (cwd.join(".ferrite").join("commands"), cwd.to_owned()),
+    ]
+}
+
+/// The prompt file `name` runs: the project's when it may be read, else the personal one.
+fn find_prompt_file(own: &OwnFiles, cwd: &Path, name: &str) -> Option<(PathBuf, PromptFile)> {
+    command_dirs(own.home(), cwd)
+        .into_iter()
+        .rev()
+        .find_map(|(dir, area)| {
+            let path = dir.join(format!("{name}.md"));
+            read_prompt_file(own, &path, &area).map(|f| (path, f))
+        })
 }
 
 fn prompt_files(dir: &Path) -> Vec<(String, PathBuf)> {
@@ -288,13 +300,19 @@ struct PromptFile {
     body: String,
 }
 
-fn read_prompt_file(path: &Path) -> Option<PromptFile> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_COMMAND_BYTES {
-        return None;
+fn read_prompt_file(own: &OwnFiles, path: &Path, area: &Path) -> Option<PromptFile> {
+    match own.read(path, area, MAX_COMMAND_BYTES) {
+        Ok(t) if !t.cut => Some(parse_front_matter(&t.text)),
+        Ok(_) => {
+            tracing::warn!(path = %path.display(), "prompt file over 64 KiB not offered");
+            None
+        }
+        Err(Skip::Missing) => None,
+        Err(Skip::Refused(why)) => {
+            tracing::warn!("prompt file skipped: {why}");
+            None
+        }
     }
-    let text = std::fs::read_to_string(path).ok()?;
-    Some(parse_front_matter(&text))
 }
 
 /// `---`-delimited `key: value` lines at the top (the subset of YAML prompt files use).
@@ -379,8 +397,11 @@ mod tests {
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join(name), body).unwrap();
         }
+        fn own(&self) -> OwnFiles {
+            OwnFiles::new(self.home.path(), &[], Ok(Default::default()))
+        }
         fn expand(&self, t: &str) -> Vec<UserContent> {
-            expand(text(t), self.home.path(), self.ws.path())
+            expand(text(t), &self.own(), self.ws.path())
         }
     }
 
@@ -417,7 +438,7 @@ mod tests {
         d.project("fix.md", "project fix");
         assert_eq!(attached(&d.expand("/fix")), "project fix");
         assert_eq!(attached(&d.expand("/mine")), "body");
-        let list = available(d.home.path(), d.ws.path());
+        let list = available(&d.own(), d.ws.path());
         let names: Vec<&str> = list.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,

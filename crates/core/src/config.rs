@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::modes::Mode;
-use file::{parse_raw, read_raw};
+use file::{parse_raw, read_raw, read_workspace_raw};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -132,13 +132,22 @@ pub struct CheckpointsConfig {
     pub max_count: usize,
     /// Files larger than this are listed in a checkpoint but their bytes are not kept.
     pub max_file_bytes: u64,
+    /// One session's store, at most; the oldest checkpoints are dropped past it.
+    pub max_session_bytes: u64,
+    /// Every session's stores together (`FERRITE_HOME/checkpoints/`), at most.
+    pub max_total_bytes: u64,
 }
+
+/// The smallest store cap accepted (`checkpoints.max_session_bytes`, `max_total_bytes`).
+pub const MIN_STORE_BYTES: u64 = 1 << 20;
 
 impl Default for CheckpointsConfig {
     fn default() -> Self {
         Self {
             max_count: 50,
             max_file_bytes: 10_485_760,
+            max_session_bytes: 2 << 30,
+            max_total_bytes: 10 << 30,
         }
     }
 }
@@ -170,6 +179,9 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// The workspace file that chose `model`, when the workspace (not the user) chose it.
     pub model_set_by: Option<PathBuf>,
+    /// `workspace_models` (user config only): the models a workspace file may choose for
+    /// `model` and `subagent.model` besides the user's own (`docs/config.md`).
+    pub workspace_models: Vec<String>,
 }
 
 impl Default for Config {
@@ -200,6 +212,7 @@ impl Default for Config {
             checkpoints: CheckpointsConfig::default(),
             providers: BTreeMap::new(),
             model_set_by: None,
+            workspace_models: vec![],
             mcp_servers: BTreeMap::new(),
             warnings: vec![],
         }
@@ -257,7 +270,7 @@ impl Config {
             config.apply_user(raw.1, &raw.0)?;
         }
         if let Some(ws) = workspace
-            && let Some(raw) = read_raw(&ws.join(".ferrite").join("config.toml"))?
+            && let Some(raw) = read_workspace_raw(ws, home)?
         {
             config.apply_workspace(raw.1, &raw.0)?;
         }

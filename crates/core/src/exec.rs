@@ -92,13 +92,9 @@ pub fn is_secret_env(name: &str) -> bool {
 /// planted under the name (even a dangling one) — under a name of the agent's own, not derived
 /// from a model's or a provider's call id. Retries on the (unlikely) name clash.
 pub fn create_spill_file(dir: &Path, ext: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    crate::private_fs::create_dir_all(dir)?;
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros());
@@ -106,10 +102,9 @@ pub fn create_spill_file(dir: &Path, ext: &str) -> std::io::Result<(PathBuf, std
     for _ in 0..16 {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = dir.join(format!("out-{started}-{}-{n}.{ext}", std::process::id()));
-        match std::fs::OpenOptions::new()
+        match crate::private_fs::file_options()
             .write(true)
             .create_new(true)
-            .mode(0o600)
             .open(&path)
         {
             Ok(file) => return Ok((path, file)),

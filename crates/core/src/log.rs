@@ -18,7 +18,7 @@ use crate::ids::SessionId;
 use crate::model::AssistantPart;
 use crate::modes::{Effort, Harness, Mode};
 
-pub use store::{LoadedLog, LogWriter, SessionStore, SessionSummary};
+pub use store::{Hold, LoadedLog, LogWriter, SessionStore, SessionSummary};
 
 /// The version of the line format. Bump it when an entry changes meaning; readers refuse newer
 /// versions rather than misread them.

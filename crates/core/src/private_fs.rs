@@ -1,8 +1,12 @@
-//! Ferrite's own files hold conversations, keys and rules: only their owner may read them.
-//! Directories Ferrite creates are 0700 and its files 0600, whatever the umask.
+//! Ferrite's own files hold conversations, keys, rules and copies of the workspace: only their
+//! owner may read them. Every directory Ferrite creates under FERRITE_HOME is made here (0700)
+//! and every file is opened with [`file_options`] or written with [`write_atomic`] (0600):
+//! modes given at creation, so a umask can only narrow them and no file is ever readable by
+//! others, not even for a moment before a `chmod`.
 
 use std::fs::OpenOptions;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// Creates `dir` and its missing parents with mode 0700 (existing ones are left as they are).
 pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
@@ -25,6 +29,39 @@ pub fn file_options() -> OpenOptions {
         opts.mode(0o600);
     }
     opts
+}
+
+/// Writes `bytes` to `path` (mode 0600, missing parents 0700) via a temporary file in the same
+/// directory: readers see the old or the new content, never a part, and the new one survives a
+/// crash once this returns.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    create_dir_all(dir)?;
+    let (tmp, mut file) = temp_file_in(dir)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// A new private file with a random name in `dir`.
+fn temp_file_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    loop {
+        let path = dir.join(format!(".tmp-{}", uuid::Uuid::now_v7().simple()));
+        match file_options().write(true).create_new(true).open(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(all(test, unix))]
@@ -50,5 +87,19 @@ mod tests {
             .unwrap();
         let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        let g = dir.path().join("home/cache/models.json");
+        write_atomic(&g, b"{}").unwrap();
+        write_atomic(&g, b"[]").unwrap();
+        assert_eq!(std::fs::read(&g).unwrap(), b"[]");
+        let mode = std::fs::metadata(&g).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let mode = std::fs::metadata(g.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o700);
+        let names: Vec<_> = std::fs::read_dir(g.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file left");
     }
 }

@@ -9,14 +9,20 @@
 //!
 //! In a monorepo, packages below the cwd have their own `AGENTS.md`: when a tool reads or changes a
 //! file there, [`Nested::for_paths`] adds that file to the tool's result, once per session.
+//!
+//! Every file is read through [`OwnFiles`]: a repository's `AGENTS.md` that links out of the
+//! repository, into FERRITE_HOME or to a file a deny rule covers, or that is a FIFO, is not read
+//! (a note says so instead).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use crate::own_files::{OwnFiles, Skip};
+
 /// Instructions are sent with every request: this bounds what they cost.
 const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 
-pub fn system_prompt(home: &Path, cwd: &Path) -> String {
+pub fn system_prompt(own: &OwnFiles, cwd: &Path) -> String {
     let mut s = String::from(
         "You are Ferrite, a coding agent working inside the user's editor. You help with software \
          engineering tasks in the workspace below: read code before changing it, make focused \
@@ -31,20 +37,24 @@ pub fn system_prompt(home: &Path, cwd: &Path) -> String {
     ));
     s.push_str(&format!("Date: {}\n", &crate::time::now_rfc3339()[..10]));
     let mut budget = MAX_INSTRUCTIONS_BYTES;
-    let personal = home.join("AGENTS.md");
-    let files = std::iter::once(personal)
-        .filter(|p| p.is_file())
-        .chain(chain(cwd).into_iter().filter_map(|d| instruction_file(&d)));
-    for path in files {
+    // The personal file's area is itself: a link out of it is not followed.
+    let personal = own.home().join("AGENTS.md");
+    let dirs = chain(cwd);
+    let root = dirs.first().cloned().unwrap_or_else(|| cwd.to_owned());
+    let files = std::iter::once((personal.clone(), personal))
+        .chain(dirs.iter().map(|d| (instruction_file(d), root.clone())));
+    for (path, area) in files {
         if budget == 0 {
-            s.push_str(&format!(
-                "\n(Instructions in {} were not included: the instructions reached their size \
-                 limit. Read the file if it matters.)\n",
-                path.display()
-            ));
+            if std::fs::symlink_metadata(&path).is_ok() {
+                s.push_str(&format!(
+                    "\n(Instructions in {} were not included: the instructions reached their \
+                     size limit. Read the file if it matters.)\n",
+                    path.display()
+                ));
+            }
             continue;
         }
-        if let Some(section) = section(&path, &mut budget) {
+        if let Some(section) = section(own, &path, &area, &mut budget) {
             s.push_str(&section);
         }
     }
@@ -66,17 +76,33 @@ fn chain(cwd: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// `dir/AGENTS.md`, else `dir/CLAUDE.md`.
-fn instruction_file(dir: &Path) -> Option<PathBuf> {
-    ["AGENTS.md", "CLAUDE.md"]
-        .iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.is_file())
+/// `dir/AGENTS.md` when there is one (whatever it is), else `dir/CLAUDE.md`.
+fn instruction_file(dir: &Path) -> PathBuf {
+    let agents = dir.join("AGENTS.md");
+    if std::fs::symlink_metadata(&agents).is_ok() {
+        agents
+    } else {
+        dir.join("CLAUDE.md")
+    }
 }
 
-/// The file under a heading, cut to what is left of `budget`.
-fn section(path: &Path, budget: &mut usize) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// The file under a heading, cut to what is left of `budget`; a note when it may not be read;
+/// `None` when there is no file (or it is empty).
+fn section(own: &OwnFiles, path: &Path, area: &Path, budget: &mut usize) -> Option<String> {
+    let read = own.read(path, area, crate::own_files::MAX_BYTES);
+    let (text, file_cut) = match read {
+        Ok(t) => (t.text, t.cut),
+        Err(Skip::Missing) => return None,
+        Err(Skip::Refused(why)) => {
+            tracing::warn!("instructions skipped: {why}");
+            return Some(format!(
+                "\n(Instructions in {} were not read: Ferrite reads an instruction file only \
+                 when it is a regular file that stays where it was found (its repository, or \
+                 FERRITE_HOME for the personal one) and no deny rule covers it.)\n",
+                path.display()
+            ));
+        }
+    };
     let text = text.trim();
     if text.is_empty() {
         return None;
@@ -88,7 +114,7 @@ fn section(path: &Path, budget: &mut usize) -> Option<String> {
         }
         (&text[..end], true)
     } else {
-        (text, false)
+        (text, file_cut)
     };
     *budget -= shown.len();
     let mut out = format!("\n## Instructions from {}\n\n{shown}\n", path.display());
@@ -115,6 +141,7 @@ impl Nested {
     /// system prompt.
     pub fn for_paths(
         &mut self,
+        own: &OwnFiles,
         paths: &[PathBuf],
         cwd: &Path,
         roots: &[PathBuf],
@@ -140,13 +167,11 @@ impl Nested {
                 .collect();
             dirs.reverse();
             for d in dirs {
-                let Some(file) = instruction_file(d) else {
-                    continue;
-                };
-                if !self.seen.insert(file.clone()) {
+                let file = instruction_file(d);
+                if std::fs::symlink_metadata(&file).is_err() || !self.seen.insert(file.clone()) {
                     continue;
                 }
-                if let Some(s) = section(&file, &mut budget) {
+                if let Some(s) = section(own, &file, root, &mut budget) {
                     out.push_str(&s);
                 }
             }
@@ -168,14 +193,18 @@ mod tests {
         std::fs::canonicalize(p).unwrap()
     }
 
+    fn own(home: &Path) -> OwnFiles {
+        OwnFiles::new(home, &[], Ok(Default::default()))
+    }
+
     #[test]
     fn agents_md_wins_over_claude_md() {
         let home = tempfile::tempdir().unwrap();
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("CLAUDE.md"), "claude rules").unwrap();
-        assert!(system_prompt(home.path(), d.path()).contains("claude rules"));
+        assert!(system_prompt(&own(home.path()), d.path()).contains("claude rules"));
         std::fs::write(d.path().join("AGENTS.md"), "agents rules").unwrap();
-        let p = system_prompt(home.path(), d.path());
+        let p = system_prompt(&own(home.path()), d.path());
         assert!(p.contains("agents rules") && !p.contains("claude rules"));
     }
 
@@ -192,7 +221,7 @@ mod tests {
         std::fs::write(root.join("pkgs/app/AGENTS.md"), "APP").unwrap();
         // Above the repository: not included.
         std::fs::write(root.parent().unwrap().join("AGENTS.md"), "ABOVE").ok();
-        let p = system_prompt(home.path(), &root.join("pkgs/app/src"));
+        let p = system_prompt(&own(home.path()), &root.join("pkgs/app/src"));
         let at = |s: &str| p.find(s).unwrap_or_else(|| panic!("{s} missing: {p}"));
         assert!(at("PERSONAL") < at("ROOT") && at("ROOT") < at("PKGS") && at("PKGS") < at("APP"));
         assert!(!p.contains("ABOVE"));
@@ -207,7 +236,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), "x".repeat(100_000)).unwrap();
-        let p = system_prompt(home.path(), d.path());
+        let p = system_prompt(&own(home.path()), d.path());
         assert!(p.len() < 70_000);
         assert!(p.contains("reached their size limit"));
     }
@@ -223,20 +252,22 @@ mod tests {
         std::fs::write(root.join("pkgs/lib/src/a.rs"), "").unwrap();
         let mut nested = Nested::default();
         let roots = [root.clone()];
+        let home = tempfile::tempdir().unwrap();
+        let own = own(home.path());
         let file = root.join("pkgs/lib/src/a.rs");
         let text = nested
-            .for_paths(std::slice::from_ref(&file), &root, &roots)
+            .for_paths(&own, std::slice::from_ref(&file), &root, &roots)
             .unwrap();
         assert!(
             text.contains("LIB RULES") && !text.contains("ROOT"),
             "{text}"
         );
-        assert_eq!(nested.for_paths(&[file], &root, &roots), None);
+        assert_eq!(nested.for_paths(&own, &[file], &root, &roots), None);
         // Outside the workspace roots nothing is added.
         let other = tempfile::tempdir().unwrap();
         std::fs::write(other.path().join("AGENTS.md"), "OTHER").unwrap();
         assert_eq!(
-            nested.for_paths(&[other.path().join("f")], &root, &roots),
+            nested.for_paths(&own, &[other.path().join("f")], &root, &roots),
             None
         );
     }

@@ -87,6 +87,15 @@ pub struct Runtime {
 
 /// Sessions that keep their log open: half of the descriptors left after a reserve for the
 /// process itself (HTTP connections, commands' pipes, MCP servers), within [4, 1024].
+/// What the workspace's config tried or chose (a model, a widening that was ignored) is told to
+/// the user when a session opens, not only written to the log: a cloned repository must not
+/// change how the agent works unseen.
+fn config_notices(opened: &Opened, config: &crate::config::Config) {
+    for w in &config.warnings {
+        opened.notices.notice(w.clone());
+    }
+}
+
 fn max_resident_sessions() -> usize {
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
@@ -190,7 +199,9 @@ impl Runtime {
         state.apply(EntryKind::Model { model });
         log.sync()?;
         let servers = mcp_specs(&config, req.mcp_servers, &state.cwd);
-        Ok(self.spawn(state, log, catalog, ceiling, false, servers))
+        let opened = self.spawn(state, log, catalog, ceiling, false, servers);
+        config_notices(&opened, &config);
+        Ok(opened)
     }
 
     /// `session/load` (with `replay`) and `session/resume`. A session already open here is
@@ -216,7 +227,10 @@ impl Runtime {
                 title: snap.title,
                 usage: snap.usage,
                 notices,
-                commands: crate::commands::available(&self.services.home, &snap.cwd),
+                commands: crate::commands::available(
+                    &self.services.own_files(std::slice::from_ref(&snap.cwd)),
+                    &snap.cwd,
+                ),
                 cwd: snap.cwd,
             });
         }
@@ -230,7 +244,9 @@ impl Runtime {
         // A ceiling lowered since the session was saved applies on load.
         state.mode = state.mode.min(ceiling);
         let servers = mcp_specs(&config, mcp_servers, &state.cwd);
-        Ok(self.spawn(state, log, catalog, ceiling, replay, servers))
+        let opened = self.spawn(state, log, catalog, ceiling, replay, servers);
+        config_notices(&opened, &config);
+        Ok(opened)
     }
 
     fn spawn(
@@ -287,7 +303,10 @@ impl Runtime {
             title,
             usage,
             notices,
-            commands: crate::commands::available(&self.services.home, &cwd),
+            commands: crate::commands::available(
+                &self.services.own_files(std::slice::from_ref(&cwd)),
+                &cwd,
+            ),
             cwd,
         }
     }

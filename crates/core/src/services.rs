@@ -70,6 +70,31 @@ impl Services {
         Ok((config, catalog))
     }
 
+    /// The policy for the files Ferrite reads for itself in a workspace (`crate::own_files`),
+    /// outside a turn (the command list): the deny rules of config (narrowed by the workspace of
+    /// `roots[0]`) and the stored ones, read now. Rules that cannot be read let nothing be read.
+    pub fn own_files(&self, roots: &[PathBuf]) -> crate::own_files::OwnFiles {
+        let deny = match roots.first() {
+            Some(cwd) => Config::load(&self.home, Some(cwd))
+                .map_err(|e| e.to_string())
+                .and_then(|config| {
+                    let stored = crate::permissions::StoredRules::load(&self.home, cwd)
+                        .map_err(|e| e.to_string())?;
+                    let deny: Vec<String> = config
+                        .permissions
+                        .deny
+                        .into_iter()
+                        .chain(stored.deny)
+                        .collect();
+                    crate::permissions::Rules::from_strings(&[], &deny)
+                        .map(Arc::new)
+                        .map_err(|e| e.to_string())
+                }),
+            None => Err("no workspace".to_owned()),
+        };
+        crate::own_files::OwnFiles::new(&self.home, roots, deny)
+    }
+
     /// The catalog for `config` with fresh credentials and the cached provider listings.
     pub fn catalog(&self, config: &Config) -> Catalog {
         let creds = Credentials::load(&self.home).unwrap_or_else(|e| {

@@ -4,7 +4,6 @@
 mod bash;
 mod edit;
 pub mod find;
-pub mod fsops;
 pub mod grep;
 mod ls;
 pub(crate) mod markdown;

@@ -28,6 +28,7 @@ use crate::content::UserContent;
 use crate::events::{TurnOptions, TurnOutcome};
 use crate::log::{StopReason, StoreError};
 use crate::model::StopKind;
+use crate::own_files::OwnFiles;
 use crate::services::Services;
 use crate::session::Recorder;
 
@@ -69,9 +70,16 @@ async fn run_stages(
     checkpoint: &TurnCheckpoint,
 ) -> Result<TurnOutcome, StoreError> {
     let start = rec.start();
-    let intake = intake::record_prompt(&services.home, rec, &req.content, &start)?;
+    // Read before the prompt is taken in: a prompt file is read under the turn's deny rules.
+    let settings = resolve::settings(&services.home, &start.cwd);
+    let deny = match &settings {
+        Ok(s) => s.rules.in_force(),
+        Err(_) => Err("the config or the permission rules could not be read".into()),
+    };
+    let own = OwnFiles::new(&services.home, &start.roots, deny);
+    let intake = intake::record_prompt(&own, rec, &req.content, &start)?;
     intake::name_session(rec, &req.content, &start, &intake).await?;
-    let resolve::Settings { config, rules } = match resolve::settings(&services.home, &start.cwd) {
+    let resolve::Settings { config, rules } = match settings {
         Ok(s) => s,
         Err(outcome) => return Ok(outcome),
     };
@@ -99,7 +107,7 @@ async fn run_stages(
         Ok(env) => env,
         Err(outcome) => return Ok(outcome),
     };
-    let system = crate::prompt::system_prompt(&services.home, &start.cwd);
+    let system = crate::prompt::system_prompt(&own, &start.cwd);
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;
     }

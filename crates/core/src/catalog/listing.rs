@@ -54,14 +54,8 @@ impl Listings {
     /// Writes the cache atomically (temp file + rename): a concurrent reader sees the old or
     /// the new file, never half of one.
     pub fn save(&self, home: &Path) -> std::io::Result<()> {
-        let path = cache_path(home);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, &path)
+        crate::private_fs::write_atomic(&cache_path(home), &bytes)
     }
 
     /// The models `provider` reported, if its listing is of `base_url`.

@@ -1,7 +1,8 @@
 //! Reading the workspace into the store: one path's state, or a walk of every root. The index
 //! remembers each file's stat and hash so an unchanged file costs one `lstat`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -83,6 +84,9 @@ pub(crate) struct Capturer<'a> {
     /// New bytes stored by this capture, against `budget` ([`CAPTURE_MAX_BYTES`]).
     written: u64,
     pub(super) budget: u64,
+    /// Directories this capture saw to be real directories (not links), so a walk checks each
+    /// parent once.
+    real_dirs: HashSet<PathBuf>,
 }
 
 impl<'a> Capturer<'a> {
@@ -100,7 +104,28 @@ impl<'a> Capturer<'a> {
             max_file_bytes,
             written: 0,
             budget: CAPTURE_MAX_BYTES,
+            real_dirs: HashSet::new(),
         }
+    }
+
+    /// Whether a directory above `path` is now a symlink or not a directory at all: the paths
+    /// the store names are resolved ones, so `path` no longer names anything in the workspace
+    /// (what is reached through the link is elsewhere and is neither read nor kept).
+    pub fn behind_link(&mut self, path: &Path) -> bool {
+        let mut above: Vec<&Path> = path.ancestors().skip(1).collect();
+        above.reverse();
+        for dir in above {
+            if dir.parent().is_none() || self.real_dirs.contains(dir) {
+                continue;
+            }
+            match std::fs::symlink_metadata(dir) {
+                Ok(m) if m.file_type().is_dir() => {
+                    self.real_dirs.insert(dir.to_owned());
+                }
+                Ok(_) | Err(_) => return true,
+            }
+        }
+        false
     }
 
     /// Makes the blobs captured so far durable; call before saving a manifest that names them.
@@ -117,6 +142,9 @@ impl<'a> Capturer<'a> {
 
     /// The state of `path` now (`None` for sockets, FIFOs and devices, which are not kept).
     pub fn capture(&mut self, path: &Path, keep: Keep) -> std::io::Result<Option<FileState>> {
+        if self.behind_link(path) {
+            return Ok(Some(FileState::Absent));
+        }
         let meta = match std::fs::symlink_metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -157,7 +185,9 @@ impl<'a> Capturer<'a> {
                 if keep == Keep::Bytes && self.written + size > self.budget {
                     return Ok(Some(not_kept));
                 }
-                let bytes = std::fs::read(path)?;
+                // Opened without following links: what was stat'ed is what is read.
+                let mut bytes = Vec::new();
+                crate::fsops::open_read(path)?.read_to_end(&mut bytes)?;
                 let hash = hex(&Sha256::digest(&bytes));
                 if keep == Keep::Bytes {
                     self.put_blob(&hash, &bytes)?;

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capturer, Index};
 use super::pack::Blobs;
-use super::restore::{self, Step};
+use super::restore::{self, Reach, Step};
 use super::{Manifest, Skipped, Store, TurnCheckpoint, undo_message};
 use crate::config::Config;
 use crate::content::{
@@ -133,27 +133,34 @@ enum Answer {
 impl Undo<'_> {
     async fn run(self, n: usize) -> Result<(StopReason, String), StoreError> {
         let store = self.store.clone();
-        let all = blocking(move || Ok(store.list())).await.unwrap_or_default();
+        let (all, dropped) = blocking(move || Ok((store.list(), super::caps::dropped(&store))))
+            .await
+            .unwrap_or_default();
         if all.is_empty() {
-            return Ok((
-                StopReason::EndTurn,
-                "There is nothing to undo: no turn of this session has changed the workspace \
-                 (or its checkpoints were pruned)."
+            let text = match gone_text(&dropped, n) {
+                Some(gone) => format!("There is nothing to undo: {gone}"),
+                None => "There is nothing to undo: no turn of this session has changed the \
+                         workspace."
                     .into(),
-            ));
+            };
+            return Ok((StopReason::EndTurn, text));
         }
         let undone: Vec<Manifest> = all[all.len().saturating_sub(n)..].to_vec();
         let ids: Vec<u64> = undone.iter().map(|m| m.id).collect();
-        let (store, home, max) = (
+        let reach = Reach {
+            roots: self.roots.clone(),
+            home: self.home.clone(),
+        };
+        let (store, max, plan_reach) = (
             self.store.clone(),
-            self.home.clone(),
             self.config.checkpoints.max_file_bytes,
+            reach.clone(),
         );
         let plan = blocking(move || {
             let mut index = Index::load(&store);
             let mut blobs = Blobs::default();
             let mut cap = Capturer::new(&store, &mut index, &mut blobs, max);
-            restore::plan(&mut cap, &undone, &home)
+            restore::plan(&mut cap, &undone, &plan_reach)
         })
         .await;
         let plan = match plan {
@@ -198,10 +205,12 @@ impl Undo<'_> {
             Ok(approved
                 .iter()
                 .filter_map(|s| {
-                    restore::apply(&store, &blobs, s).err().map(|e| Skipped {
-                        path: s.path.clone(),
-                        reason: format!("it could not be restored: {e}"),
-                    })
+                    restore::apply(&store, &blobs, s, &reach)
+                        .err()
+                        .map(|e| Skipped {
+                            path: s.path.clone(),
+                            reason: format!("it could not be restored: {e}"),
+                        })
                 })
                 .collect::<Vec<_>>())
         })
@@ -212,6 +221,9 @@ impl Undo<'_> {
         let root = self.roots.first().cloned().unwrap_or_default();
         let files = match finished {
             Ok(Some(f)) => {
+                if let Some(text) = f.notice.clone() {
+                    self.rec.emit(Event::Notice { text }).await;
+                }
                 self.rec.record(EntryKind::Checkpoint {
                     id: f.id,
                     turn: f.turn,
@@ -237,10 +249,13 @@ impl Undo<'_> {
             .collect();
         let mut text = undo_message(&ids, &files, &skipped, &root);
         if n > turns.len() {
-            text.push_str(&format!(
-                "\n(Only {} checkpoint(s) existed, so only they were undone.)",
-                turns.len()
-            ));
+            match gone_text(&dropped, n - turns.len()) {
+                Some(gone) => text.push_str(&format!("\n({gone})")),
+                None => text.push_str(&format!(
+                    "\n(Only {} checkpoint(s) existed, so only they were undone.)",
+                    turns.len()
+                )),
+            }
         }
         Ok((stop, text))
     }
@@ -351,6 +366,20 @@ impl Undo<'_> {
             .await;
         answer
     }
+}
+
+/// What `/undo` says of the newest `wanted` checkpoints that were dropped (`None`: none were).
+fn gone_text(dropped: &[super::caps::Dropped], wanted: usize) -> Option<String> {
+    let newest: Vec<&super::caps::Dropped> = dropped.iter().rev().take(wanted).collect();
+    let first = newest.first()?;
+    let mut turns: Vec<String> = newest.iter().map(|d| d.turn.to_string()).collect();
+    turns.dedup();
+    Some(format!(
+        "the checkpoint(s) of turn(s) {} were dropped to keep the checkpoint store within \
+         `{}`; those turns can no longer be undone.",
+        turns.join(", "),
+        first.why.key()
+    ))
 }
 
 /// Runs disk work on the blocking pool.

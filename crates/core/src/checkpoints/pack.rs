@@ -40,6 +40,11 @@ impl Blobs {
         self.map.contains_key(hash)
     }
 
+    /// The stored size of a blob.
+    pub fn len_of(&self, hash: &str) -> Option<u64> {
+        self.map.get(hash).map(|l| l.len)
+    }
+
     #[cfg(test)]
     pub fn count(&self) -> usize {
         self.map.len()
@@ -118,9 +123,20 @@ impl PackWriter {
     }
 }
 
-/// Removes blobs not in `live`: a pack with none left is deleted, one mostly dead is rewritten
-/// with its live blobs, and a pack without an index (a crash before it was sealed) is deleted.
-pub(crate) fn collect(store: &Store, live: &HashSet<String>) -> std::io::Result<()> {
+/// Which packs [`collect`] rewrites with their live blobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rewrite {
+    /// Those whose live bytes are less than half (the usual pruning: cheap, at most about twice
+    /// the live bytes stay on disk).
+    MostlyDead,
+    /// Every pack with a dead blob (a store cap is being enforced: the dead bytes must go).
+    AnyDead,
+}
+
+/// Removes blobs not in `live`: a pack with none left is deleted, one mostly dead (or, with
+/// `Rewrite::AnyDead`, any with a dead blob) is rewritten with its live blobs, and a pack without
+/// an index (a crash before it was sealed) is deleted.
+pub(crate) fn collect(store: &Store, live: &HashSet<String>, mode: Rewrite) -> std::io::Result<()> {
     let indexes = read_indexes(store);
     let indexed: HashSet<u64> = indexes.iter().map(|(id, _)| *id).collect();
     for id in pack_ids(store) {
@@ -137,7 +153,7 @@ pub(crate) fn collect(store: &Store, live: &HashSet<String>) -> std::io::Result<
         let kept_bytes: u64 = kept.iter().map(|h| entries[*h].1).sum();
         if kept.is_empty() {
             dropped.push(id);
-        } else if kept_bytes * 2 < total {
+        } else if kept_bytes * 2 < total || (mode == Rewrite::AnyDead && kept_bytes < total) {
             let w = match rewrite.as_mut() {
                 Some(w) => w,
                 None => rewrite.insert(PackWriter::open(store)?),

@@ -1,9 +1,15 @@
 //! Planning and applying an undo: for every path the undone checkpoints cover, the state before
 //! the oldest of them is the target, and the state after the newest is what the agent left (a
 //! file that differs from it was changed by someone else since).
+//!
+//! The workspace may have changed since (a checkout, a build script, a hostile repository): a
+//! directory on the way to a path may now be a symlink. Undo never writes through one. Each path
+//! is checked against the policy again (inside the workspace roots, not under FERRITE_HOME), a
+//! path behind a link is skipped with the reason (unless the undo itself puts the directory back
+//! first), and every change goes through [`crate::fsops::entry`], which walks the path without
+//! following any link, so a link planted while the user answers a question fails the step.
 
 use std::collections::{BTreeMap, HashSet};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -28,12 +34,33 @@ pub(crate) struct Plan {
     pub skipped: Vec<Skipped>,
 }
 
+/// Where an undo may write: inside the session's workspace roots, never under FERRITE_HOME.
+#[derive(Debug, Clone)]
+pub(crate) struct Reach {
+    pub roots: Vec<PathBuf>,
+    pub home: PathBuf,
+}
+
+impl Reach {
+    /// Why `path` may not be changed by an undo, if it may not.
+    fn refuses(&self, path: &Path) -> Option<&'static str> {
+        if path.starts_with(&self.home) {
+            Some("it is in FERRITE_HOME, which undo does not change")
+        } else if !crate::paths::is_inside(path, &self.roots) {
+            Some("it is outside the session's workspace")
+        } else {
+            None
+        }
+    }
+}
+
 /// Plans reverting `undone` (the checkpoints to undo, oldest first).
 pub(crate) fn plan(
     cap: &mut Capturer<'_>,
     undone: &[Manifest],
-    home: &Path,
+    reach: &Reach,
 ) -> std::io::Result<Plan> {
+    let home = reach.home.as_path();
     let mut target: BTreeMap<PathBuf, FileState> = BTreeMap::new();
     // `None`: the agent died during that turn, so what it left is unknown.
     let mut left: BTreeMap<PathBuf, Option<FileState>> = BTreeMap::new();
@@ -62,8 +89,36 @@ pub(crate) fn plan(
         }
     }
     let mut plan = Plan::default();
+    // Directories this undo puts back where something else (a link) is now: paths below them
+    // will be empty until the undo fills them.
+    let mut remade: HashSet<PathBuf> = HashSet::new();
     for (path, target) in target {
-        let Some(current) = cap.capture(&path, Keep::HashOnly)? else {
+        if let Some(reason) = reach.refuses(&path) {
+            plan.skipped.push(Skipped {
+                path,
+                reason: reason.into(),
+            });
+            continue;
+        }
+        let current = if !cap.behind_link(&path) {
+            cap.capture(&path, Keep::HashOnly)?
+        } else if path.ancestors().skip(1).any(|a| remade.contains(a)) {
+            Some(FileState::Absent)
+        } else {
+            plan.skipped.push(Skipped {
+                path,
+                reason: "a directory on its way is now a symlink (or not a directory); undo \
+                         does not write through links"
+                    .into(),
+            });
+            continue;
+        };
+        if matches!(target, FileState::Dir { .. })
+            && !matches!(current, Some(FileState::Dir { .. }))
+        {
+            remade.insert(path.clone());
+        }
+        let Some(current) = current else {
             plan.skipped.push(Skipped {
                 path,
                 reason: "it is now a socket, FIFO or device".into(),
@@ -76,7 +131,7 @@ pub(crate) fn plan(
         if matches!(target, FileState::NotKept { .. }) {
             plan.skipped.push(Skipped {
                 path,
-                reason: "its content was not kept (larger than `checkpoints.max_file_bytes`, or past the 1 GiB a snapshot may add)"
+                reason: "its content was not kept (larger than `checkpoints.max_file_bytes`, or past what one snapshot may add: 1 GiB or `checkpoints.max_session_bytes`)"
                     .into(),
             });
             continue;
@@ -118,10 +173,19 @@ fn before_of(m: &Manifest, p: &Path) -> FileState {
     m.before.get(p).cloned().unwrap_or(FileState::Absent)
 }
 
-/// Puts `step.path` back into `step.target`: exact bytes and mode, via a temporary file and a
-/// rename so a reader never sees half a file.
-pub(crate) fn apply(store: &Store, blobs: &Blobs, step: &Step) -> std::io::Result<()> {
+/// Puts `step.path` back into `step.target`: exact bytes and mode, a file via a temporary file
+/// and a rename so a reader never sees half of it; no link on the way is followed.
+pub(crate) fn apply(
+    store: &Store,
+    blobs: &Blobs,
+    step: &Step,
+    reach: &Reach,
+) -> std::io::Result<()> {
+    use crate::fsops::{Parents, entry};
     let path = &step.path;
+    if let Some(reason) = reach.refuses(path) {
+        return Err(std::io::Error::other(reason));
+    }
     let in_the_way = || {
         std::io::Error::other(format!(
             "a directory is in the way at {}; it was left as it is",
@@ -130,28 +194,21 @@ pub(crate) fn apply(store: &Store, blobs: &Blobs, step: &Step) -> std::io::Resul
     };
     match &step.target {
         FileState::Absent => match step.current {
-            FileState::Dir { .. } => std::fs::remove_dir(path).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
-                    std::io::Error::other("the directory is not empty")
-                } else {
-                    e
-                }
-            }),
+            FileState::Dir { .. } => entry(path, Parents::MustExist)?.remove_dir(),
             FileState::Absent => Ok(()),
             FileState::File { .. } | FileState::NotKept { .. } | FileState::Symlink { .. } => {
-                std::fs::remove_file(path)
+                entry(path, Parents::MustExist)?.remove_file()
             }
         },
         FileState::Dir { mode } => {
+            let e = entry(path, Parents::Create)?;
             match step.current {
-                FileState::Dir { .. } => {}
-                FileState::Absent => std::fs::create_dir_all(path)?,
+                FileState::Dir { .. } | FileState::Absent => {}
                 FileState::File { .. } | FileState::NotKept { .. } | FileState::Symlink { .. } => {
-                    std::fs::remove_file(path)?;
-                    std::fs::create_dir(path)?;
+                    e.remove_file()?
                 }
             }
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(*mode))
+            e.make_dir(*mode)
         }
         FileState::File { hash, mode, .. } => {
             if matches!(step.current, FileState::Dir { .. }) {
@@ -163,32 +220,18 @@ pub(crate) fn apply(store: &Store, blobs: &Blobs, step: &Step) -> std::io::Resul
                     "its saved copy in the checkpoint store is damaged",
                 ));
             }
-            let parent = path.parent().unwrap_or(Path::new("/"));
-            std::fs::create_dir_all(parent)?;
-            let tmp = parent.join(format!(".ferrite-undo-{}", uuid::Uuid::now_v7().simple()));
-            let written = std::fs::write(&tmp, &bytes)
-                .and_then(|()| {
-                    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(*mode))
-                })
-                .and_then(|()| std::fs::rename(&tmp, path));
-            if written.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            written
+            entry(path, Parents::Create)?.replace_with_file(&bytes, *mode)
         }
         FileState::Symlink { target } => {
+            let e = entry(path, Parents::Create)?;
             match step.current {
                 FileState::Dir { .. } => return Err(in_the_way()),
-                FileState::Absent => {
-                    if let Some(parent) = path.parent() {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                }
+                FileState::Absent => {}
                 FileState::File { .. } | FileState::NotKept { .. } | FileState::Symlink { .. } => {
-                    std::fs::remove_file(path)?
+                    e.remove_file()?
                 }
             }
-            std::os::unix::fs::symlink(target, path)
+            e.symlink(target)
         }
         FileState::NotKept { .. } => Err(std::io::Error::other("its bytes were not kept")),
     }
@@ -207,7 +250,15 @@ pub(crate) fn text_of(
         FileState::Absent => Some(String::new()),
         FileState::File { hash, size, .. } if *size <= SHOWN_MAX => {
             let bytes = match on_disk {
-                Some(path) => std::fs::read(path).ok()?,
+                Some(path) => {
+                    let mut bytes = Vec::new();
+                    std::io::Read::read_to_end(
+                        &mut crate::fsops::open_read(path).ok()?,
+                        &mut bytes,
+                    )
+                    .ok()?;
+                    bytes
+                }
                 None => blobs.read(store, hash).ok()?,
             };
             String::from_utf8(bytes).ok()

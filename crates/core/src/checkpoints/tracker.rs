@@ -25,6 +25,7 @@ pub(crate) struct TurnCheckpoint {
 
 struct Inner {
     store: Store,
+    session: SessionId,
     /// FERRITE_HOME, never part of a snapshot.
     home: PathBuf,
     setup: Option<Setup>,
@@ -48,6 +49,8 @@ pub(crate) struct Finished {
     pub turn: u64,
     pub files: Vec<FileChange>,
     pub not_kept: Vec<Skipped>,
+    /// Checkpoints dropped to keep the store within its limits, for the user.
+    pub notice: Option<String>,
 }
 
 impl TurnCheckpoint {
@@ -56,6 +59,7 @@ impl TurnCheckpoint {
         Self {
             inner: Arc::new(Mutex::new(Inner {
                 store: Store::new(&home, session),
+                session: session.clone(),
                 home,
                 setup: None,
                 pending: None,
@@ -108,6 +112,9 @@ impl TurnCheckpoint {
         let res = tokio::task::spawn_blocking(move || this.locked().finish()).await;
         match res {
             Ok(Ok(Some(f))) => {
+                if let Some(text) = f.notice.clone() {
+                    rec.emit(Event::Notice { text }).await;
+                }
                 let entry = EntryKind::Checkpoint {
                     id: f.id,
                     turn: f.turn,
@@ -201,7 +208,7 @@ impl Inner {
             &mut index,
             &mut blobs,
             what,
-            setup.config.max_file_bytes,
+            (setup.config.max_file_bytes, setup.config.max_session_bytes),
         );
         let saved = res.and_then(|()| self.store.save(&m));
         let indexed = index.save(&self.store);
@@ -217,9 +224,11 @@ impl Inner {
         index: &mut Index,
         blobs: &mut Blobs,
         what: What,
-        max_file_bytes: u64,
+        (max_file_bytes, max_session_bytes): (u64, u64),
     ) -> std::io::Result<()> {
         let mut cap = Capturer::new(&self.store, index, blobs, max_file_bytes);
+        // One capture never adds more than the whole session may hold.
+        cap.budget = cap.budget.min(max_session_bytes);
         let paths = match what {
             What::Paths(paths) => with_new_parents(paths),
             What::Workspace => {
@@ -292,12 +301,13 @@ impl Inner {
         m.before.retain(|p, _| after.contains_key(p));
         m.after = Some(after);
         self.store.save(&m)?;
-        self.store.prune(setup.config.max_count)?;
+        let report = super::caps::enforce(&self.store, &self.home, &self.session, &setup.config)?;
         Ok(Some(Finished {
             id: m.id,
             turn: m.turn,
             files: m.changes(),
             not_kept: m.not_kept(),
+            notice: report.notice(&setup.config),
         }))
     }
 }

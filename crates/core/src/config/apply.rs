@@ -6,7 +6,7 @@ use std::path::Path;
 use super::file::{RawCheckpoints, RawConfig, RawPermissions, RawSubagent, RawTools};
 use super::{
     BASH_TIMEOUT_CAP_SECS, BUILTIN_PROVIDERS, CheckpointsConfig, Config, ConfigError,
-    McpServerConfig, ProviderConfig,
+    MIN_STORE_BYTES, McpServerConfig, ProviderConfig,
 };
 
 /// A `deny_read` entry must be absolute or start with `~/` (or be `~`): a relative path would
@@ -52,6 +52,15 @@ impl Config {
         };
         if let Some(m) = raw.model {
             self.model = Some(m);
+        }
+        if let Some(list) = raw.workspace_models {
+            if let Some(bad) = list.iter().find(|m| !is_model_pattern(m)) {
+                return Err(invalid(format!(
+                    "`workspace_models` entry {bad:?} must be a model id `provider/model` or \
+                     `provider/*`"
+                )));
+            }
+            self.workspace_models = list;
         }
         if let Some(m) = raw.max_mode {
             self.max_mode = m;
@@ -122,15 +131,26 @@ impl Config {
             message,
         };
         let shown = path.display();
+        // A project may need a particular model, but a cloned repository must not run up the
+        // user's bill or send the code to a provider the user did not pick: it chooses among the
+        // models the user config allows, and never silently.
+        let allowed = WorkspaceModels::of(self);
         if let Some(m) = raw.model {
-            // Allowed (a project may need a model that can handle it), but never silently: a
-            // cloned repository picking the model (and so the provider the code is sent to) is
-            // something the user must be able to see.
+            if allowed.allows(&m) {
+                self.warnings.push(format!(
+                    "{shown}: the model `{m}` is chosen by this workspace, not by the user config"
+                ));
+                self.model_set_by = Some(path.to_owned());
+                self.model = Some(m);
+            } else {
+                self.warnings.push(allowed.refusal(&shown, "model", &m));
+            }
+        }
+        if raw.workspace_models.is_some() {
             self.warnings.push(format!(
-                "{shown}: the model `{m}` is chosen by this workspace, not by the user config"
+                "{shown}: `workspace_models` ignored: only the user config says which models a \
+                 workspace may choose"
             ));
-            self.model_set_by = Some(path.to_owned());
-            self.model = Some(m);
         }
         if let Some(m) = raw.max_mode {
             if m > self.max_mode {
@@ -166,7 +186,20 @@ impl Config {
             ));
         }
         self.permissions.deny.extend(raw.permissions.deny);
-        self.apply_subagent(raw.subagent, path, Narrow::Yes)?;
+        let mut subagent = raw.subagent;
+        if let Some(m) = subagent.model.take() {
+            if allowed.allows(&m) {
+                self.warnings.push(format!(
+                    "{shown}: the subagent model `{m}` is chosen by this workspace, not by the \
+                     user config"
+                ));
+                subagent.model = Some(m);
+            } else {
+                self.warnings
+                    .push(allowed.refusal(&shown, "subagent.model", &m));
+            }
+        }
+        self.apply_subagent(subagent, path, Narrow::Yes)?;
         match raw.web_fetch.allow_private {
             Some(true) if !self.web_fetch_allow_private => self.warnings.push(format!(
                 "{shown}: `web_fetch.allow_private = true` ignored: only the user config may enable it"
@@ -210,6 +243,8 @@ impl Config {
         self.checkpoints = CheckpointsConfig {
             max_count: ws.max_count.min(user.max_count),
             max_file_bytes: ws.max_file_bytes.min(user.max_file_bytes),
+            max_session_bytes: ws.max_session_bytes.min(user.max_session_bytes),
+            max_total_bytes: ws.max_total_bytes.min(user.max_total_bytes),
         };
         if !raw.providers.is_empty() {
             self.warnings.push(format!(
@@ -282,6 +317,64 @@ impl Config {
     }
 }
 
+/// The models a workspace file may choose: the user's own `model` and `subagent.model`, and
+/// the user's `workspace_models` (ids, or `provider/*` for every model of a provider).
+struct WorkspaceModels {
+    own: Vec<String>,
+    listed: Vec<String>,
+}
+
+impl WorkspaceModels {
+    fn of(user: &Config) -> Self {
+        Self {
+            own: user
+                .model
+                .iter()
+                .chain(user.subagent.model.iter())
+                .filter(|m| !m.trim().is_empty())
+                .cloned()
+                .collect(),
+            listed: user.workspace_models.clone(),
+        }
+    }
+
+    fn allows(&self, model: &str) -> bool {
+        // An empty `subagent.model` means "the turn's model": nothing is chosen.
+        model.trim().is_empty()
+            || self.own.iter().any(|m| m == model)
+            || self.listed.iter().any(|p| match p.strip_suffix("/*") {
+                Some(provider) => model
+                    .split_once('/')
+                    .is_some_and(|(prov, rest)| prov == provider && !rest.is_empty()),
+                None => p == model,
+            })
+    }
+
+    fn refusal(&self, shown: &std::path::Display<'_>, key: &str, model: &str) -> String {
+        let allowed: Vec<&str> = self
+            .own
+            .iter()
+            .chain(&self.listed)
+            .map(String::as_str)
+            .collect();
+        let allowed = if allowed.is_empty() {
+            "none".to_owned()
+        } else {
+            allowed.join(", ")
+        };
+        format!(
+            "{shown}: `{key} = \"{model}\"` ignored: a workspace may only choose a model the \
+             user config allows (its `model`, `subagent.model` or `workspace_models`: {allowed})"
+        )
+    }
+}
+
+/// `provider/model` or `provider/*`.
+fn is_model_pattern(m: &str) -> bool {
+    m.split_once('/')
+        .is_some_and(|(provider, model)| !provider.is_empty() && !model.is_empty())
+}
+
 fn checkpoints(raw: RawCheckpoints, base: CheckpointsConfig) -> Result<CheckpointsConfig, String> {
     let mut out = base;
     if let Some(n) = raw.max_count {
@@ -295,6 +388,27 @@ fn checkpoints(raw: RawCheckpoints, base: CheckpointsConfig) -> Result<Checkpoin
             return Err("`checkpoints.max_file_bytes` must be at least 1".into());
         }
         out.max_file_bytes = b;
+    }
+    for (key, raw, field) in [
+        (
+            "max_session_bytes",
+            raw.max_session_bytes,
+            &mut out.max_session_bytes,
+        ),
+        (
+            "max_total_bytes",
+            raw.max_total_bytes,
+            &mut out.max_total_bytes,
+        ),
+    ] {
+        if let Some(b) = raw {
+            if b < MIN_STORE_BYTES {
+                return Err(format!(
+                    "`checkpoints.{key}` must be at least {MIN_STORE_BYTES} (1 MiB)"
+                ));
+            }
+            *field = b;
+        }
     }
     Ok(out)
 }

@@ -13,6 +13,7 @@ use crate::modes::Mode;
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {
     pub(super) model: Option<String>,
+    pub(super) workspace_models: Option<Vec<String>>,
     pub(super) max_mode: Option<Mode>,
     pub(super) max_turn_requests: Option<u32>,
     pub(super) fs_delegation: Option<FsDelegation>,
@@ -85,6 +86,8 @@ pub(super) struct RawCompaction {
 pub(super) struct RawCheckpoints {
     pub(super) max_count: Option<usize>,
     pub(super) max_file_bytes: Option<u64>,
+    pub(super) max_session_bytes: Option<u64>,
+    pub(super) max_total_bytes: Option<u64>,
 }
 
 pub(super) fn read_raw(path: &Path) -> Result<Option<(PathBuf, RawConfig)>, ConfigError> {
@@ -95,6 +98,39 @@ pub(super) fn read_raw(path: &Path) -> Result<Option<(PathBuf, RawConfig)>, Conf
             path: path.to_owned(),
             source,
         }),
+    }
+}
+
+/// A workspace config larger than this is refused (a real one is a few hundred bytes).
+const MAX_WORKSPACE_CONFIG_BYTES: u64 = 256 * 1024;
+
+/// `<ws>/.ferrite/config.toml`, read as Ferrite reads every file of the repository for itself
+/// (`crate::own_files`): a link out of the workspace or into FERRITE_HOME (`home`) is not
+/// followed, a FIFO or device is not opened (a FIFO would hang `session/new`), the size is
+/// bounded. Such a file is an error that says why, never its content.
+pub(super) fn read_workspace_raw(
+    ws: &Path,
+    home: &Path,
+) -> Result<Option<(PathBuf, RawConfig)>, ConfigError> {
+    use crate::own_files::{Skip, read_contained};
+    let path = ws.join(".ferrite").join("config.toml");
+    // An editor opened on `~` has FERRITE_HOME as its `.ferrite`: that file is the user's.
+    let resolve = |p: &Path| crate::paths::resolve(Path::new("/"), &p.to_string_lossy());
+    if resolve(&ws.join(".ferrite")) == resolve(home) {
+        return Ok(None);
+    }
+    let invalid = |message: String| ConfigError::Invalid {
+        path: path.clone(),
+        message,
+    };
+    match read_contained(&path, ws, home, MAX_WORKSPACE_CONFIG_BYTES) {
+        Ok(t) if t.cut => Err(invalid(format!(
+            "larger than {} KiB; a workspace config is not read past that",
+            MAX_WORKSPACE_CONFIG_BYTES / 1024
+        ))),
+        Ok(t) => Ok(Some((path.clone(), parse_raw(&t.text, &path)?))),
+        Err(Skip::Missing) => Ok(None),
+        Err(Skip::Refused(why)) => Err(invalid(why)),
     }
 }
 

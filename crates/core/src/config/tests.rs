@@ -143,7 +143,7 @@ fn workspace_cannot_raise_output_caps_and_its_model_choice_is_visible() {
     write(
         home.path(),
         "config.toml",
-        "[tools]\noutput_max_bytes = 1000\noutput_max_lines = 10\n",
+        "workspace_models = [\"openai/gpt-5\"]\n[tools]\noutput_max_bytes = 1000\noutput_max_lines = 10\n",
     );
     write(
         ws.path(),
@@ -160,6 +160,69 @@ fn workspace_cannot_raise_output_caps_and_its_model_choice_is_visible() {
             .iter()
             .any(|w| w.contains("chosen by this workspace"))
     );
+}
+
+#[test]
+fn a_workspace_chooses_only_models_the_user_config_allows() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let load = |user: &str, workspace: &str| {
+        write(home.path(), "config.toml", user);
+        write(ws.path(), ".ferrite/config.toml", workspace);
+        Config::load(home.path(), Some(ws.path())).unwrap()
+    };
+    let user = "model = \"anthropic/claude-sonnet-4-5\"\n\
+                workspace_models = [\"openai/gpt-5-mini\", \"ollama/*\"]\n\
+                [subagent]\nmodel = \"anthropic/claude-haiku-4-5\"\n";
+    // The user's own models and the listed ones (a whole provider with `provider/*`).
+    for m in [
+        "anthropic/claude-haiku-4-5",
+        "openai/gpt-5-mini",
+        "ollama/qwen3-coder:30b",
+    ] {
+        let c = load(
+            user,
+            &format!("model = \"{m}\"\n[subagent]\nmodel = \"{m}\"\n"),
+        );
+        assert_eq!(c.model.as_deref(), Some(m));
+        assert_eq!(c.subagent.model.as_deref(), Some(m));
+    }
+    // Anything else is ignored with a warning that says what is allowed.
+    let c = load(
+        user,
+        "model = \"anthropic/claude-opus-4-1\"\n[subagent]\nmodel = \"openai/gpt-5\"\n",
+    );
+    assert_eq!(c.model.as_deref(), Some("anthropic/claude-sonnet-4-5"));
+    assert_eq!(
+        c.subagent.model.as_deref(),
+        Some("anthropic/claude-haiku-4-5")
+    );
+    assert_eq!(c.model_set_by, None);
+    assert!(
+        c.warnings.iter().any(
+            |w| w.contains("`model = \"anthropic/claude-opus-4-1\"` ignored")
+                && w.contains("ollama/*")
+        ),
+        "{:?}",
+        c.warnings
+    );
+    assert!(c.warnings.iter().any(|w| w.contains("`subagent.model")));
+    // With no model in the user config and no list, a workspace chooses none.
+    let c = load("", "model = \"anthropic/claude-opus-4-1\"\n");
+    assert_eq!(c.model, None);
+    // Only the user config may list them; an entry must name a provider.
+    let c = load(
+        "",
+        "workspace_models = [\"anthropic/*\"]\nmodel = \"anthropic/x\"\n",
+    );
+    assert_eq!(c.model, None);
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("`workspace_models` ignored"))
+    );
+    let bad = Config::from_user_toml("workspace_models = [\"gpt-5\"]\n", Path::new("c.toml"));
+    assert!(bad.unwrap_err().to_string().contains("workspace_models"));
 }
 
 #[test]
@@ -264,10 +327,22 @@ fn checkpoints_section_is_validated_and_a_workspace_only_narrows_it() {
         c.checkpoints,
         CheckpointsConfig {
             max_count: 5,
-            max_file_bytes: 100
+            max_file_bytes: 100,
+            ..CheckpointsConfig::default()
         }
     );
+    let caps = "[checkpoints]\nmax_session_bytes = 3145728\nmax_total_bytes = 4194304\n";
+    let c = Config::from_user_toml(caps, p).unwrap();
+    assert_eq!(
+        (
+            c.checkpoints.max_session_bytes,
+            c.checkpoints.max_total_bytes
+        ),
+        (3 << 20, 4 << 20)
+    );
     for bad in [
+        "[checkpoints]\nmax_session_bytes = 1000\n",
+        "[checkpoints]\nmax_total_bytes = 0\n",
         "[checkpoints]\nmax_file_bytes = 0\n",
         "[checkpoints]\nmax_count = 10001\n",
         "[checkpoints]\nkeep = 3\n",
@@ -276,13 +351,19 @@ fn checkpoints_section_is_validated_and_a_workspace_only_narrows_it() {
     }
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    write(home.path(), "config.toml", "[checkpoints]\nmax_count = 5\n");
+    write(
+        home.path(),
+        "config.toml",
+        "[checkpoints]\nmax_count = 5\nmax_total_bytes = 4194304\n",
+    );
     write(
         ws.path(),
         ".ferrite/config.toml",
-        "[checkpoints]\nmax_count = 9\nmax_file_bytes = 1000\n",
+        "[checkpoints]\nmax_count = 9\nmax_file_bytes = 1000\nmax_total_bytes = 99999999\nmax_session_bytes = 2097152\n",
     );
     let c = Config::load(home.path(), Some(ws.path())).unwrap();
     assert_eq!(c.checkpoints.max_count, 5, "a workspace cannot raise it");
     assert_eq!(c.checkpoints.max_file_bytes, 1000, "but may lower it");
+    assert_eq!(c.checkpoints.max_total_bytes, 4 << 20);
+    assert_eq!(c.checkpoints.max_session_bytes, 2 << 20);
 }

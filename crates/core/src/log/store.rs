@@ -32,6 +32,17 @@ pub struct SessionSummary {
 }
 
 /// `FERRITE_HOME/sessions/`.
+/// [`SessionStore::hold`]'s answer.
+#[derive(Debug)]
+pub enum Hold {
+    /// The lock, held until the file is dropped.
+    Held(File),
+    /// Open somewhere (or unreadable): leave it alone.
+    Open,
+    /// There is no such session.
+    Gone,
+}
+
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     dir: PathBuf,
@@ -121,6 +132,21 @@ impl SessionStore {
         let path = self.path(id);
         let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
         parse_log(&bytes, &path)
+    }
+
+    /// Takes the log's lock when no one holds it, so that the session cannot be opened (by this
+    /// process or another) while the lock is kept: what may change a closed session's files.
+    pub fn hold(&self, id: &SessionId) -> Hold {
+        let path = self.path(id);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Hold::Gone,
+            Err(_) => return Hold::Open,
+        };
+        match lock(&file, &path) {
+            Ok(()) => Hold::Held(file),
+            Err(_) => Hold::Open,
+        }
     }
 
     /// Removes a log. Refused while another process holds it.

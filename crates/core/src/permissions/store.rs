@@ -88,16 +88,8 @@ impl StoredRules {
         if !list.contains(&rule) {
             list.push(rule);
         }
-        let path = store_path(home, workspace);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?,
-        )?;
-        std::fs::rename(&tmp, &path)
+        let bytes = serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?;
+        crate::private_fs::write_atomic(&store_path(home, workspace), &bytes)
     }
 }
 

@@ -344,7 +344,8 @@ impl SessionTask {
             return;
         }
         self.commands_seen = now;
-        let commands = crate::commands::available(&self.services.home, &self.cwd);
+        let own = self.services.own_files(std::slice::from_ref(&self.cwd));
+        let commands = crate::commands::available(&own, &self.cwd);
         let _ = self
             .events
             .send(SessionEvent {

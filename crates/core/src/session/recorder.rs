@@ -174,6 +174,7 @@ impl Recorder {
     /// The instructions of nested packages that `paths` are in, the first time each is met.
     pub fn nested_instructions(
         &self,
+        own: &crate::own_files::OwnFiles,
         paths: &[PathBuf],
         cwd: &Path,
         roots: &[PathBuf],
@@ -181,7 +182,7 @@ impl Recorder {
         self.session
             .lock()
             .nested_instructions
-            .for_paths(paths, cwd, roots)
+            .for_paths(own, paths, cwd, roots)
     }
 }
 

@@ -115,7 +115,7 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         .timeout_secs
         .map_or(ctx.bash_timeout, |s| Duration::from_secs(s.max(1)))
         .min(Duration::from_secs(BASH_TIMEOUT_CAP_SECS));
-    if let Err(e) = std::fs::create_dir_all(&ctx.spill_dir) {
+    if let Err(e) = crate::private_fs::create_dir_all(&ctx.spill_dir) {
         // The runner reports the failure to open the spill file itself, with its own words.
         tracing::warn!(dir = %ctx.spill_dir.display(), error = %e, "cannot create spill dir");
     }

@@ -155,7 +155,7 @@ fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, Tool
         input.replace_all,
     )
     .map_err(|e| respond(e.message(shown, &old_text, &input.old_string)))?;
-    crate::tools::fsops::open_write(path, crate::tools::fsops::Parents::MustExist)
+    crate::fsops::open_write(path, crate::fsops::Parents::MustExist)
         .and_then(|mut f| std::io::Write::write_all(&mut f, applied.new_text.as_bytes()))
         .map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
 

@@ -194,7 +194,7 @@ fn has_image_signature(bytes: &[u8], mime: &str) -> bool {
 fn read_image(path: &Path, shown: &str, mime: &'static str) -> Result<ToolOutput, ToolError> {
     use base64::Engine as _;
     let respond = ToolError::RespondToModel;
-    let file = crate::tools::fsops::open_read(path).map_err(|e| match e.kind() {
+    let file = crate::fsops::open_read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => respond(format!(
             "{shown} does not exist. Check the path, or use `find` to locate the file."
         )),
@@ -304,7 +304,7 @@ fn read_page(
     limits: OutputLimits,
 ) -> Result<String, ToolError> {
     let respond = ToolError::RespondToModel;
-    let file = crate::tools::fsops::open_read(path).map_err(|e| match e.kind() {
+    let file = crate::fsops::open_read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => respond(format!(
             "{shown} does not exist. Check the path, or use `find` to locate the file."
         )),

@@ -9,9 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::content::{Location, ToolContent, ToolKind, file_diff};
+use crate::fsops::{self, Parents};
 use crate::model::ToolSpec;
 use crate::paths::{display, resolve};
-use crate::tools::fsops::{self, Parents};
 use crate::tools::output::{blocking, count_lines, parse_input, plural};
 use crate::tools::{
     Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,

@@ -309,7 +309,7 @@ async fn succeeded(
         None
     };
     if let Access::Read { paths } | Access::Write { paths } = &ran.access
-        && let Some(extra) = rec.nested_instructions(paths, &env.cwd, &env.roots)
+        && let Some(extra) = rec.nested_instructions(&env.own_files(), paths, &env.cwd, &env.roots)
     {
         out.text.push_str(&extra);
     }

@@ -87,6 +87,12 @@ pub(super) struct EnvParts<'a> {
 }
 
 impl CallEnv {
+    /// The policy for the instruction files a call's paths bring in, under the rules in force
+    /// now (a "reject always" answer of this turn included).
+    pub fn own_files(&self) -> crate::own_files::OwnFiles {
+        crate::own_files::OwnFiles::new(&self.home, &self.roots, self.rules.in_force())
+    }
+
     pub(super) fn new(p: EnvParts<'_>) -> Self {
         let EnvParts {
             services,

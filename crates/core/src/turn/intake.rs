@@ -21,14 +21,14 @@ pub(super) struct Intake {
 /// Expands and records the prompt (a checkpoint command is not part of the conversation; a
 /// `/compact` is replayed but never sent to the model).
 pub(super) fn record_prompt(
-    home: &std::path::Path,
+    own: &crate::own_files::OwnFiles,
     rec: &Recorder,
     content: &[UserContent],
     start: &TurnStart,
 ) -> Result<Intake, StoreError> {
     let expanded = crate::attachments::expand_links(content.to_vec(), &start.roots);
     let expanded = match start.roots.first() {
-        Some(cwd) => crate::commands::expand(expanded, home, cwd),
+        Some(cwd) => crate::commands::expand(expanded, own, cwd),
         None => expanded,
     };
     let intake = Intake {
@@ -94,12 +94,16 @@ mod tests {
         })
     }
 
+    fn own(s: &TestSession) -> crate::own_files::OwnFiles {
+        crate::own_files::OwnFiles::new(s.home.path(), &[], Ok(Default::default()))
+    }
+
     #[tokio::test]
     async fn a_prompt_is_recorded_and_names_the_session_once() {
         let mut s = TestSession::new(std::env::temp_dir());
         for prompt in ["fix the   bug", "and the tests"] {
             let start = s.recorder.start();
-            let intake = record_prompt(s.home.path(), &s.recorder, &text(prompt), &start).unwrap();
+            let intake = record_prompt(&own(&s), &s.recorder, &text(prompt), &start).unwrap();
             name_session(&s.recorder, &text(prompt), &start, &intake)
                 .await
                 .unwrap();
@@ -120,9 +124,9 @@ mod tests {
         let s = TestSession::new(std::env::temp_dir());
         let start = s.recorder.start();
         let compact =
-            record_prompt(s.home.path(), &s.recorder, &text("/compact short"), &start).unwrap();
+            record_prompt(&own(&s), &s.recorder, &text("/compact short"), &start).unwrap();
         assert_eq!(compact.compact.as_deref(), Some("short"));
-        let undo = record_prompt(s.home.path(), &s.recorder, &text("/undo 2"), &start).unwrap();
+        let undo = record_prompt(&own(&s), &s.recorder, &text("/undo 2"), &start).unwrap();
         assert!(undo.checkpoint_command.is_some());
         // `/compact` is replayed (a `command` entry); `/undo` is not part of the conversation.
         assert_eq!(kinds(&s), ["command"]);

@@ -30,6 +30,8 @@ pub(crate) enum ModelOrigin {
     Prompt,
     FerriteModel,
     ConfigModel,
+    /// `model` in the workspace's `.ferrite/config.toml` (among those the user allows).
+    WorkspaceModel,
     /// Chosen in the session (`set_config_option model`, `session/set_model`).
     Session,
 }
@@ -41,7 +43,11 @@ impl ModelOrigin {
         if env.get("FERRITE_MODEL") == Some(model) {
             ModelOrigin::FerriteModel
         } else if config.model.as_deref() == Some(model) {
-            ModelOrigin::ConfigModel
+            if config.model_set_by.is_some() {
+                ModelOrigin::WorkspaceModel
+            } else {
+                ModelOrigin::ConfigModel
+            }
         } else {
             ModelOrigin::Session
         }
@@ -52,6 +58,7 @@ impl ModelOrigin {
             ModelOrigin::Prompt => "`_meta.model` of this prompt",
             ModelOrigin::FerriteModel => "the FERRITE_MODEL environment variable",
             ModelOrigin::ConfigModel => "`model` in FERRITE_HOME/config.toml",
+            ModelOrigin::WorkspaceModel => "`model` in the workspace's .ferrite/config.toml",
             ModelOrigin::Session => {
                 "the session's model setting (the editor's model picker or session/set_model)"
             }

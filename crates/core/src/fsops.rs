@@ -25,6 +25,8 @@ use rustix::io::Errno;
 pub fn open_read(path: &Path) -> io::Result<File> {
     refuse_own_proc(path)?;
     let (dir, name) = walk_to_parent(path, Parents::MustExist)?;
+    // A special file is refused before it is opened: opening a device can act.
+    refuse_special(&dir, name, path)?;
     let fd = rustix::fs::openat(
         &dir,
         name,
@@ -41,7 +43,8 @@ pub fn open_read(path: &Path) -> io::Result<File> {
 pub fn open_write(path: &Path, parents: Parents) -> io::Result<File> {
     refuse_own_proc(path)?;
     let (dir, name) = walk_to_parent(path, parents)?;
-    // Refuse a special file before opening it: opening a FIFO or a device can block or act.
+    // Refuse anything but a regular file before opening it: opening a FIFO or a device can
+    // block or act.
     match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile => {
             return Err(not_regular(FileType::from_raw_mode(st.st_mode), path));
@@ -63,6 +66,95 @@ pub fn open_write(path: &Path, parents: Parents) -> io::Result<File> {
     .map_err(|e| explain(e, path))?;
     ensure_regular(&fd, path)?;
     Ok(File::from(fd))
+}
+
+/// A name in a directory opened without following any link: what `/undo` changes the workspace
+/// through. The directory was reached by the same no-follow walk as [`open_write`]'s, so a
+/// symlink planted anywhere on the way makes [`entry`] fail, and every operation acts on the
+/// name itself (a link there is removed or replaced, never followed).
+pub struct Entry {
+    dir: OwnedFd,
+    name: std::ffi::OsString,
+    path: std::path::PathBuf,
+}
+
+/// The entry `path` names (its parent directories created with `Parents::Create`). `path` must
+/// be absolute and resolved.
+pub fn entry(path: &Path, parents: Parents) -> io::Result<Entry> {
+    refuse_own_proc(path)?;
+    let (dir, name) = walk_to_parent(path, parents)?;
+    let name = name.to_owned();
+    Ok(Entry {
+        dir,
+        name,
+        path: path.to_owned(),
+    })
+}
+
+impl Entry {
+    /// Removes a file or a link (the link itself).
+    pub fn remove_file(&self) -> io::Result<()> {
+        rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::empty())
+            .map_err(|e| explain(e, &self.path))
+    }
+
+    /// Removes an empty directory.
+    pub fn remove_dir(&self) -> io::Result<()> {
+        rustix::fs::unlinkat(&self.dir, &self.name, AtFlags::REMOVEDIR).map_err(|e| match e {
+            Errno::NOTEMPTY | Errno::EXIST => io::Error::other("the directory is not empty"),
+            other => explain(other, &self.path),
+        })
+    }
+
+    /// Creates the directory (if missing) and gives it exactly `mode`.
+    pub fn make_dir(&self, mode: u32) -> io::Result<()> {
+        match rustix::fs::mkdirat(&self.dir, &self.name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(explain(e, &self.path)),
+        }
+        let fd = rustix::fs::openat(
+            &self.dir,
+            &self.name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| explain(e, &self.path))?;
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+    }
+
+    /// Creates a symlink named by this entry, pointing at `target` (which is not followed).
+    pub fn symlink(&self, target: &Path) -> io::Result<()> {
+        rustix::fs::symlinkat(target, &self.dir, &self.name).map_err(|e| explain(e, &self.path))
+    }
+
+    /// Replaces whatever the name holds (a file or a link, not a directory) with a regular file
+    /// of `bytes` and exactly `mode`: written to a temporary name in the same directory, then
+    /// renamed over, so a reader never sees half a file.
+    pub fn replace_with_file(&self, bytes: &[u8], mode: u32) -> io::Result<()> {
+        use std::io::Write as _;
+        let tmp = format!(".ferrite-undo-{}", uuid::Uuid::now_v7().simple());
+        let fd = rustix::fs::openat(
+            &self.dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| explain(e, &self.path))?;
+        let mut file = File::from(fd);
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| {
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+            })
+            .and_then(|()| {
+                rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, &self.name)
+                    .map_err(|e| explain(e, &self.path))
+            });
+        if written.is_err() {
+            let _ = rustix::fs::unlinkat(&self.dir, tmp.as_str(), AtFlags::empty());
+        }
+        written
+    }
 }
 
 /// Whether missing parent directories are created.
@@ -117,6 +209,20 @@ fn walk_to_parent(path: &Path, parents: Parents) -> io::Result<(OwnedFd, &std::f
         };
     }
     Ok((dir, file_name))
+}
+
+/// Refuses `name` in `dir` when it is there and is neither a regular file nor a directory (a
+/// directory is refused after the open, as before any read; a symlink fails the no-follow open
+/// that comes next).
+fn refuse_special(dir: &OwnedFd, name: &std::ffi::OsStr, path: &Path) -> io::Result<()> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile | FileType::Directory | FileType::Symlink => Ok(()),
+            other => Err(not_regular(other, path)),
+        },
+        Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(explain(e, path)),
+    }
 }
 
 fn dir_flags() -> OFlags {
