@@ -8,7 +8,9 @@ mod listing;
 mod tests;
 
 pub use builtin::{DEFAULT_ANTHROPIC_MAX_OUTPUT, DEFAULT_CONTEXT_WINDOW};
-pub use listing::{ListedModel, Listings, MAX_ID_BYTES, MAX_LISTED, ProviderListing, sanitize};
+pub use listing::{
+    ListedModel, Listings, MAX_ID_BYTES, MAX_LISTED, ProviderListing, check_listed_id, sanitize,
+};
 
 use serde::{Deserialize, Serialize};
 

@@ -302,9 +302,12 @@ async fn a_listing_of_40000_models_leaves_session_new_fast_and_small() {
     assert!(largest < 256 * 1024, "an answer of {largest} bytes");
 }
 
-/// A model cache written by hand with `entries` models, the first one twice.
+/// A model cache written by hand with `entries` models after some invalid ids.
 fn hostile_cache(w: &World, base: &str, entries: usize) {
-    let mut models: Vec<Value> = vec![json!({"id": "m0"})];
+    let mut models: Vec<Value> = ["../../../../etc/passwd", "/abs", "bidi\u{202e}txt", "a b"]
+        .iter()
+        .map(|id| json!({ "id": id }))
+        .collect();
     models.extend((0..entries).map(|i| json!({ "id": format!("m{i}"), "context_window": 8192 })));
     let cache =
         json!({"providers": {"local": {"base_url": base, "fetched_at": 1, "models": models}}});
@@ -312,9 +315,10 @@ fn hostile_cache(w: &World, base: &str, entries: usize) {
     std::fs::write(w.home().join("cache/models.json"), cache.to_string()).unwrap();
 }
 
-/// The cache is read like a listing: one written by hand with 40,000 entries is cut; one of 200,000 (5 MB) is not read at all. `session/new` stays fast.
+/// The cache is read like a listing: one written by hand with 40,000 entries and invalid ids
+/// is cut and checked; one of 200,000 (5 MB) is not read at all. `session/new` stays fast.
 #[tokio::test]
-async fn a_hostile_model_cache_is_cut() {
+async fn a_hostile_model_cache_is_cut_and_checked() {
     let w = World::new();
     let base = "http://127.0.0.1:9/v1";
     w.write_config(&format!(
@@ -351,4 +355,41 @@ async fn a_hostile_model_cache_is_cut() {
         "session/new took {median:?}"
     );
     assert!(largest < 16 * 1024, "an answer of {largest} bytes");
+}
+
+/// Regression (issue 28): with no key and no `model`, the first model a local server listed
+/// becomes the default, so a listed `../../../../etc/passwd` did. Listed ids are checked: no
+/// path segments, control or invisible characters, whitespace, or more than 256 bytes.
+#[tokio::test]
+async fn a_listed_id_that_is_a_path_never_becomes_a_model() {
+    let w = World::new();
+    let ollama = FakeProvider::start().await.unwrap();
+    ollama.set_ollama_models(&[
+        ("../../../../etc/passwd", 4096),
+        ("evil\u{202e}gpj.exe", 4096),
+        ("llama3.2:latest", 131_072),
+    ]);
+    let env = [("OLLAMA_HOST", ollama.base_url())];
+    let (ok, out) = run_command(&w, "models", &env).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("ollama/llama3.2:latest"), "{out}");
+    assert!(
+        !out.contains("passwd") && !out.contains('\u{202e}'),
+        "{out}"
+    );
+
+    let host = ollama.base_url();
+    let mut c = w.spawn_bare(&[("OLLAMA_HOST", host.as_str()), ("FERRITE_DISCOVERY", "off")]);
+    c.initialize().await;
+    let r = c.new_session(&w.ws()).await;
+    assert_eq!(
+        option_value(&r["configOptions"], "model"),
+        "ollama/llama3.2:latest"
+    );
+    let ids = model_ids(&r["configOptions"]);
+    assert!(
+        !ids.iter()
+            .any(|id| id.contains("passwd") || id.contains('\u{202e}')),
+        "{ids:?}"
+    );
 }

@@ -124,18 +124,33 @@ impl Listings {
     }
 }
 
-/// The models of a listing Ferrite takes: each id once, at most [`MAX_LISTED`]. What is
-/// dropped is logged.
+/// The models of a listing Ferrite takes: ids [`check_listed_id`] accepts, each once, at most
+/// [`MAX_LISTED`]. What is dropped is logged.
 pub fn sanitize(provider: &str, models: Vec<ListedModel>) -> Vec<ListedModel> {
     let total = models.len();
     let mut seen = HashSet::new();
     let mut kept = Vec::with_capacity(total.min(MAX_LISTED));
+    let mut invalid = 0usize;
     for m in models {
+        if let Err(why) = check_listed_id(&m.id) {
+            if invalid == 0 {
+                tracing::warn!(
+                    provider,
+                    id = %crate::display::visible(&m.id.chars().take(80).collect::<String>()),
+                    "dropping a listed model: its id {why}"
+                );
+            }
+            invalid += 1;
+            continue;
+        }
         if kept.len() < MAX_LISTED && seen.insert(m.id.clone()) {
             kept.push(m);
         }
     }
-    if total > kept.len() {
+    if invalid > 1 {
+        tracing::warn!(provider, invalid, "dropped listed models with invalid ids");
+    }
+    if total - invalid > kept.len() {
         tracing::warn!(
             provider,
             listed = total,
@@ -144,6 +159,29 @@ pub fn sanitize(provider: &str, models: Vec<ListedModel>) -> Vec<ListedModel> {
         );
     }
     kept
+}
+
+/// Whether `id`, as a server listed it, may be a model id: at most [`MAX_ID_BYTES`], no
+/// whitespace, control or invisible characters, and no path tricks (`..`, `.`, an empty
+/// segment, a leading `/`, a backslash). A listing is the server's word, and its first model
+/// can become the default: `../../../../etc/passwd` must not. The error completes "its id …".
+pub fn check_listed_id(id: &str) -> Result<(), &'static str> {
+    if id.is_empty() {
+        return Err("is empty");
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err("is longer than 256 bytes");
+    }
+    if id
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || crate::display::changes_display(c))
+    {
+        return Err("has whitespace, control or invisible characters");
+    }
+    if id.contains('\\') || id.split('/').any(|seg| matches!(seg, "" | "." | "..")) {
+        return Err("is a path (`..`, `.`, an empty segment, a leading `/` or a backslash)");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -155,6 +193,41 @@ mod tests {
             id: id.into(),
             context_window: None,
             max_output_tokens: None,
+        }
+    }
+
+    #[test]
+    fn listed_ids_that_are_paths_or_hide_characters_are_refused() {
+        for good in [
+            "llama3.2:latest",
+            "qwen3-coder:30b",
+            "anthropic/claude-3.5-sonnet",
+            "hf.co/bartowski/Qwen2.5-Coder-7B-GGUF:Q4_K_M",
+            "gpt-4o-2024-08-06",
+            "a..b",
+        ] {
+            assert_eq!(check_listed_id(good), Ok(()), "{good}");
+        }
+        let long = "m".repeat(MAX_ID_BYTES + 1);
+        for bad in [
+            "",
+            "../../../../etc/passwd",
+            "/etc/passwd",
+            "models/../secret",
+            "a//b",
+            "./x",
+            "trailing/",
+            "back\\slash",
+            "with space",
+            "tab\tname",
+            "new\nline",
+            "bidi\u{202e}txt",
+            "zero\u{200b}width",
+            "nbsp\u{a0}x",
+            "esc\u{1b}[2K",
+            long.as_str(),
+        ] {
+            assert!(check_listed_id(bad).is_err(), "{bad:?}");
         }
     }
 
@@ -172,8 +245,8 @@ mod tests {
     }
 
     #[test]
-    fn a_listing_is_deduplicated_and_capped() {
-        let mut models = vec![listed("a"), listed("a")];
+    fn a_listing_is_checked_deduplicated_and_capped() {
+        let mut models = vec![listed("../../etc/passwd"), listed("a"), listed("a")];
         models.extend((0..MAX_LISTED + 50).map(|i| listed(&format!("m{i}"))));
         let kept = sanitize("p", models);
         assert_eq!(kept.len(), MAX_LISTED);
