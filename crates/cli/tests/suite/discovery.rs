@@ -393,3 +393,47 @@ async fn a_listed_id_that_is_a_path_never_becomes_a_model() {
         "{ids:?}"
     );
 }
+
+/// Model ids from config are the user's own and are accepted as they are, but what shows them
+/// (the `model` picker's names, `ferrite models`) escapes display-changing characters.
+#[tokio::test]
+async fn model_ids_are_shown_with_display_changing_characters_escaped() {
+    let w = World::new();
+    w.write_config(
+        "[providers.local]\napi = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         models = [{ id = \"evil\u{202e}gpj.exe\" }, { id = \"plain\" }]\n",
+    );
+    let env = [
+        ("FERRITE_DISCOVERY", "off".to_owned()),
+        ("FERRITE_MODEL", "local/plain".to_owned()),
+    ];
+    let (ok, out) = run_command(&w, "models", &env).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("local/evil\\u{202e}gpj.exe "), "{out}");
+    assert!(!out.contains('\u{202e}'), "{out}");
+
+    let mut c = w.spawn_env(&[
+        ("FERRITE_DISCOVERY", "off"),
+        ("FERRITE_MODEL", "local/plain"),
+    ]);
+    c.initialize().await;
+    let r = c.new_session(&w.ws()).await;
+    let model = r["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "model")
+        .unwrap()
+        .clone();
+    let evil = model["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["value"] == "local/evil\u{202e}gpj.exe")
+        .expect("the id itself is the value the editor sends back");
+    let name = evil["name"].as_str().unwrap();
+    assert!(
+        name.contains("evil\\u{202e}gpj.exe") && !name.contains('\u{202e}'),
+        "{name}"
+    );
+}
