@@ -43,7 +43,10 @@ impl ferrite_core::permissions::Approver for AcpApprover {
                 .options
                 .iter()
                 .map(|o| {
-                    acp::PermissionOption::new(o.id.clone(), o.name.clone(), option_kind(o.kind))
+                    // The name quotes what an "always" covers (a command's words): shown
+                    // like the call itself (`mapping`).
+                    let name = ferrite_core::display::visible(&o.name).into_owned();
+                    acp::PermissionOption::new(o.id.clone(), name, option_kind(o.kind))
                 })
                 .collect();
             let params = acp::RequestPermissionRequest::new(

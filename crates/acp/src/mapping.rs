@@ -1,11 +1,20 @@
 //! Pure conversions between ferrite's core types and ACP's protocol types. No I/O here: every
 //! function is unit-tested on values.
+//!
+//! Everything a tool call shows the user (its title, content, diffs, locations, raw input and
+//! output) and the model picker's names pass through [`shown`] here, the one place every card
+//! and permission request is built: characters that change how text looks are escaped
+//! (`ferrite_core::display`). What runs and what the model reads are not touched.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema as acp;
 use ferrite_core::content::{
     Location, PlanEntry, PlanPriority, PlanStatus, ToolCallUpdateView, ToolCallView, ToolContent,
     ToolKind, ToolStatus, UserContent,
 };
+use ferrite_core::display::visible;
 use ferrite_core::events::{Event, Settings};
 use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
@@ -128,10 +137,35 @@ fn tool_status(s: ToolStatus) -> acp::ToolCallStatus {
     }
 }
 
+/// Text as the user is shown it: see the module's comment.
+fn shown(text: &str) -> String {
+    visible(text).into_owned()
+}
+
+fn shown_path(path: &Path) -> PathBuf {
+    match path.to_str().map(visible) {
+        Some(Cow::Owned(escaped)) => PathBuf::from(escaped),
+        Some(Cow::Borrowed(_)) | None => path.to_path_buf(),
+    }
+}
+
+/// A JSON value with every string (keys included) as [`shown`] makes it.
+fn shown_json(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(shown(s)),
+        Value::Array(items) => Value::Array(items.iter().map(shown_json).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (shown(k), shown_json(v))).collect())
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => value.clone(),
+    }
+}
+
 fn tool_content(c: &ToolContent) -> acp::ToolCallContent {
     match c {
         ToolContent::Text { text } => {
-            acp::ToolCallContent::Content(acp::Content::new(text_block(text)))
+            acp::ToolCallContent::Content(acp::Content::new(text_block(&visible(text))))
         }
         ToolContent::Image { mime_type, data } => acp::ToolCallContent::Content(acp::Content::new(
             acp::ContentBlock::Image(acp::ImageContent::new(data.to_string(), mime_type.clone())),
@@ -141,40 +175,41 @@ fn tool_content(c: &ToolContent) -> acp::ToolCallContent {
             old_text,
             new_text,
         } => acp::ToolCallContent::Diff(
-            acp::Diff::new(path.clone(), new_text.clone()).old_text(old_text.clone()),
+            acp::Diff::new(shown_path(path), shown(new_text))
+                .old_text(old_text.as_deref().map(shown)),
         ),
     }
 }
 
 fn location(l: &Location) -> acp::ToolCallLocation {
-    acp::ToolCallLocation::new(l.path.clone()).line(l.line)
+    acp::ToolCallLocation::new(shown_path(&l.path)).line(l.line)
 }
 
 fn tool_call(v: &ToolCallView) -> acp::ToolCall {
-    acp::ToolCall::new(acp::ToolCallId::new(v.id.clone()), v.title.clone())
+    acp::ToolCall::new(acp::ToolCallId::new(v.id.clone()), shown(&v.title))
         .kind(tool_kind(v.kind))
         .status(tool_status(v.status))
         .content(v.content.iter().map(tool_content).collect())
         .locations(v.locations.iter().map(location).collect())
-        .raw_input(v.raw_input.clone())
+        .raw_input(v.raw_input.as_ref().map(shown_json))
 }
 
 /// A tool call's full view as a `ToolCallUpdate` (what a permission request carries).
 pub fn tool_call_as_update(v: &ToolCallView) -> acp::ToolCallUpdate {
     let fields = acp::ToolCallUpdateFields::new()
-        .title(v.title.clone())
+        .title(shown(&v.title))
         .kind(tool_kind(v.kind))
         .status(tool_status(v.status))
         .content(v.content.iter().map(tool_content).collect::<Vec<_>>())
         .locations(v.locations.iter().map(location).collect::<Vec<_>>())
-        .raw_input(v.raw_input.clone());
+        .raw_input(v.raw_input.as_ref().map(shown_json));
     acp::ToolCallUpdate::new(acp::ToolCallId::new(v.id.clone()), fields)
 }
 
 fn tool_call_update(v: &ToolCallUpdateView) -> acp::ToolCallUpdate {
     let fields = acp::ToolCallUpdateFields::new()
         .status(v.status.map(tool_status))
-        .title(v.title.clone())
+        .title(v.title.as_deref().map(shown))
         .content(
             v.content
                 .as_ref()
@@ -185,7 +220,7 @@ fn tool_call_update(v: &ToolCallUpdateView) -> acp::ToolCallUpdate {
                 .as_ref()
                 .map(|l| l.iter().map(location).collect::<Vec<_>>()),
         )
-        .raw_output(v.raw_output.clone());
+        .raw_output(v.raw_output.as_ref().map(shown_json));
     acp::ToolCallUpdate::new(acp::ToolCallId::new(v.id.clone()), fields)
 }
 
@@ -332,7 +367,8 @@ pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
     let model_opts: Vec<acp::SessionConfigSelectOption> = s
         .models
         .iter()
-        .map(|(id, name)| acp::SessionConfigSelectOption::new(id.clone(), name.clone()))
+        // The value is the id the editor sends back, so it stays as it is; the name is shown.
+        .map(|(id, name)| acp::SessionConfigSelectOption::new(id.clone(), shown(name)))
         .collect();
     let effort_opts: Vec<acp::SessionConfigSelectOption> = Effort::ALL
         .iter()
@@ -483,6 +519,41 @@ mod tests {
         );
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["params"]["update"]["currentModeId"], "auto");
+    }
+
+    #[test]
+    fn what_a_call_shows_has_display_changing_characters_escaped() {
+        let view = ToolCallView {
+            id: "c1".into(),
+            title: "rm x\u{202e}gpj".into(),
+            kind: ToolKind::Edit,
+            status: ToolStatus::Pending,
+            locations: vec![Location {
+                path: "/w/a\u{200b}b".into(),
+                line: None,
+            }],
+            content: vec![
+                ToolContent::Text {
+                    text: "ok\r\n\u{1b}[2K".into(),
+                },
+                ToolContent::Diff {
+                    path: "/w/a\u{200b}b".into(),
+                    old_text: Some("x\u{feff}".into()),
+                    new_text: "y\u{2066}".into(),
+                },
+            ],
+            raw_input: Some(json!({"command": "a\u{202e}b", "n": 1})),
+        };
+        let v = serde_json::to_value(tool_call_as_update(&view)).unwrap();
+        assert_eq!(v["title"], "rm x\\u{202e}gpj");
+        assert_eq!(v["locations"][0]["path"], "/w/a\\u{200b}b");
+        assert_eq!(v["content"][0]["content"]["text"], "ok\r\n\\u{1b}[2K");
+        assert_eq!(v["content"][1]["path"], "/w/a\\u{200b}b");
+        assert_eq!(v["content"][1]["oldText"], "x\\u{feff}");
+        assert_eq!(v["content"][1]["newText"], "y\\u{2066}");
+        assert_eq!(v["rawInput"], json!({"command": "a\\u{202e}b", "n": 1}));
+        let card = serde_json::to_value(tool_call(&view)).unwrap();
+        assert_eq!(card["title"], v["title"]);
     }
 
     #[test]

@@ -8,7 +8,9 @@ mod listing;
 mod tests;
 
 pub use builtin::{DEFAULT_ANTHROPIC_MAX_OUTPUT, DEFAULT_CONTEXT_WINDOW};
-pub use listing::{ListedModel, Listings, ProviderListing};
+pub use listing::{
+    ListedModel, Listings, MAX_ID_BYTES, MAX_LISTED, ProviderListing, check_listed_id, sanitize,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -315,13 +317,20 @@ impl Catalog {
     }
 
     /// Adds what providers reported about their models: new models, and facts the catalog and
-    /// config left open.
+    /// config left open. Linear in the models (an index by id), whatever the listings hold.
     pub fn with_listings(mut self, listings: &Listings) -> Catalog {
+        let mut index: std::collections::HashMap<String, usize> = self
+            .models
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id.clone(), i))
+            .collect();
         for p in &self.providers {
             for listed in listings.models_of(&p.name, &p.base_url) {
                 let id = format!("{}/{}", p.name, listed.id);
-                match self.models.iter_mut().find(|m| m.id == id) {
-                    Some(known) => {
+                match index.get(&id) {
+                    Some(&i) => {
+                        let known = &mut self.models[i];
                         if known.source == FactSource::Default {
                             known.source = FactSource::Listing;
                         }
@@ -338,6 +347,7 @@ impl Catalog {
                             info.max_output_tokens = listed.max_output_tokens;
                         }
                         info.source = FactSource::Listing;
+                        index.insert(id, self.models.len());
                         self.models.push(info);
                     }
                 }

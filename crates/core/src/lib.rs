@@ -12,6 +12,7 @@ pub mod commands;
 pub mod config;
 pub mod content;
 pub mod credentials;
+pub mod display;
 pub mod env;
 pub mod events;
 pub mod exec;

@@ -36,6 +36,8 @@ pub struct Services {
     /// blocking thread once the agent rests after a turn (`runtime::memory`; the binary sets
     /// it: it owns the allocator).
     pub release_memory: fn(),
+    /// Image decodes take turns through this: one at a time in the process.
+    pub image_decodes: crate::tools::DecodeGate,
 }
 
 impl Services {
@@ -52,6 +54,7 @@ impl Services {
             approver: std::sync::OnceLock::new(),
             client_fs: std::sync::OnceLock::new(),
             release_memory: || {},
+            image_decodes: Default::default(),
         }
     }
 

@@ -33,7 +33,7 @@ pub use edit::Edit;
 pub use find::Find;
 pub use grep::Grep;
 pub use ls::Ls;
-pub use read::Read;
+pub use read::{DecodeGate, MAX_DECODE_BYTES, MAX_PIXELS, Read};
 pub use update_plan::{UPDATE_PLAN, UpdatePlan};
 pub use web_fetch::WebFetch;
 pub use write::Write;
@@ -169,6 +169,8 @@ pub struct ToolContext<'a> {
     pub web_reach: crate::web::Reach,
     /// Whether the turn's model takes images (`read` of an image attaches it only then).
     pub model_images: bool,
+    /// Taken while an image is decoded: one at a time in the process.
+    pub image_decodes: DecodeGate,
 }
 
 pub trait Tool: Send + Sync {

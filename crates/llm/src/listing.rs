@@ -15,6 +15,23 @@ use crate::error;
 
 /// Ollama models asked about with `/api/show` at most (one request each).
 const MAX_SHOW_REQUESTS: usize = 64;
+/// The most of a listing's body that is read: OpenRouter's, the largest real one, is a few MB.
+/// (What is kept of a listing is decided in core: `catalog::sanitize`.)
+const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
+
+/// The body of a listing, refused past [`MAX_LISTING_BYTES`] rather than read into memory.
+async fn capped_body(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > MAX_LISTING_BYTES {
+            return Err(format!(
+                "the model listing is over {MAX_LISTING_BYTES} bytes"
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
 
 pub(crate) async fn list(
     http: reqwest::Client,
@@ -62,11 +79,14 @@ async fn openai_style(
         )
     })?;
     let status = response.status().as_u16();
-    let text = response.text().await.unwrap_or_default();
+    let bytes = capped_body(response)
+        .await
+        .map_err(|e| error::invalid(&provider.name, e))?;
     if !(200..300).contains(&status) {
+        let text = String::from_utf8_lossy(&bytes);
         return Err(error::from_status(status, &text, &provider.name, api_key));
     }
-    let body: Value = serde_json::from_str(&text)
+    let body: Value = serde_json::from_slice(&bytes)
         .map_err(|e| error::invalid(&provider.name, format!("model listing is not JSON: {e}")))?;
     let items = body
         .get("data")
@@ -120,16 +140,14 @@ struct Tag {
 /// listing is tried).
 async fn ollama_native(http: &reqwest::Client, base_url: &str) -> Option<Vec<ListedModel>> {
     let origin = base_url.trim_end_matches('/').trim_end_matches("/v1");
-    let tags: Tags = http
+    let response = http
         .get(format!("{origin}/api/tags"))
         .send()
         .await
         .ok()?
         .error_for_status()
-        .ok()?
-        .json()
-        .await
         .ok()?;
+    let tags: Tags = serde_json::from_slice(&capped_body(response).await.ok()?).ok()?;
     let shows = tags
         .models
         .iter()

@@ -6,6 +6,7 @@
 pub mod acp_client;
 pub mod acp_order;
 pub mod fake_provider;
+pub mod hostile_images;
 pub mod mcp_server;
 pub mod schema;
 pub mod scripted_model;

@@ -1,5 +1,13 @@
 //! HTML to Markdown a model can read: the page's main content (`<main>`, else `<article>`, else
 //! `<body>`) without scripts, styles, navigation or page furniture; links kept.
+//!
+//! A page is hostile input: it is parsed within limits of depth, element count and time
+//! (`parse`), its tree is cut to a depth the converter's recursion can take (`flatten`), and the
+//! whole conversion runs on a thread of its own with a known stack, where a panic becomes an
+//! error for the model instead of the agent's end ([`convert`]).
+
+mod flatten;
+mod parse;
 
 use std::rc::Rc;
 
@@ -12,13 +20,37 @@ const SKIPPED: &[&str] = &[
     "footer", "aside", "button", "select", "input",
 ];
 
+/// The conversion thread's stack: [`flatten::MAX_DEPTH`] elements of htmd's recursion take about
+/// 1 MiB in a debug build, so this leaves a wide margin.
+const STACK_BYTES: usize = 16 * 1024 * 1024;
+
+/// [`to_markdown`] on a thread of its own: the agent goes on whatever the page does to the
+/// converter, and the model gets the error.
+pub async fn convert(html: String) -> Result<String, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("ferrite-html".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            let _ = tx.send(std::panic::catch_unwind(|| to_markdown(&html)).ok());
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start the HTML converter: {e}"));
+    }
+    match rx.await {
+        Ok(Some(md)) => Ok(md),
+        Ok(None) | Err(_) => {
+            Err("the page's HTML could not be converted to text (the converter failed)".into())
+        }
+    }
+}
+
 pub fn to_markdown(html: &str) -> String {
     let converter = HtmlToMarkdown::builder()
         .skip_tags(SKIPPED.to_vec())
         .build();
-    let Ok(tree) = converter.html_to_tree(html) else {
-        return String::new();
-    };
+    let tree = parse::document(html);
+    flatten::bound_depth(&tree, SKIPPED);
     let title = find(&tree, "title").map(|t| text_of(&t));
     // `tree` must outlive the conversion: dropping an rcdom document empties its descendants.
     let main = ["main", "article", "body"]
@@ -34,22 +66,28 @@ pub fn to_markdown(html: &str) -> String {
 }
 
 /// The first element named `tag`, depth first.
-fn find(node: &Rc<Node>, tag: &str) -> Option<Rc<Node>> {
-    if let NodeData::Element { name, .. } = &node.data
-        && name.local.as_ref() == tag
-    {
-        return Some(node.clone());
+fn find(root: &Rc<Node>, tag: &str) -> Option<Rc<Node>> {
+    let mut todo = vec![root.clone()];
+    while let Some(node) = todo.pop() {
+        if let NodeData::Element { name, .. } = &node.data
+            && name.local.as_ref() == tag
+        {
+            return Some(node);
+        }
+        todo.extend(node.children.borrow().iter().rev().cloned());
     }
-    node.children.borrow().iter().find_map(|c| find(c, tag))
+    None
 }
 
-fn text_of(node: &Rc<Node>) -> String {
+/// The text of `root`'s subtree, in document order.
+fn text_of(root: &Rc<Node>) -> String {
     let mut out = String::new();
-    if let NodeData::Text { contents } = &node.data {
-        out.push_str(&contents.borrow());
-    }
-    for c in node.children.borrow().iter() {
-        out.push_str(&text_of(c));
+    let mut todo = vec![root.clone()];
+    while let Some(node) = todo.pop() {
+        if let NodeData::Text { contents } = &node.data {
+            out.push_str(&contents.borrow());
+        }
+        todo.extend(node.children.borrow().iter().rev().cloned());
     }
     out
 }
@@ -74,5 +112,76 @@ mod tests {
         for gone in ["alert", "About", "©", "p{}"] {
             assert!(!md.contains(gone), "{gone} in {md}");
         }
+    }
+
+    /// Every nestable element, nested far past the limits, on a thread of the default 2 MiB
+    /// stack: the words come back (regression: 3,000 `<div>` overflowed the stack).
+    #[test]
+    fn deep_nesting_keeps_the_words_within_a_small_stack() {
+        let cases = [
+            ("<div>", "</div>"),
+            ("<span>", "</span>"),
+            ("<b>", "</b>"),
+            ("<em><strong>", "</strong></em>"),
+            ("<ul><li>", "</li></ul>"),
+            ("<ol><li>", "</li></ol>"),
+            ("<table><tr><td>", "</td></tr></table>"),
+            ("<blockquote>", "</blockquote>"),
+            ("<pre><code>", "</code></pre>"),
+            ("<dl><dd>", "</dd></dl>"),
+            ("<a href=x>", "</a>"),
+        ];
+        for (open, close) in cases {
+            let html = format!(
+                "<main><p>start</p>{}middle{}<p>end</p></main>",
+                open.repeat(20_000),
+                close.repeat(20_000)
+            );
+            let md = std::thread::Builder::new()
+                .stack_size(2 * 1024 * 1024)
+                .spawn(move || to_markdown(&html))
+                .unwrap()
+                .join()
+                .unwrap();
+            for word in ["start", "middle", "end"] {
+                assert!(md.contains(word), "{open}: no {word} in {md:.300}");
+            }
+        }
+    }
+
+    /// Unclosed formatting tags are copied into every later paragraph by the standard's
+    /// parser: 160 KB of `<p>x</p>` made 146 MB of elements. Their number is bounded now.
+    #[test]
+    fn formatting_copied_into_every_paragraph_is_bounded() {
+        let tags = [
+            "b", "i", "u", "s", "em", "strong", "code", "small", "big", "tt",
+        ];
+        let head: String = tags.iter().map(|t| format!("<{t}><{t}><{t}>")).collect();
+        let html = format!(
+            "<body><p>{head}x</p>{}<p>last</p></body>",
+            "<p>y</p>".repeat(100_000)
+        );
+        let tree = parse::document(&html);
+        let mut elements = 0;
+        let mut todo = vec![tree.clone()];
+        while let Some(n) = todo.pop() {
+            if let NodeData::Element { .. } = n.data {
+                elements += 1;
+            }
+            todo.extend(n.children.borrow().iter().cloned());
+        }
+        assert!(elements <= parse::MAX_ELEMENTS + 64, "{elements} elements");
+        assert!(
+            text_of(&tree).ends_with("yylast"),
+            "the text after the budget is kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_page_converts_off_the_caller_s_thread() {
+        let md = convert("<title>T</title><p>hello</p>".into())
+            .await
+            .unwrap();
+        assert_eq!(md, "# T\n\nhello");
     }
 }

@@ -100,10 +100,11 @@ impl HttpFetcher {
             )
         })?;
         let (body, truncated) = read_capped(resp).await?;
-        let body = String::from_utf8_lossy(&body);
+        let body = String::from_utf8(body)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         let text = match kind {
-            Kind::Html => to_markdown(&body),
-            Kind::Text => body.into_owned(),
+            Kind::Html => html::convert(body).await?,
+            Kind::Text => body,
         };
         Ok(FetchedPage {
             final_url,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ferrite_core::catalog::KeySource;
+use ferrite_core::display::visible;
 use ferrite_core::env::Env;
 use ferrite_core::runtime::discovery;
 
@@ -41,10 +42,11 @@ pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
             let max_out = m
                 .max_output_tokens
                 .map_or_else(|| "-".to_owned(), |v| v.to_string());
+            // Ids from config or a listing: escaped so that none can rewrite the terminal.
             writeln!(
                 out,
                 "{:<44} {:<12} {:>9} {:>9}  {}",
-                m.id,
+                visible(&m.id),
                 m.provider,
                 m.context_window,
                 max_out,

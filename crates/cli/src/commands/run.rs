@@ -86,7 +86,13 @@ async fn turn(
                 write!(stdout, "{text}")?;
                 stdout.flush()?;
             }
-            Event::ToolCall(c) if !args.json => writeln!(stderr, "[{:?}] {}", c.kind, c.title)?,
+            // A terminal obeys ESC sequences and CR: the title is shown escaped, as in editors.
+            Event::ToolCall(c) if !args.json => writeln!(
+                stderr,
+                "[{:?}] {}",
+                c.kind,
+                ferrite_core::display::visible(&c.title)
+            )?,
             Event::TurnEnded(outcome) => {
                 failed = outcome.failure.is_some()
                     || matches!(outcome.stop, StopReason::Refusal | StopReason::Cancelled);

@@ -132,16 +132,7 @@ async fn a_huge_output_is_spilled_and_capped() {
     let pid = r.client.pid().unwrap();
     let prompt = r.send_prompt_id().await;
     r.client.wait_answer(&prompt).await.ok();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let hwm_kb: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM"))
-        .unwrap()
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let hwm_kb = peak_rss_kb(pid);
     assert!(hwm_kb < 64 * 1024, "peak RSS {hwm_kb} kB");
     let res = &r.last_tool_results()[0].0;
     assert!(

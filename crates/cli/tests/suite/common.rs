@@ -131,3 +131,17 @@ pub fn option_value(options: &Value, id: &str) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// The peak resident memory of process `pid` so far (VmHWM), in kB.
+pub fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}

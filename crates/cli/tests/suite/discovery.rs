@@ -222,3 +222,218 @@ async fn run_command(w: &World, command: &'static str, env: &[(&str, String)]) -
     .await
     .unwrap()
 }
+
+/// `session/new` `n` times; the median answer time and the largest answer line.
+async fn session_news(
+    c: &mut ferrite_test_support::AcpClient,
+    cwd: &std::path::Path,
+    n: usize,
+) -> (Duration, usize) {
+    let mut times = Vec::new();
+    let mut largest = 0;
+    for _ in 0..n {
+        let started = Instant::now();
+        let id = c
+            .send_request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await;
+        let answer = c
+            .wait_for(Duration::from_secs(60), |m| m["id"] == id)
+            .await
+            .expect("an answer to session/new");
+        times.push(started.elapsed());
+        assert!(answer["result"]["sessionId"].is_string(), "{answer:.300}");
+        largest = largest.max(answer.to_string().len());
+    }
+    times.sort();
+    (times[n / 2], largest)
+}
+
+/// Regression (issue 28): a provider listing 40,000 models made every later `session/new` take
+/// 8.9 s (a quadratic merge) and answer 10 MB, and the cache kept it so. A listing is cut to
+/// `MAX_LISTED` models and merged in linear time.
+#[tokio::test]
+async fn a_listing_of_40000_models_leaves_session_new_fast_and_small() {
+    let w = World::new();
+    let vllm = FakeProvider::start().await.unwrap();
+    let names: Vec<String> = (0..40_000)
+        .map(|i| format!("served/model-{i:05}"))
+        .collect();
+    let models: Vec<(&str, Option<u64>)> =
+        names.iter().map(|n| (n.as_str(), Some(32_768))).collect();
+    vllm.set_openai_models(&models);
+    w.write_config(&format!(
+        "[providers.local]\napi = \"openai-chat\"\nbase_url = \"{}/v1\"\n",
+        vllm.base_url()
+    ));
+    let env = [("FERRITE_MODEL", "local/served/model-00000")];
+    let mut c = w.spawn_env(&env);
+    c.initialize().await;
+    c.new_session(&w.ws()).await;
+    let update = c
+        .wait_for(Duration::from_secs(30), |m| {
+            m["method"] == "session/update"
+                && m["params"]["update"]["sessionUpdate"] == "config_option_update"
+        })
+        .await
+        .expect("config_option_update after discovery");
+    let ids = model_ids(&update["params"]["update"]["configOptions"]);
+    assert!(
+        ids.len() <= ferrite_core::catalog::MAX_LISTED + 1,
+        "{} models offered",
+        ids.len()
+    );
+    assert!(ids.contains(&"local/served/model-00999".to_owned()));
+    assert!(!ids.contains(&"local/served/model-01000".to_owned()));
+    let (median, largest) = session_news(&mut c, &w.ws(), 5).await;
+    assert!(
+        median < Duration::from_millis(500),
+        "session/new took {median:?}"
+    );
+    assert!(largest < 256 * 1024, "an answer of {largest} bytes");
+
+    // A new agent starts from the cache the first one wrote.
+    let mut c = w.spawn_env(&[("FERRITE_DISCOVERY", "off"), env[0]]);
+    c.initialize().await;
+    let (median, largest) = session_news(&mut c, &w.ws(), 5).await;
+    assert!(
+        median < Duration::from_millis(500),
+        "session/new took {median:?}"
+    );
+    assert!(largest < 256 * 1024, "an answer of {largest} bytes");
+}
+
+/// A model cache written by hand with `entries` models after some invalid ids.
+fn hostile_cache(w: &World, base: &str, entries: usize) {
+    let mut models: Vec<Value> = ["../../../../etc/passwd", "/abs", "bidi\u{202e}txt", "a b"]
+        .iter()
+        .map(|id| json!({ "id": id }))
+        .collect();
+    models.extend((0..entries).map(|i| json!({ "id": format!("m{i}"), "context_window": 8192 })));
+    let cache =
+        json!({"providers": {"local": {"base_url": base, "fetched_at": 1, "models": models}}});
+    std::fs::create_dir_all(w.home().join("cache")).unwrap();
+    std::fs::write(w.home().join("cache/models.json"), cache.to_string()).unwrap();
+}
+
+/// The cache is read like a listing: one written by hand with 40,000 entries and invalid ids
+/// is cut and checked; one of 200,000 (5 MB) is not read at all. `session/new` stays fast.
+#[tokio::test]
+async fn a_hostile_model_cache_is_cut_and_checked() {
+    let w = World::new();
+    let base = "http://127.0.0.1:9/v1";
+    w.write_config(&format!(
+        "[providers.local]\napi = \"openai-chat\"\nbase_url = \"{base}\"\n"
+    ));
+    hostile_cache(&w, base, 40_000);
+    let mut c = w.spawn_env(&[("FERRITE_DISCOVERY", "off")]);
+    c.initialize().await;
+    let r = c.new_session(&w.ws()).await;
+    let ids = model_ids(&r["configOptions"]);
+    assert!(ids.contains(&"local/m0".to_owned()), "{ids:?}");
+    assert!(
+        ids.len() <= ferrite_core::catalog::MAX_LISTED + 1,
+        "{}",
+        ids.len()
+    );
+    for bad in ["passwd", "/abs", "\u{202e}", "a b"] {
+        assert!(
+            !ids.iter().any(|id| id.contains(bad)),
+            "{bad} in the options"
+        );
+    }
+    let (median, largest) = session_news(&mut c, &w.ws(), 5).await;
+    assert!(
+        median < Duration::from_millis(500),
+        "session/new took {median:?}"
+    );
+    assert!(largest < 256 * 1024, "an answer of {largest} bytes");
+
+    hostile_cache(&w, base, 200_000);
+    let (median, largest) = session_news(&mut c, &w.ws(), 5).await;
+    assert!(
+        median < Duration::from_millis(500),
+        "session/new took {median:?}"
+    );
+    assert!(largest < 16 * 1024, "an answer of {largest} bytes");
+}
+
+/// Regression (issue 28): with no key and no `model`, the first model a local server listed
+/// becomes the default, so a listed `../../../../etc/passwd` did. Listed ids are checked: no
+/// path segments, control or invisible characters, whitespace, or more than 256 bytes.
+#[tokio::test]
+async fn a_listed_id_that_is_a_path_never_becomes_a_model() {
+    let w = World::new();
+    let ollama = FakeProvider::start().await.unwrap();
+    ollama.set_ollama_models(&[
+        ("../../../../etc/passwd", 4096),
+        ("evil\u{202e}gpj.exe", 4096),
+        ("llama3.2:latest", 131_072),
+    ]);
+    let env = [("OLLAMA_HOST", ollama.base_url())];
+    let (ok, out) = run_command(&w, "models", &env).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("ollama/llama3.2:latest"), "{out}");
+    assert!(
+        !out.contains("passwd") && !out.contains('\u{202e}'),
+        "{out}"
+    );
+
+    let host = ollama.base_url();
+    let mut c = w.spawn_bare(&[("OLLAMA_HOST", host.as_str()), ("FERRITE_DISCOVERY", "off")]);
+    c.initialize().await;
+    let r = c.new_session(&w.ws()).await;
+    assert_eq!(
+        option_value(&r["configOptions"], "model"),
+        "ollama/llama3.2:latest"
+    );
+    let ids = model_ids(&r["configOptions"]);
+    assert!(
+        !ids.iter()
+            .any(|id| id.contains("passwd") || id.contains('\u{202e}')),
+        "{ids:?}"
+    );
+}
+
+/// Model ids from config are the user's own and are accepted as they are, but what shows them
+/// (the `model` picker's names, `ferrite models`) escapes display-changing characters.
+#[tokio::test]
+async fn model_ids_are_shown_with_display_changing_characters_escaped() {
+    let w = World::new();
+    w.write_config(
+        "[providers.local]\napi = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         models = [{ id = \"evil\u{202e}gpj.exe\" }, { id = \"plain\" }]\n",
+    );
+    let env = [
+        ("FERRITE_DISCOVERY", "off".to_owned()),
+        ("FERRITE_MODEL", "local/plain".to_owned()),
+    ];
+    let (ok, out) = run_command(&w, "models", &env).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("local/evil\\u{202e}gpj.exe "), "{out}");
+    assert!(!out.contains('\u{202e}'), "{out}");
+
+    let mut c = w.spawn_env(&[
+        ("FERRITE_DISCOVERY", "off"),
+        ("FERRITE_MODEL", "local/plain"),
+    ]);
+    c.initialize().await;
+    let r = c.new_session(&w.ws()).await;
+    let model = r["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "model")
+        .unwrap()
+        .clone();
+    let evil = model["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["value"] == "local/evil\u{202e}gpj.exe")
+        .expect("the id itself is the value the editor sends back");
+    let name = evil["name"].as_str().unwrap();
+    assert!(
+        name.contains("evil\\u{202e}gpj.exe") && !name.contains('\u{202e}'),
+        "{name}"
+    );
+}

@@ -95,3 +95,110 @@ async fn a_model_that_takes_no_images_gets_a_clear_text_instead() {
         "the prompt's image became a note: {text}"
     );
 }
+
+/// Regression (issue 28): one `read` of a crafted image took the agent to 821 MB. Files whose
+/// header claims more pixels than Ferrite decodes are refused before decoding, with a reason the
+/// model can pass on, and the agent's memory stays where it was.
+#[tokio::test]
+async fn an_image_too_large_to_decode_is_refused_from_its_header() {
+    use ferrite_test_support::hostile_images::{
+        gif_with_screen, png_claiming, png_of_zeros, webp_claiming,
+    };
+    let mut r = rig(Api::Anthropic).await;
+    let files: [(&str, Vec<u8>); 4] = [
+        ("claims.png", png_claiming(30_000, 30_000)),
+        ("bomb.png", png_of_zeros(10_000, 10_000)),
+        ("screen.gif", gif_with_screen(11_000, 11_000)),
+        ("canvas.webp", webp_claiming(30_000, 30_000)),
+    ];
+    let mut calls = Vec::new();
+    for (i, (name, bytes)) in files.iter().enumerate() {
+        std::fs::write(r.world.ws().join(name), bytes).unwrap();
+        calls.push((format!("r{i}"), json!({ "path": name }).to_string()));
+    }
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "read", args.as_str()))
+        .collect();
+    r.fake.push(Script::new().parallel_tool_calls(&calls));
+    r.fake.push(Script::new().text("too big"));
+    let (_, answer) = r.prompt("look at these").await;
+    assert_eq!(answer["stopReason"], "end_turn");
+    let body = r.requests().last().unwrap().body.clone();
+    let results: Vec<String> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| b["content"].to_string())
+        .collect();
+    assert_eq!(results.len(), 4, "{results:?}");
+    for (text, (name, _)) in results.iter().zip(&files) {
+        assert!(
+            text.contains("megapixels") && text.contains("not attached"),
+            "{name}: {text}"
+        );
+    }
+    let peak = super::common::peak_rss_kb(r.client.pid().unwrap());
+    assert!(peak < 150 * 1024, "peak RSS {peak} kB");
+}
+
+/// Regression (issue 28): four reads at once took the agent to 2.5 GB. Images within the limits
+/// are decoded one at a time across the process: four sessions reading a 2000×2000 image
+/// (16 MB decoded, about 70 MB at the peak of scaling it down) at once stay near one decode's
+/// memory.
+#[tokio::test]
+async fn image_decodes_take_turns_across_sessions() {
+    use super::common::*;
+    use ferrite_test_support::fake_provider::FakeProvider;
+    use ferrite_test_support::hostile_images::png_of_zeros;
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut client = world.spawn_acp(super::turns::provider_env(&fake, Api::Anthropic));
+    client.initialize().await;
+    std::fs::write(world.ws().join("big.png"), png_of_zeros(2_000, 2_000)).unwrap();
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        sessions.push(sid(&client.new_session(&world.ws()).await));
+    }
+    for i in 0..4 {
+        fake.push(Script::new().tool_call(
+            format!("r{i}"),
+            "read",
+            json!({"path": "big.png"}).to_string(),
+        ));
+    }
+    for _ in 0..4 {
+        fake.push(Script::new().text("seen"));
+    }
+    let mut prompts = Vec::new();
+    for s in &sessions {
+        prompts.push(
+            client
+                .send_request("session/prompt", text_prompt(s, "look"))
+                .await,
+        );
+    }
+    for p in &prompts {
+        // One after another, each decode takes a few seconds in a debug build.
+        let answer = client
+            .wait_for(std::time::Duration::from_secs(120), |m| m["id"] == *p)
+            .await
+            .expect("an answer");
+        assert_eq!(answer["result"]["stopReason"], "end_turn");
+    }
+    let scaled = fake
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.body
+                .to_string()
+                .contains("2000×2000, scaled down to 1568×1568")
+        })
+        .count();
+    assert_eq!(scaled, 4, "every read attached the scaled image");
+    let peak = peak_rss_kb(client.pid().unwrap());
+    // One decode at a time: about 110 MB; four at once: about 330 MB.
+    assert!(peak < 200 * 1024, "peak RSS {peak} kB");
+}

@@ -522,3 +522,60 @@ async fn per_turn_ask_and_the_planner_harness() {
         "the assistant has no file or shell tools"
     );
 }
+
+/// Regression (issue 28): permission requests passed display-changing characters to the editor
+/// as they were, so what the user approved could look unlike what ran: a bidi override
+/// reorders the rest of the line, an ESC sequence or a CR rewrites what a terminal-style view
+/// already showed. Everything shown (the card, the request's title, content and option names)
+/// has them escaped; the command that runs and the model's own view of its call are the
+/// original.
+#[tokio::test]
+async fn display_changing_characters_are_shown_escaped_and_run_as_they_are() {
+    let mut r = rig().await;
+    let name = "notes\u{202e}hs.txt";
+    let command = format!("touch '{name}' # \r\u{1b}[2K\u{1b}]0;t\u{7}all good\u{200b}");
+    r.fake.push(bash_call("b1", &command));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    let raw = |v: &Value| {
+        // serde_json writes controls as \u00XX or \r; U+202E and U+200B as themselves.
+        let text = v.to_string();
+        ["\u{202e}", "\u{200b}", "\\u001b", "\\u0007", "\\r"]
+            .into_iter()
+            .filter(|c| text.contains(c))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(raw(&req), Vec::<&str>::new(), "{req}");
+    let call = &req["params"]["toolCall"];
+    let title = call["title"].as_str().unwrap();
+    assert!(title.contains("notes\\u{202e}hs.txt"), "{title}");
+    let content = call["content"].to_string();
+    for escape in ["\\\\u{d}", "\\\\u{1b}[2K", "\\\\u{7}", "\\\\u{200b}"] {
+        assert!(content.contains(escape), "{escape} in {content}");
+    }
+    r.answer(&req, "allow_once").await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    for m in before
+        .iter()
+        .filter(|m| m["params"]["update"]["toolCallId"] == "b1")
+    {
+        assert_eq!(raw(m), Vec::<&str>::new(), "{m}");
+    }
+    // What ran is the command as the model wrote it.
+    assert!(
+        r.world.ws().join(name).exists(),
+        "the file with the bidi name"
+    );
+    // And the model's history holds its call unchanged.
+    let body = r.fake.requests().last().unwrap().body.clone();
+    let sent = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(sent["input"]["command"], command.as_str());
+}

@@ -97,7 +97,7 @@ pub async fn run(
                     ProviderListing {
                         base_url: p.base_url.clone(),
                         fetched_at: now,
-                        models,
+                        models: crate::catalog::sanitize(&p.name, models),
                     },
                 );
             }

@@ -315,6 +315,7 @@ pub(crate) mod testing {
                 web: None,
                 web_reach: crate::web::Reach::PublicOnly,
                 model_images: true,
+                image_decodes: Default::default(),
             }
         }
 

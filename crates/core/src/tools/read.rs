@@ -101,8 +101,14 @@ impl Tool for Read {
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
             let limits = ctx.limits;
-            if let Some(mime) = image_type(&path) {
-                let out = blocking(move || read_image(&path, &shown, mime)).await?;
+            if let Some(mime) = images::image_type(&path) {
+                // Waiting for another decode holds nothing: the file is opened once it is our turn.
+                let turn = ctx.image_decodes.enter().await?;
+                let out = blocking(move || {
+                    let _turn = turn;
+                    images::read_image(&path, &shown, mime)
+                })
+                .await?;
                 if !ctx.model_images {
                     // Said plainly, rather than an image the model would be sent and refuse.
                     return Ok(ToolOutput {
@@ -155,146 +161,6 @@ impl Tool for Read {
             })
         })
     }
-}
-
-/// The largest image `read` attaches: base64 of it stays within the 5 MB per image the providers
-/// accept.
-const MAX_IMAGE_BYTES: usize = 3_750_000;
-/// The longest edge an attached image keeps. Providers scale larger images down themselves
-/// (Anthropic to 1568 px), so sending more costs bytes and tokens and shows the model nothing more.
-const MAX_IMAGE_EDGE: u32 = 1568;
-/// Image files larger than this are not decoded at all.
-const MAX_IMAGE_FILE_BYTES: u64 = 64 * 1024 * 1024;
-
-/// The media type of an image file, by extension.
-fn image_type(path: &Path) -> Option<&'static str> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    match ext.as_str() {
-        "png" => Some("image/png"),
-        "jpg" | "jpeg" => Some("image/jpeg"),
-        "gif" => Some("image/gif"),
-        "webp" => Some("image/webp"),
-        _ => None,
-    }
-}
-
-/// Whether `bytes` start like an image of `mime`: a `.png` that is really text is read as text.
-fn has_image_signature(bytes: &[u8], mime: &str) -> bool {
-    match mime {
-        "image/png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
-        "image/jpeg" => bytes.starts_with(&[0xFF, 0xD8, 0xFF]),
-        "image/gif" => bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a"),
-        "image/webp" => bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP",
-        _ => false,
-    }
-}
-
-/// An image file, attached for the model to see (and shown in the editor's card). Large images
-/// are scaled down to [`MAX_IMAGE_EDGE`] and re-encoded so they fit [`MAX_IMAGE_BYTES`].
-fn read_image(path: &Path, shown: &str, mime: &'static str) -> Result<ToolOutput, ToolError> {
-    use base64::Engine as _;
-    let respond = ToolError::RespondToModel;
-    let file = crate::fsops::open_read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => respond(format!(
-            "{shown} does not exist. Check the path, or use `find` to locate the file."
-        )),
-        _ => respond(format!("cannot read {shown}: {e}")),
-    })?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > MAX_IMAGE_FILE_BYTES {
-        return Err(respond(format!(
-            "{shown} is an image of {len} bytes, too large to open (over {MAX_IMAGE_FILE_BYTES} \
-             bytes); ask the user for a smaller version."
-        )));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(MAX_IMAGE_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| respond(format!("cannot read {shown}: {e}")))?;
-    if !has_image_signature(&bytes, mime) {
-        return Err(respond(format!(
-            "{shown} is named like an image ({mime}) but its content is not one."
-        )));
-    }
-    let (width, height) = image::ImageReader::new(std::io::Cursor::new(&bytes))
-        .with_guessed_format()
-        .ok()
-        .and_then(|r| r.into_dimensions().ok())
-        .ok_or_else(|| respond(format!("{shown} is not an image that can be decoded.")))?;
-    let (data, sent_mime, note) =
-        if bytes.len() <= MAX_IMAGE_BYTES && width.max(height) <= MAX_IMAGE_EDGE {
-            (bytes, mime, format!("{width}×{height}"))
-        } else {
-            let (scaled, sent_mime, w, h) = scale_down(&bytes, mime)
-                .map_err(|e| respond(format!("{shown} could not be scaled down: {e}")))?;
-            let note = format!("{width}×{height}, scaled down to {w}×{h}");
-            (scaled, sent_mime, note)
-        };
-    let size = data.len();
-    let data = base64::engine::general_purpose::STANDARD.encode(&data);
-    Ok(ToolOutput {
-        text: format!(
-            "{shown} is an image ({mime}, {note}, {size} bytes sent); it is attached below for \
-             you to look at."
-        ),
-        content: vec![crate::content::ToolContent::Image {
-            mime_type: sent_mime.to_owned(),
-            data: data.into(),
-        }],
-    })
-}
-
-/// Decodes `bytes` (within limits that stop decompression bombs), fits the image into
-/// [`MAX_IMAGE_EDGE`] and encodes it again: photos as JPEG, the rest as PNG, and as a smaller JPEG
-/// when that is still too large. Returns the bytes, their media type and the new size.
-fn scale_down(bytes: &[u8], mime: &str) -> Result<(Vec<u8>, &'static str, u32, u32), String> {
-    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|e| e.to_string())?;
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(16_384);
-    limits.max_image_height = Some(16_384);
-    limits.max_alloc = Some(512 * 1024 * 1024);
-    reader.limits(limits);
-    let img = reader.decode().map_err(|e| e.to_string())?;
-    let img = if img.width().max(img.height()) > MAX_IMAGE_EDGE {
-        img.resize(
-            MAX_IMAGE_EDGE,
-            MAX_IMAGE_EDGE,
-            image::imageops::FilterType::Triangle,
-        )
-    } else {
-        img
-    };
-    let (w, h) = (img.width(), img.height());
-    let encode = |format: image::ImageFormat, img: &image::DynamicImage| {
-        let mut out = std::io::Cursor::new(Vec::new());
-        img.write_to(&mut out, format).map(|()| out.into_inner())
-    };
-    let jpeg = |quality: u8| -> Result<Vec<u8>, String> {
-        let mut out = Vec::new();
-        let rgb = image::DynamicImage::ImageRgb8(img.to_rgb8());
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
-            .encode_image(&rgb)
-            .map_err(|e| e.to_string())?;
-        Ok(out)
-    };
-    let first = if mime == "image/jpeg" {
-        (jpeg(85)?, "image/jpeg")
-    } else {
-        (
-            encode(image::ImageFormat::Png, &img).map_err(|e| e.to_string())?,
-            "image/png",
-        )
-    };
-    if first.0.len() <= MAX_IMAGE_BYTES {
-        return Ok((first.0, first.1, w, h));
-    }
-    let smaller = jpeg(70)?;
-    if smaller.len() <= MAX_IMAGE_BYTES {
-        return Ok((smaller, "image/jpeg", w, h));
-    }
-    Err("it is still too large after scaling down".into())
 }
 
 fn read_page(
@@ -468,6 +334,10 @@ fn read_line_capped<R: BufRead>(
         }
     }
 }
+
+mod images;
+
+pub use images::{DecodeGate, MAX_DECODE_BYTES, MAX_PIXELS};
 
 #[cfg(test)]
 mod tests;

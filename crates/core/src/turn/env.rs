@@ -72,6 +72,7 @@ pub(crate) struct ToolBase {
     pub web_reach: crate::web::Reach,
     /// Whether the turn's model takes images.
     pub model_images: bool,
+    pub image_decodes: crate::tools::DecodeGate,
 }
 
 /// The parts of a [`CallEnv`] that come from the turn's settings.
@@ -151,6 +152,7 @@ impl CallEnv {
                     crate::web::Reach::PublicOnly
                 },
                 model_images: p.model_images,
+                image_decodes: services.image_decodes.clone(),
             },
         }
     }
@@ -210,6 +212,7 @@ impl CallEnv {
             web: base.web.clone(),
             web_reach: base.web_reach,
             model_images: base.model_images,
+            image_decodes: base.image_decodes.clone(),
             read_deny: ReadDeny::new(
                 // A call whose rules cannot be used was refused before it got here.
                 self.rules.in_force().unwrap_or_default(),

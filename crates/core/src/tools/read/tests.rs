@@ -39,7 +39,7 @@ async fn large_images_are_scaled_down_to_fit() {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data.as_bytes())
         .unwrap();
-    assert!(bytes.len() <= MAX_IMAGE_BYTES);
+    assert!(bytes.len() <= images::MAX_IMAGE_BYTES);
     let sent = image::load_from_memory(&bytes).unwrap();
     assert_eq!((sent.width(), sent.height()), (1568, 784));
     assert!(mime_type == "image/png" || mime_type == "image/jpeg");
@@ -156,4 +156,87 @@ fn describe_and_access_resolve_paths() {
         }
     );
     assert_eq!(Read.kind(), ToolKind::Read);
+}
+
+mod hostile_images {
+    use ferrite_test_support::hostile_images::{
+        gif_with_screen, png_claiming, png_of_zeros, webp_claiming,
+    };
+    use serde_json::json;
+
+    use super::super::{DecodeGate, Read};
+    use crate::tools::Tool as _;
+    use crate::tools::output::testing::TestEnv;
+
+    #[test]
+    fn the_crafted_files_are_what_they_claim() {
+        let img = image::load_from_memory(&png_of_zeros(300, 200)).unwrap();
+        assert_eq!((img.width(), img.height()), (300, 200));
+        let reader = |bytes: Vec<u8>| {
+            image::ImageReader::new(std::io::Cursor::new(bytes))
+                .with_guessed_format()
+                .unwrap()
+                .into_dimensions()
+                .unwrap()
+        };
+        assert_eq!(reader(gif_with_screen(11_000, 9_000)), (11_000, 9_000));
+        assert_eq!(reader(webp_claiming(30_000, 20_000)), (30_000, 20_000));
+        assert_eq!(reader(png_claiming(30_000, 30_000)), (30_000, 30_000));
+    }
+
+    /// Regression (issue 28): these decoded to hundreds of megabytes each (one `read` took the
+    /// agent to 821 MB). Refused from their headers now, with a reason the model can pass on.
+    #[tokio::test]
+    async fn images_that_would_decode_too_large_are_refused_before_decoding() {
+        let env = TestEnv::new();
+        let files: [(&str, Vec<u8>); 4] = [
+            ("claims.png", png_claiming(30_000, 30_000)),
+            ("bomb.png", png_of_zeros(10_000, 10_000)),
+            ("screen.gif", gif_with_screen(11_000, 11_000)),
+            ("canvas.webp", webp_claiming(30_000, 30_000)),
+        ];
+        for (name, bytes) in files {
+            env.write(name, bytes);
+            let err = env.err(&Read, json!({"path": name})).await;
+            assert!(
+                err.contains("megapixels") && err.contains("not attached"),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_large_image_within_the_limits_is_decoded_and_scaled_down() {
+        let env = TestEnv::new();
+        env.write("wide.png", png_of_zeros(3_200, 2_400));
+        let out = env.call(&Read, json!({"path": "wide.png"})).await.unwrap();
+        assert!(
+            out.text.contains("3200×2400, scaled down to 1568×1176"),
+            "{}",
+            out.text
+        );
+    }
+
+    #[tokio::test]
+    async fn image_decodes_take_turns() {
+        let env = TestEnv::new();
+        env.write("dot.png", png_of_zeros(2, 2));
+        let gate = DecodeGate::default();
+        let mut ctx = env.ctx();
+        ctx.image_decodes = gate.clone();
+        let held = gate.enter().await.unwrap();
+        let input = json!({"path": "dot.png"});
+        let waited = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            Read.call(input.clone(), &ctx),
+        )
+        .await;
+        assert!(
+            waited.is_err(),
+            "a read went on while another decode held the gate"
+        );
+        drop(held);
+        let out = Read.call(input, &ctx).await.unwrap();
+        assert!(out.text.contains("2×2"), "{}", out.text);
+    }
 }
