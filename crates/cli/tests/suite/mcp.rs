@@ -323,7 +323,7 @@ async fn mcp_calls_follow_the_permission_policy() {
         always["name"]
             .as_str()
             .unwrap()
-            .contains("`echo` of server `s`"),
+            .contains("the MCP tool echo of server s in this workspace"),
         "{always}"
     );
     r.client

@@ -70,7 +70,7 @@ async fn html_becomes_markdown_and_auto_mode_asks_first() {
     assert_eq!(req["params"]["toolCall"]["title"], url.as_str());
     assert_eq!(
         req["params"]["options"][1]["name"],
-        "Always allow fetching pages from `127.0.0.1` in this workspace"
+        "Always allow fetching pages from 127.0.0.1 in this workspace"
     );
     assert!(!is_error, "{text}");
     assert!(
