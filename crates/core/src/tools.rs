@@ -184,6 +184,11 @@ pub trait Tool: Send + Sync {
     }
     /// What the call would do, checked against the permission policy before it runs.
     fn access(&self, input: &Value, cwd: &std::path::Path) -> Access;
+    /// Why a call cannot do anything, from its arguments alone (an `edit` whose old and new
+    /// text are the same): the model is told before anyone is asked about it.
+    fn pointless(&self, _input: &Value) -> Option<String> {
+        None
+    }
     /// What the user is shown when asked to approve the call: what it will change (a diff
     /// against the file as it is now, the command and where it runs). Empty: the title says it.
     fn preview(&self, _input: &Value, _cwd: &std::path::Path) -> Vec<ToolContent> {

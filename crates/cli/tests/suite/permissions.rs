@@ -249,6 +249,53 @@ async fn an_error_answer_to_a_permission_request_refuses_the_call_and_the_turn_g
     assert!(results[2].contains("could not be read"), "{results:?}");
 }
 
+/// Issue 23: an edit that changes nothing (old text = new text, or no old text) is not put to
+/// the user: the model is told at once and the turn goes on.
+#[tokio::test]
+async fn an_edit_that_changes_nothing_fails_without_asking() {
+    let mut r = rig().await;
+    std::fs::write(r.world.ws().join("a.txt"), "same\n").unwrap();
+    for (id, old, new) in [("e0", "same", "same"), ("e1", "", "x")] {
+        r.fake.push(Script::new().tool_call(
+            id,
+            "edit",
+            json!({"path": "a.txt", "old_string": old, "new_string": new}).to_string(),
+        ));
+    }
+    r.fake.push(Script::new().text("nothing to do"));
+    let prompt = r.send_prompt_id().await;
+    let (messages, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m["method"] == "session/request_permission"),
+        "asked about an edit that changes nothing"
+    );
+    let requests = r.fake.requests();
+    let result = |i: usize| {
+        let msgs = requests[i].body["messages"].as_array().unwrap();
+        msgs.last().unwrap()["content"][0].clone()
+    };
+    assert_eq!(result(1)["is_error"], true);
+    assert!(
+        result(1)["content"].to_string().contains("the same"),
+        "{}",
+        result(1)
+    );
+    assert!(
+        result(2)["content"]
+            .to_string()
+            .contains("old_string is empty"),
+        "{}",
+        result(2)
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.world.ws().join("a.txt")).unwrap(),
+        "same\n"
+    );
+}
+
 #[tokio::test]
 async fn always_answers_become_rules_for_later_sessions() {
     let mut r = rig().await;

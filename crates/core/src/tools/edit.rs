@@ -76,6 +76,11 @@ impl Tool for Edit {
         }
     }
 
+    fn pointless(&self, input: &Value) -> Option<String> {
+        let input: Input = serde_json::from_value(input.clone()).ok()?;
+        no_change(&input)
+    }
+
     fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
         let Ok(parsed) = serde_json::from_value::<Input>(input.clone()) else {
             return vec![];
@@ -123,18 +128,22 @@ impl Tool for Edit {
     }
 }
 
-fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, ToolError> {
-    let respond = ToolError::RespondToModel;
+/// Why an edit changes nothing whatever the file holds.
+fn no_change(input: &Input) -> Option<String> {
     if input.old_string.is_empty() {
-        return Err(respond(
+        return Some(
             "old_string is empty. To create a file or replace all of its content use `write`."
                 .into(),
-        ));
+        );
     }
-    if input.old_string == input.new_string {
-        return Err(respond(
-            "old_string and new_string are the same, so there is nothing to change.".into(),
-        ));
+    (input.old_string == input.new_string)
+        .then(|| "old_string and new_string are the same, so there is nothing to change.".into())
+}
+
+fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, ToolError> {
+    let respond = ToolError::RespondToModel;
+    if let Some(why) = no_change(input) {
+        return Err(respond(why));
     }
     let bytes = crate::tools::write::read_existing(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => respond(format!(

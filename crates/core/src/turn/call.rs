@@ -96,6 +96,9 @@ pub(super) async fn admit(
     cancel: &CancellationToken,
 ) -> Admission {
     let cwd = env.cwd.as_path();
+    if let Some(why) = tool.pointless(input) {
+        return Admission::Refused(why);
+    }
     let access = tool.access(input, cwd);
     let preview = previewer(tool, input, cwd);
     match permission::check(rec, env, asked_about, name, &access, &preview, cancel).await {
