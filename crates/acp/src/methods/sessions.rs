@@ -199,6 +199,8 @@ pub(crate) async fn list(
     let all = tokio::task::spawn_blocking(move || runtime.list(cwd.as_deref()))
         .await
         .map_err(|e| Fail::internal(format!("listing sessions failed: {e}")))??;
+    // A session nobody prompted (opened and left, or opened to look) is not history.
+    let all: Vec<_> = all.into_iter().filter(|s| s.prompted).collect();
     let start = match req.cursor.as_deref() {
         None => 0,
         Some(c) => {

@@ -236,18 +236,23 @@ async fn list_filters_by_cwd_newest_first_with_a_cursor() {
     let mut mine = vec![];
     for i in 0..53 {
         let s = sid(&c.new_session(&w.ws()).await);
-        if i == 0 {
-            c.request(
-                "session/prompt",
-                text_prompt(&s, "  the very   first\nquestion "),
-            )
+        let text = if i == 0 {
+            "  the very   first\nquestion ".to_owned()
+        } else {
+            format!("question {i}")
+        };
+        c.request("session/prompt", text_prompt(&s, &text))
             .await
             .ok();
-        }
         mine.push(s);
     }
-    c.new_session(&std::fs::canonicalize(other.path()).unwrap())
-        .await;
+    // Sessions nobody prompted are not listed (issue 23): opened and left.
+    let unprompted = sid(&c.new_session(&w.ws()).await);
+    let other_cwd = std::fs::canonicalize(other.path()).unwrap();
+    let s = sid(&c.new_session(&other_cwd).await);
+    c.request("session/prompt", text_prompt(&s, "elsewhere"))
+        .await
+        .ok();
     // Touch the first session last so it is the newest.
     tokio::time::sleep(Duration::from_millis(20)).await;
     c.request("session/prompt", text_prompt(&mine[0], "more"))
@@ -276,7 +281,8 @@ async fn list_filters_by_cwd_newest_first_with_a_cursor() {
     all.sort();
     let mut expected = mine.clone();
     expected.sort();
-    assert_eq!(all, expected, "every session exactly once");
+    assert_eq!(all, expected, "every prompted session exactly once");
+    assert!(!all.contains(&unprompted.to_string()));
     let updated: Vec<&str> = s1
         .iter()
         .chain(s2)
@@ -286,6 +292,16 @@ async fn list_filters_by_cwd_newest_first_with_a_cursor() {
 
     let everything = c.request("session/list", json!({})).await.ok();
     assert_eq!(everything["sessions"].as_array().unwrap().len(), 50);
+    let cursor = everything["nextCursor"].as_str().expect("a next page");
+    let rest = c
+        .request("session/list", json!({"cursor": cursor}))
+        .await
+        .ok();
+    assert_eq!(
+        rest["sessions"].as_array().unwrap().len(),
+        4,
+        "53 here, 1 elsewhere"
+    );
     assert_eq!(
         c.request("session/list", json!({"cursor": "garbage"}))
             .await

@@ -29,6 +29,8 @@ pub struct SessionSummary {
     pub title: Option<String>,
     pub updated_at: SystemTime,
     pub parent: Option<SessionId>,
+    /// Someone prompted it (it has a user message, or a title from one).
+    pub prompted: bool,
 }
 
 /// `FERRITE_HOME/sessions/`.
@@ -293,6 +295,7 @@ fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
         return Ok(None);
     };
     let mut title = None;
+    let mut prompted = false;
     loop {
         line.clear();
         if reader.read_line(&mut line)? == 0 || !line.ends_with('\n') {
@@ -305,9 +308,11 @@ fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
         match serde_json::from_str::<Entry>(&line).map(|e| e.kind) {
             Ok(EntryKind::Title { title: t }) => {
                 title = Some(t);
+                prompted = true;
                 break;
             }
             Ok(EntryKind::UserMessage { content }) => {
+                prompted = true;
                 title = title_from(&content);
                 if title.is_some() {
                     break;
@@ -322,6 +327,7 @@ fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
         title,
         updated_at,
         parent: header.parent,
+        prompted,
     }))
 }
 
