@@ -176,6 +176,27 @@ const DIFF_CONTEXT_LINES: usize = 3;
 /// The diff the editor shows for a change of `path` from `old` (`None`: a new file) to `new`:
 /// both whole texts, or for big files the affected lines with [`DIFF_CONTEXT_LINES`] of context.
 /// Used for the permission request and for the call's final update, so both show the same.
+/// How much of a result a finished card carries as `rawOutput`.
+pub const RAW_OUTPUT_MAX_BYTES: usize = 16 * 1024;
+
+/// A finished call's `rawOutput`: the result the model got, cut to [`RAW_OUTPUT_MAX_BYTES`]
+/// (on a character boundary, saying how much was left out). Editors use its presence to tell a
+/// call that ran from one that did not (Zed drops a refused turn's cards that have none).
+pub fn raw_output(output: &str) -> Value {
+    if output.len() <= RAW_OUTPUT_MAX_BYTES {
+        return Value::String(output.to_owned());
+    }
+    let mut end = RAW_OUTPUT_MAX_BYTES;
+    while !output.is_char_boundary(end) {
+        end -= 1;
+    }
+    Value::String(format!(
+        "{}\n[… {} more bytes]",
+        &output[..end],
+        output.len() - end
+    ))
+}
+
 pub fn file_diff(path: PathBuf, old: Option<String>, new: String) -> ToolContent {
     let size = old.as_ref().map_or(0, String::len) + new.len();
     let (old, new) = match old {

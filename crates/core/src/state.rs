@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use crate::content::{PlanEntry, UserContent};
+use crate::content::{PlanEntry, ToolCallUpdateView, UserContent};
 use crate::events::Event;
 use crate::ids::SessionId;
 use crate::log::{EntryKind, Header, LoadedLog};
@@ -158,8 +158,11 @@ impl SessionState {
                     out.push(Event::ToolCall((**call).clone()))
                 }
                 EntryKind::ToolResult { call_id, .. } if hidden.contains(call_id.as_str()) => {}
-                EntryKind::ToolResult { update, .. } => {
-                    out.push(Event::ToolCallUpdate((**update).clone()))
+                EntryKind::ToolResult { update, output, .. } => {
+                    out.push(Event::ToolCallUpdate(ToolCallUpdateView {
+                        raw_output: Some(crate::content::raw_output(output)),
+                        ..(**update).clone()
+                    }))
                 }
                 EntryKind::Plan { entries } => out.push(Event::Plan {
                     entries: entries.clone(),

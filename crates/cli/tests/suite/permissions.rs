@@ -296,6 +296,62 @@ async fn an_edit_that_changes_nothing_fails_without_asking() {
     );
 }
 
+/// Issue 23: every finished tool call carries `rawOutput` (the result the model got), live and
+/// in `session/load`'s replay, refused calls included: Zed takes a `refusal` stop after cards
+/// without it as a refused prompt and deletes the turn, though files changed.
+#[tokio::test]
+async fn every_finished_tool_call_has_its_raw_output_live_and_replayed() {
+    let mut r = rig().await;
+    r.set_mode("auto").await;
+    std::fs::write(r.world.ws().join("a.txt"), "alpha\n").unwrap();
+    r.fake.push(Script::new().parallel_tool_calls(&[
+        ("c0", "read", &json!({"path": "a.txt"}).to_string()),
+        (
+            "c1",
+            "write",
+            &json!({"path": "b.txt", "content": "beta"}).to_string(),
+        ),
+        ("c2", "read", &json!({"path": "missing.txt"}).to_string()),
+    ]));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    let (live, answer) = r.client.collect_until_answer(&prompt).await;
+    answer.ok();
+    let finished = |messages: &[Value]| -> Vec<Value> {
+        updates(messages)
+            .into_iter()
+            .filter(|(kind, u)| {
+                kind == "tool_call_update"
+                    && matches!(u["status"].as_str(), Some("completed" | "failed"))
+            })
+            .map(|(_, u)| u)
+            .collect()
+    };
+    let live = finished(&live);
+    assert_eq!(live.len(), 3, "{live:?}");
+    for u in &live {
+        assert!(u["rawOutput"].is_string(), "no rawOutput: {u}");
+    }
+    assert!(live[0]["rawOutput"].as_str().unwrap().contains("alpha"));
+    r.client
+        .request("session/close", json!({"sessionId": r.sid}))
+        .await
+        .ok();
+    let load = r
+        .client
+        .send_request(
+            "session/load",
+            json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replayed, _) = r.client.collect_until_answer(&load).await;
+    let replayed = finished(&replayed);
+    assert_eq!(
+        replayed.iter().map(|u| &u["rawOutput"]).collect::<Vec<_>>(),
+        live.iter().map(|u| &u["rawOutput"]).collect::<Vec<_>>()
+    );
+}
+
 #[tokio::test]
 async fn always_answers_become_rules_for_later_sessions() {
     let mut r = rig().await;

@@ -357,10 +357,16 @@ impl Undo<'_> {
             Answer::Revert => ToolStatus::Completed,
             Answer::Keep(_) | Answer::Cancelled => ToolStatus::Failed,
         };
+        let outcome = match &answer {
+            Answer::Revert => "Reverted.",
+            Answer::Keep(why) => why.as_str(),
+            Answer::Cancelled => "Cancelled.",
+        };
         self.rec
             .emit(Event::ToolCallUpdate(ToolCallUpdateView {
                 id: view.id,
                 status: Some(status),
+                raw_output: Some(crate::content::raw_output(outcome)),
                 ..Default::default()
             }))
             .await;

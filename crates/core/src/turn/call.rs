@@ -161,13 +161,18 @@ pub(super) async fn finish_call(
         }),
         ..Default::default()
     };
+    // The log keeps the output once (`rawOutput` is made from it again on replay).
+    let shown = ToolCallUpdateView {
+        raw_output: Some(crate::content::raw_output(&output)),
+        ..update.clone()
+    };
     rec.record(EntryKind::ToolResult {
         call_id: id.to_owned(),
         output,
         is_error,
-        update: Box::new(update.clone()),
+        update: Box::new(update),
     })?;
-    rec.emit(Event::ToolCallUpdate(update)).await;
+    rec.emit(Event::ToolCallUpdate(shown)).await;
     Ok(())
 }
 
