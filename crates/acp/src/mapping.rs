@@ -285,9 +285,14 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
                 text.clone(),
             ))]
         }
-        // Marked, so a client can tell it from the conversation (it may come between turns).
+        // Marked, so a client can tell it from the conversation (it may come between turns);
+        // a paragraph of its own in a Markdown client, each of its lines one too.
         Event::Notice { text } => vec![U::AgentMessageChunk(
-            acp::ContentChunk::new(text_block(&format!("\n{text}\n"))).meta(notice_meta()),
+            acp::ContentChunk::new(text_block(&format!(
+                "\n\n{}\n\n",
+                ferrite_core::content::markdown_paragraphs(text)
+            )))
+            .meta(notice_meta()),
         )],
         Event::Commands { commands } => vec![U::AvailableCommandsUpdate(
             acp::AvailableCommandsUpdate::new(available_commands(commands)),

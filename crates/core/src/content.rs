@@ -176,6 +176,37 @@ const DIFF_CONTEXT_LINES: usize = 3;
 /// The diff the editor shows for a change of `path` from `old` (`None`: a new file) to `new`:
 /// both whole texts, or for big files the affected lines with [`DIFF_CONTEXT_LINES`] of context.
 /// Used for the permission request and for the call's final update, so both show the same.
+/// Plain lines as Markdown shows them apart: a renderer joins lines into one paragraph, so
+/// each line break outside a fenced block becomes a paragraph break, except between list items
+/// (`- `, `* `, `1. `), which stay one list.
+pub fn markdown_paragraphs(text: &str) -> String {
+    let is_item = |l: &str| {
+        let l = l.trim_start();
+        l.starts_with("- ")
+            || l.starts_with("* ")
+            || l.split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut fenced = false;
+    let mut prev: Option<&str> = None;
+    for line in text.lines() {
+        if let Some(p) = prev {
+            let tight = fenced
+                || p.trim().is_empty()
+                || line.trim().is_empty()
+                || (is_item(p) && is_item(line));
+            out.push_str(if tight { "\n" } else { "\n\n" });
+        }
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        out.push_str(line);
+        prev = Some(line);
+    }
+    out
+}
+
 /// How much of a result a finished card carries as `rawOutput`.
 pub const RAW_OUTPUT_MAX_BYTES: usize = 16 * 1024;
 
@@ -364,5 +395,23 @@ mod tests {
         );
         assert_eq!(changed_region("x\n", "y\n"), ("x\n", "y\n"));
         assert_eq!(changed_region("same\n", "same\n"), ("same\n", "same\n"));
+    }
+}
+
+#[cfg(test)]
+mod markdown_tests {
+    use super::markdown_paragraphs;
+
+    #[test]
+    fn lines_become_paragraphs_lists_and_fences_stay() {
+        assert_eq!(
+            markdown_paragraphs(
+                "MCP server `s` failed to start:\nno config\n- a\n- b\n```\nx\ny\n```\nend"
+            ),
+            "MCP server `s` failed to start:\n\nno config\n\n- a\n- b\n\n```\nx\ny\n```\n\nend"
+        );
+        assert_eq!(markdown_paragraphs("one line"), "one line");
+        assert_eq!(markdown_paragraphs("a\n\nb"), "a\n\nb");
+        assert_eq!(markdown_paragraphs("1. x\n2. y"), "1. x\n2. y");
     }
 }

@@ -66,6 +66,8 @@ pub fn undo_message(
             .map(|f| shown(&f.path, root))
             .collect()
     };
+    // Markdown, as clients render it: paragraphs and a list, not lines a renderer joins.
+    let mut items = Vec::new();
     for (change, label) in [
         (Change::Modified, "Restored"),
         (Change::Created, "Recreated (the turn had deleted them)"),
@@ -73,17 +75,21 @@ pub fn undo_message(
     ] {
         let names = group(change);
         if !names.is_empty() {
-            out.push_str(&format!("\n{label}: {}", names.join(", ")));
+            items.push(format!("- {label}: {}", names.join(", ")));
         }
     }
-    if files.is_empty() && skipped.is_empty() {
-        out.push_str("\nThe files were already as they were before; nothing was changed.");
-    }
     for s in skipped {
-        out.push_str(&format!("\nSkipped {}: {}", shown(&s.path, root), s.reason));
+        items.push(format!("- Skipped {}: {}", shown(&s.path, root), s.reason));
+    }
+    if !items.is_empty() {
+        out.push_str("\n\n");
+        out.push_str(&items.join("\n"));
+    }
+    if files.is_empty() && skipped.is_empty() {
+        out.push_str("\n\nThe files were already as they were before; nothing was changed.");
     }
     if !files.is_empty() {
-        out.push_str("\n`/undo` again reverts this undo.");
+        out.push_str("\n\n`/undo` again reverts this undo.");
     }
     out
 }

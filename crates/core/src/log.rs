@@ -132,10 +132,15 @@ pub enum EntryKind {
     Title {
         title: String,
     },
-    /// A prompt that was a command to ferrite itself (`/compact`): replayed to the editor like a
-    /// prompt, never sent to the model.
+    /// A prompt that was a command to ferrite itself (`/compact`, `/undo`, `/checkpoints`):
+    /// replayed to the editor like a prompt, never sent to the model.
     Command {
         content: Vec<UserContent>,
+    },
+    /// Ferrite's own answer to a command (`/undo`, `/checkpoints`), as the editor was shown it:
+    /// replayed as the agent's message, never sent to the model.
+    Reply {
+        text: String,
     },
     /// The conversation up to here, summarized: what the model is sent instead of it.
     Compaction {

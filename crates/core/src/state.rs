@@ -113,6 +113,7 @@ impl SessionState {
             | EntryKind::ToolResult { .. }
             | EntryKind::DisplayToolCall { .. }
             | EntryKind::Command { .. }
+            | EntryKind::Reply { .. }
             | EntryKind::Compaction { .. }
             | EntryKind::Checkpoint { .. }
             | EntryKind::TurnEnd { .. }) => self.history.push(other),
@@ -124,7 +125,7 @@ impl SessionState {
         let mut out = Vec::with_capacity(self.history.len());
         // `update_plan` calls replay as their `plan` update only, as they were shown live.
         let mut hidden: HashSet<&str> = HashSet::new();
-        for kind in &self.history {
+        for (i, kind) in self.history.iter().enumerate() {
             match kind {
                 EntryKind::UserMessage { content } | EntryKind::Command { content } => {
                     out.push(Event::UserMessage {
@@ -172,14 +173,22 @@ impl SessionState {
                 } => out.push(Event::AgentMessageChunk {
                     text: f.message.clone(),
                 }),
+                EntryKind::Reply { text } => {
+                    out.push(Event::AgentMessageChunk { text: text.clone() })
+                }
+                // Logs written before `Reply` existed: the undo's answer made again from it.
                 EntryKind::Checkpoint {
                     undid,
                     files,
                     skipped,
                     ..
-                } if !undid.is_empty() => out.push(Event::AgentMessageChunk {
-                    text: crate::file_changes::undo_message(undid, files, skipped, &self.cwd),
-                }),
+                } if !undid.is_empty()
+                    && !matches!(self.history.get(i + 1), Some(EntryKind::Reply { .. })) =>
+                {
+                    out.push(Event::AgentMessageChunk {
+                        text: crate::file_changes::undo_message(undid, files, skipped, &self.cwd),
+                    })
+                }
                 EntryKind::TurnEnd { failure: None, .. }
                 | EntryKind::Checkpoint { .. }
                 | EntryKind::Mode { .. }
@@ -327,6 +336,7 @@ impl SessionState {
                 EntryKind::ToolCall { .. }
                 | EntryKind::DisplayToolCall { .. }
                 | EntryKind::Command { .. }
+                | EntryKind::Reply { .. }
                 | EntryKind::Plan { .. }
                 | EntryKind::TurnEnd { .. }
                 | EntryKind::Mode { .. }

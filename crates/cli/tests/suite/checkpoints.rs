@@ -6,8 +6,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use ferrite_test_support::agent_text;
 use ferrite_test_support::fake_provider::Script;
+use ferrite_test_support::{agent_text, updates};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -320,6 +320,37 @@ async fn checkpoints_survive_kill_9_and_session_load() {
         "{}",
         agent_text(&replay)
     );
+    // Each command is replayed as the user's message, its answer after it (issue 23): not
+    // glued onto the answer of the turn before.
+    let said: Vec<(String, String)> = updates(&replay)
+        .into_iter()
+        .filter_map(|(kind, u)| {
+            let who = match kind.as_str() {
+                "user_message_chunk" => "user",
+                "agent_message_chunk" => "agent",
+                _ => return None,
+            };
+            Some((who.to_owned(), u["content"]["text"].as_str()?.to_owned()))
+        })
+        .collect();
+    let at = |who: &str, needle: &str| {
+        said.iter()
+            .position(|(w, t)| w == who && t.contains(needle))
+            .unwrap_or_else(|| panic!("no {who} message with {needle:?}: {said:?}"))
+    };
+    let (list_cmd, list) = (
+        at("user", "/checkpoints"),
+        at("agent", "Checkpoints, newest first"),
+    );
+    let (undo_cmd, undone) = (at("user", "/undo 2"), at("agent", "Undid the last 2 turns"));
+    assert!(
+        list_cmd < list && list < undo_cmd && undo_cmd < undone,
+        "{said:?}"
+    );
+    assert!(said[undone].1.starts_with("Undid"), "{said:?}");
+    // Markdown a client renders: the list and paragraphs are apart.
+    assert!(said[list].1.contains(":\n\n1. turn"), "{:?}", said[list].1);
+    assert!(said[undone].1.contains("\n\n- "), "{:?}", said[undone].1);
 }
 
 #[tokio::test]

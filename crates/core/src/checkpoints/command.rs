@@ -83,6 +83,8 @@ pub(crate) async fn run(
             ctx.run(n).await?
         }
     };
+    // Logged, so `session/load` replays the answer after the command, as it was shown.
+    rec.record(EntryKind::Reply { text: text.clone() })?;
     rec.emit(Event::AgentMessageChunk { text }).await;
     Ok(stop)
 }
@@ -91,7 +93,7 @@ fn list_text(all: &[Manifest], root: &Path) -> String {
     if all.is_empty() {
         return "No checkpoints: no turn of this session has changed the workspace yet.".into();
     }
-    let mut out = String::from("Checkpoints, newest first (`/undo N` reverts the newest N):\n");
+    let mut out = String::from("Checkpoints, newest first (`/undo N` reverts the newest N):\n\n");
     for (i, m) in all.iter().rev().enumerate() {
         let what = match &m.after {
             None => "interrupted turn; changes not recorded".to_owned(),

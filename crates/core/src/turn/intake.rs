@@ -18,8 +18,8 @@ pub(super) struct Intake {
     pub checkpoint_command: Option<CheckpointCommand>,
 }
 
-/// Expands and records the prompt (a checkpoint command is not part of the conversation; a
-/// `/compact` is replayed but never sent to the model).
+/// Expands and records the prompt (a command to ferrite itself, `/compact`, `/undo`,
+/// `/checkpoints`, is replayed but never sent to the model).
 pub(super) fn record_prompt(
     own: &crate::own_files::OwnFiles,
     rec: &Recorder,
@@ -35,12 +35,11 @@ pub(super) fn record_prompt(
         compact: compact::requested(content),
         checkpoint_command: crate::checkpoints::command::requested(content),
     };
-    if intake.checkpoint_command.is_none() {
-        rec.record(match intake.compact {
-            None => EntryKind::UserMessage { content: expanded },
-            Some(_) => EntryKind::Command { content: expanded },
-        })?;
-    }
+    let own_command = intake.compact.is_some() || intake.checkpoint_command.is_some();
+    rec.record(match own_command {
+        false => EntryKind::UserMessage { content: expanded },
+        true => EntryKind::Command { content: expanded },
+    })?;
     Ok(intake)
 }
 
@@ -128,7 +127,7 @@ mod tests {
         assert_eq!(compact.compact.as_deref(), Some("short"));
         let undo = record_prompt(&own(&s), &s.recorder, &text("/undo 2"), &start).unwrap();
         assert!(undo.checkpoint_command.is_some());
-        // `/compact` is replayed (a `command` entry); `/undo` is not part of the conversation.
-        assert_eq!(kinds(&s), ["command"]);
+        // Both are replayed (`command` entries) and never sent to the model.
+        assert_eq!(kinds(&s), ["command", "command"]);
     }
 }
