@@ -123,11 +123,14 @@ impl SessionState {
     /// What `session/load` replays: the conversation as the editor saw it.
     pub fn replay(&self) -> Vec<Event> {
         let mut out = Vec::with_capacity(self.history.len());
+        // The last response's text was the last thing shown (as `turn::request_loop` tracks).
+        let mut after_text = false;
         // `update_plan` calls replay as their `plan` update only, as they were shown live.
         let mut hidden: HashSet<&str> = HashSet::new();
         for (i, kind) in self.history.iter().enumerate() {
             match kind {
                 EntryKind::UserMessage { content } | EntryKind::Command { content } => {
+                    after_text = false;
                     out.push(Event::UserMessage {
                         content: content.clone(),
                     })
@@ -137,10 +140,15 @@ impl SessionState {
                     text: COMPACTED_MARKER.into(),
                 }),
                 EntryKind::Assistant { content } => {
+                    let mut separate = std::mem::take(&mut after_text);
                     for part in content.iter() {
                         match part {
                             AssistantPart::Text { text } if !text.is_empty() => {
-                                out.push(Event::AgentMessageChunk { text: text.clone() })
+                                let text = match std::mem::take(&mut separate) {
+                                    true => format!("{RESPONSE_BREAK}{text}"),
+                                    false => text.clone(),
+                                };
+                                out.push(Event::AgentMessageChunk { text })
                             }
                             AssistantPart::Reasoning { text, .. } if !text.is_empty() => {
                                 out.push(Event::AgentThoughtChunk { text: text.clone() })
@@ -151,6 +159,7 @@ impl SessionState {
                             | AssistantPart::Opaque { .. } => {}
                         }
                     }
+                    after_text = ends_in_shown_text(content);
                 }
                 EntryKind::ToolCall { name, call } if name == crate::tools::UPDATE_PLAN => {
                     hidden.insert(&call.id);
@@ -406,6 +415,24 @@ pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
             },
         })
         .collect()
+}
+
+/// Put before a response's text when the editor was last shown the previous response's text
+/// (hidden calls only between them): Markdown clients would run the two together.
+pub const RESPONSE_BREAK: &str = "\n\n";
+
+/// Whether a response leaves its text as the last thing the editor shows: it has text and every
+/// tool call it makes is shown as no card (`update_plan`).
+pub fn ends_in_shown_text(content: &[AssistantPart]) -> bool {
+    content
+        .iter()
+        .any(|p| matches!(p, AssistantPart::Text { text } if !text.is_empty()))
+        && content.iter().all(|p| match p {
+            AssistantPart::ToolCall { name, .. } => name == crate::tools::UPDATE_PLAN,
+            AssistantPart::Text { .. }
+            | AssistantPart::Reasoning { .. }
+            | AssistantPart::Opaque { .. } => true,
+        })
 }
 
 /// A card that shows the tool's output itself (what most tools do) shares that text with the

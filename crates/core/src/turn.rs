@@ -124,15 +124,20 @@ async fn request_loop(
     config: &crate::config::Config,
     cancel: &CancellationToken,
 ) -> Result<TurnOutcome, StoreError> {
+    // Whether the editor was last shown the previous response's text: the next response's
+    // text then starts a new paragraph, or the two run together (`update_plan` shows no card).
+    let mut after_text = false;
     for _ in 0..config.max_turn_requests {
         let threshold = config.compaction_threshold;
         if let Err(outcome) = compact::if_due(rec, model, threshold, cancel).await? {
             return Ok(outcome);
         }
-        let response = match stream::model_call(rec, model, env, system, cancel).await? {
+        let response = match stream::model_call(rec, model, env, system, after_text, cancel).await?
+        {
             Streamed::Response(r) => r,
             Streamed::Stopped(outcome) => return Ok(outcome),
         };
+        after_text = crate::state::ends_in_shown_text(&response.content);
         let calls = call::calls_of(&response.content);
         if calls.is_empty() {
             return Ok(TurnOutcome::ended(match response.stop {

@@ -133,3 +133,50 @@ async fn search_results_are_fenced() {
     assert_eq!(model, "notes.md:1:# title\n");
     assert_eq!(shown, "```\nnotes.md:1:# title\n```");
 }
+
+/// Issue 23: `update_plan` shows no card, so two responses' texts would run together in the
+/// editor ("Plan first.Done."): the second starts a new paragraph, live and in the replay. The
+/// model's own text is kept as it wrote it.
+#[tokio::test]
+async fn consecutive_responses_are_separate_paragraphs_live_and_replayed() {
+    let mut r = rig().await;
+    let plan = json!({"entries": [{"content": "do it", "status": "in_progress"}]}).to_string();
+    r.fake.push(
+        Script::new()
+            .text("Plan first.")
+            .tool_call("p1", "update_plan", plan),
+    );
+    r.fake.push(Script::new().text("Done."));
+    let id = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "go"))
+        .await;
+    let (live, answer) = r.client.collect_until_answer(&id).await;
+    answer.ok();
+    assert_eq!(
+        ferrite_test_support::agent_text(&live),
+        "Plan first.\n\nDone."
+    );
+    let requests = r.fake.requests();
+    let sent = requests[1].body.to_string();
+    assert!(
+        sent.contains("\"Plan first.\"") && !sent.contains("\\n\\nDone"),
+        "{sent}"
+    );
+    r.client
+        .request("session/close", json!({"sessionId": r.sid}))
+        .await
+        .ok();
+    let load = r
+        .client
+        .send_request(
+            "session/load",
+            json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replayed, _) = r.client.collect_until_answer(&load).await;
+    assert_eq!(
+        ferrite_test_support::agent_text(&replayed),
+        "Plan first.\n\nDone."
+    );
+}

@@ -37,6 +37,7 @@ pub(super) async fn model_call(
     model: &TurnModel,
     env: &CallEnv,
     system: &str,
+    after_text: bool,
     cancel: &CancellationToken,
 ) -> Result<Streamed, StoreError> {
     let info = &model.info;
@@ -57,7 +58,7 @@ pub(super) async fn model_call(
     };
     let stream = model.client.stream(request, cancel.child_token());
     let mut shown = Shown::default();
-    let end = consume(rec, stream, &mut shown, cancel).await?;
+    let end = consume(rec, stream, &mut shown, after_text, cancel).await?;
     let response = match end {
         End::Completed(response) => response,
         End::Cancelled => {
@@ -131,8 +132,12 @@ async fn consume(
     rec: &Recorder,
     mut stream: ModelStream,
     shown: &mut Shown,
+    after_text: bool,
     cancel: &CancellationToken,
 ) -> Result<End, StoreError> {
+    // The first text of this response, when the editor was last shown text: a paragraph break
+    // goes before it (shown only: the model's text is kept as it wrote it).
+    let mut separate = after_text;
     // An event taken from the stream while merging deltas, to be handled next.
     let mut held: Option<Item> = None;
     // One waiter for the whole stream: a fresh `cancelled()` per event registers and
@@ -166,6 +171,9 @@ async fn consume(
                     }
                 }
                 shown.text.push_str(&t);
+                if std::mem::take(&mut separate) {
+                    t.insert_str(0, crate::state::RESPONSE_BREAK);
+                }
                 rec.emit(Event::AgentMessageChunk { text: t }).await;
             }
             Some(Ok(ModelEvent::Completed(resp))) => return Ok(End::Completed(resp)),

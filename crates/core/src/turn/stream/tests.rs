@@ -86,9 +86,16 @@ async fn deltas_that_arrived_together_are_one_chunk_and_the_response_is_recorded
         },
     };
     let m = model(vec![text("a"), text("b"), Ok(ModelEvent::Completed(done))]);
-    let end = model_call(&s.recorder, &m, &env, "sys", &CancellationToken::new())
-        .await
-        .unwrap();
+    let end = model_call(
+        &s.recorder,
+        &m,
+        &env,
+        "sys",
+        false,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
     assert!(matches!(end, Streamed::Response(_)));
     assert_eq!(
         s.drain_events(),
@@ -110,9 +117,16 @@ async fn a_cut_stream_fails_the_turn_and_keeps_what_was_shown() {
     let mut s = TestSession::new(std::env::temp_dir());
     let env = env(&s);
     let m = model(vec![text("half")]);
-    let end = model_call(&s.recorder, &m, &env, "sys", &CancellationToken::new())
-        .await
-        .unwrap();
+    let end = model_call(
+        &s.recorder,
+        &m,
+        &env,
+        "sys",
+        false,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
     let Streamed::Stopped(outcome) = end else {
         panic!("a cut stream completed");
     };
