@@ -8,6 +8,7 @@
 
 mod flatten;
 mod parse;
+mod verbatim;
 
 use std::rc::Rc;
 
@@ -51,13 +52,14 @@ pub fn to_markdown(html: &str) -> String {
         .build();
     let tree = parse::document(html);
     flatten::bound_depth(&tree, SKIPPED);
-    let title = find(&tree, "title").map(|t| text_of(&t));
+    verbatim::protect(&tree);
+    let title = find(&tree, "title").map(|t| verbatim::restore(text_of(&t)));
     // `tree` must outlive the conversion: dropping an rcdom document empties its descendants.
     let main = ["main", "article", "body"]
         .iter()
         .find_map(|tag| find(&tree, tag))
         .unwrap_or_else(|| tree.clone());
-    let body = converter.tree_to_markdown(&main);
+    let body = verbatim::restore(converter.tree_to_markdown(&main));
     drop(tree);
     match title.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) {
         Some(t) if !body.starts_with("# ") => format!("# {t}\n\n{body}"),

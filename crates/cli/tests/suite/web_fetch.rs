@@ -18,7 +18,8 @@ async fn site() -> SocketAddr {
             (
                 [(header::CONTENT_TYPE, "text/html")],
                 "<html><head><title>Guide</title></head><body><nav>NAV</nav><main>\
-                 <h2>Install</h2><p>Run <code>cargo add x</code>.</p></main></body></html>",
+                 <h2>Install</h2><p>Run <code>cargo add x</code>.</p>\
+                 <p>Set FROBNICATOR_az0u2q, see https://ex.com/a_b_c #42 [x]</p></main></body></html>",
             )
         }),
     );
@@ -78,6 +79,11 @@ async fn html_becomes_markdown_and_auto_mode_asks_first() {
         "{text}"
     );
     assert!(!text.contains("NAV"), "{text}");
+    // The page's text as written: no backslash the model would copy into code (issue 23).
+    assert!(
+        text.contains("Set FROBNICATOR_az0u2q, see https://ex.com/a_b_c #42 [x]"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
