@@ -55,6 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 adaptive_thinking: false,
                 web_search: false,
                 max_output_tokens: Some(1024),
+                cache_key: None,
             };
             let body_start = Instant::now();
             let body = ferrite_llm::request_body(api, &request)?;

@@ -51,6 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             adaptive_thinking: false,
             web_search: false,
             max_output_tokens: Some(1024),
+            cache_key: None,
         };
         rt.block_on(async {
             let mut stream = client.stream(request, CancellationToken::new());

@@ -280,9 +280,12 @@ impl Catalog {
             };
             for m in &p.models {
                 let id = format!("{name}/{}", m.id);
+                // A model known under another id (`[providers.openai-chat] models = [{ id =
+                // "gpt-4o" }]` is OpenAI's gpt-4o) starts from those facts, not the defaults.
                 let mut info = match models.iter().position(|x| x.id == id) {
                     Some(i) => models.remove(i),
-                    None => builtin::defaults(name, &m.id, provider.api),
+                    None => known_facts(&models, name, &m.id)
+                        .unwrap_or_else(|| builtin::defaults(name, &m.id, provider.api)),
                 };
                 apply_entry(&mut info, m, provider.api);
                 models.push(info);
@@ -333,20 +336,34 @@ impl Catalog {
                         let known = &mut self.models[i];
                         if known.source == FactSource::Default {
                             known.source = FactSource::Listing;
+                            if let Some(images) = listed.images {
+                                known.images = images;
+                            }
                         }
                         if known.max_output_tokens.is_none() {
                             known.max_output_tokens = listed.max_output_tokens;
                         }
                     }
                     None => {
-                        let mut info = builtin::defaults(&p.name, &listed.id, p.api);
-                        if let Some(w) = listed.context_window {
-                            info.context_window = w;
-                        }
-                        if listed.max_output_tokens.is_some() {
-                            info.max_output_tokens = listed.max_output_tokens;
-                        }
-                        info.source = FactSource::Listing;
+                        // A model the catalog knows under another id (`openai-chat/gpt-4o` is
+                        // `openai/gpt-4o`) keeps those facts; the listing fills the rest.
+                        let info = match known_facts(&self.models, &p.name, &listed.id) {
+                            Some(info) => info,
+                            None => {
+                                let mut info = builtin::defaults(&p.name, &listed.id, p.api);
+                                if let Some(w) = listed.context_window {
+                                    info.context_window = w;
+                                }
+                                if listed.max_output_tokens.is_some() {
+                                    info.max_output_tokens = listed.max_output_tokens;
+                                }
+                                if let Some(images) = listed.images {
+                                    info.images = images;
+                                }
+                                info.source = FactSource::Listing;
+                                info
+                            }
+                        };
                         index.insert(id, self.models.len());
                         self.models.push(info);
                     }
@@ -376,24 +393,21 @@ impl Catalog {
         if let Some(m) = self.model(id) {
             return Ok(m.clone());
         }
-        if let Some(base) = strip_date_suffix(model)
-            && let Some(m) = self.model(&format!("{provider_name}/{base}"))
+        Ok(known_facts(&self.models, provider_name, model)
+            .unwrap_or_else(|| builtin::defaults(provider_name, model, provider.api)))
+    }
+
+    /// The models a user can pick: [`Catalog::usable_models`], and the default model (what
+    /// `FERRITE_MODEL` or `model` in config chose) whether or not anything lists it.
+    pub fn pickable_models(&self, default: Option<&str>) -> Vec<ModelInfo> {
+        let mut models: Vec<ModelInfo> = self.usable_models().into_iter().cloned().collect();
+        if let Some(id) = default
+            && !models.iter().any(|m| m.id == id)
+            && let Ok(info) = self.resolve(id)
         {
-            let mut m = m.clone();
-            m.id = id.to_owned();
-            m.model = model.to_owned();
-            return Ok(m);
+            models.insert(0, info);
         }
-        if provider_name == "openai-chat"
-            && let Some(m) = self.model(&format!("openai/{model}"))
-        {
-            let mut m = m.clone();
-            m.id = id.to_owned();
-            m.provider = provider_name.to_owned();
-            m.web_search = false;
-            return Ok(m);
-        }
-        Ok(builtin::defaults(provider_name, model, provider.api))
+        models
     }
 
     pub fn provider(&self, name: &str) -> Option<&Provider> {
@@ -526,6 +540,34 @@ impl Catalog {
 }
 
 /// `provider/model`, split at the first `/`: the model part may itself hold `/` and `:`.
+/// What the catalog knows about `provider/model` under another id: a dated snapshot of a known
+/// model (`claude-haiku-4-5-20251001`), or for `openai-chat` the same OpenAI model of `openai`
+/// (without hosted web search, which only the Responses API has).
+fn known_facts(models: &[ModelInfo], provider: &str, model: &str) -> Option<ModelInfo> {
+    let find = |id: &str| models.iter().find(|m| m.id == id);
+    let id = format!("{provider}/{model}");
+    if let Some(base) = strip_date_suffix(model)
+        && let Some(m) = find(&format!("{provider}/{base}"))
+    {
+        let mut m = m.clone();
+        m.id = id;
+        m.model = model.to_owned();
+        return Some(m);
+    }
+    if provider == "openai-chat"
+        && let Some(m) = find(&format!("openai/{model}"))
+            .or_else(|| strip_date_suffix(model).and_then(|b| find(&format!("openai/{b}"))))
+    {
+        let mut m = m.clone();
+        m.id = id;
+        m.model = model.to_owned();
+        m.provider = provider.to_owned();
+        m.web_search = false;
+        return Some(m);
+    }
+    None
+}
+
 pub fn split_model_id(id: &str) -> Result<(&str, &str), ModelIdError> {
     match id.split_once('/') {
         Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),

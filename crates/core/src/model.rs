@@ -34,6 +34,9 @@ pub struct ModelRequest {
     /// The most output tokens to allow: within the model's limit and what its context window
     /// leaves. `None`: the limit is unknown, so none is sent where the API allows that.
     pub max_output_tokens: Option<u32>,
+    /// A key the provider may route the request's prompt cache by (OpenAI Responses
+    /// `prompt_cache_key`): the session id, so every request of a session shares its cache.
+    pub cache_key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

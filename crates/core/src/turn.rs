@@ -93,6 +93,19 @@ async fn run_stages(
         Ok(m) => m,
         Err(outcome) => return Ok(outcome),
     };
+    let attached_images = req
+        .content
+        .iter()
+        .any(|c| matches!(c, crate::content::UserContent::Image { .. }));
+    if attached_images && !model.info.images {
+        // The model is told in the request; the user must hear it too.
+        let text = format!(
+            "{} does not take images, so the attached image is not sent to it (the model is told \
+             it was left out). Choose a model that takes images to have it looked at.",
+            model.info.id
+        );
+        rec.emit(crate::events::Event::Notice { text }).await;
+    }
     let parts = EnvParts {
         services,
         rec,

@@ -123,6 +123,7 @@ pub(crate) fn rich() -> ModelRequest {
         adaptive_thinking: false,
         web_search: true,
         max_output_tokens: Some(32_000),
+        cache_key: Some("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into()),
     }
 }
 
@@ -140,6 +141,7 @@ pub(crate) fn minimal() -> ModelRequest {
         adaptive_thinking: false,
         web_search: false,
         max_output_tokens: None,
+        cache_key: None,
     }
 }
 

@@ -122,7 +122,25 @@ fn listed_from_openai_item(item: &Value) -> Option<ListedModel> {
         id,
         context_window: window,
         max_output_tokens: max_output,
+        images: input_modalities(item).map(|m| m.iter().any(|x| x == "image")),
     })
+}
+
+/// The input modalities a compatible server states: `architecture.input_modalities`
+/// (OpenRouter), `input_modalities`, or `modalities` as a list or as `{input: [...]}`.
+fn input_modalities(item: &Value) -> Option<Vec<String>> {
+    let list = item
+        .pointer("/architecture/input_modalities")
+        .or_else(|| item.get("input_modalities"))
+        .or_else(|| item.pointer("/modalities/input"))
+        .or_else(|| item.get("modalities").filter(|m| m.is_array()))?;
+    Some(
+        list.as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .collect(),
+    )
 }
 
 #[derive(Deserialize)]
@@ -152,25 +170,52 @@ async fn ollama_native(http: &reqwest::Client, base_url: &str) -> Option<Vec<Lis
         .models
         .iter()
         .take(MAX_SHOW_REQUESTS)
-        .map(|t| context_length(http, origin, &t.name));
-    let windows = futures::future::join_all(shows).await;
+        .map(|t| show(http, origin, &t.name));
+    let shown = futures::future::join_all(shows).await;
     Some(
         tags.models
             .into_iter()
-            .zip(windows.into_iter().chain(std::iter::repeat(None)))
-            .map(|(t, window)| ListedModel {
+            .zip(shown.into_iter().chain(std::iter::repeat(Shown::default())))
+            .map(|(t, shown)| ListedModel {
                 id: t.name,
-                context_window: window,
+                context_window: shown.window,
                 max_output_tokens: None,
+                images: shown.images,
             })
             .collect(),
     )
 }
 
-/// `model_info["<arch>.context_length"]` of `/api/show`.
-async fn context_length(http: &reqwest::Client, origin: &str, model: &str) -> Option<u64> {
-    let show: Value = http
-        .post(format!("{origin}/api/show"))
+/// What `/api/show` says of a model.
+#[derive(Clone, Default)]
+struct Shown {
+    window: Option<u64>,
+    images: Option<bool>,
+}
+
+/// `model_info["<arch>.context_length"]` and `capabilities` (`vision`) of `/api/show`.
+async fn show(http: &reqwest::Client, origin: &str, model: &str) -> Shown {
+    let Some(show) = show_answer(http, origin, model).await else {
+        return Shown::default();
+    };
+    let window = show
+        .get("model_info")
+        .and_then(Value::as_object)
+        .and_then(|info| {
+            info.iter()
+                .find(|(k, _)| k.ends_with(".context_length"))
+                .and_then(|(_, v)| v.as_u64())
+        })
+        .filter(|w| *w > 0);
+    let images = show
+        .get("capabilities")
+        .and_then(Value::as_array)
+        .map(|caps| caps.iter().any(|c| c.as_str() == Some("vision")));
+    Shown { window, images }
+}
+
+async fn show_answer(http: &reqwest::Client, origin: &str, model: &str) -> Option<Value> {
+    http.post(format!("{origin}/api/show"))
         .json(&serde_json::json!({ "model": model }))
         .send()
         .await
@@ -179,13 +224,7 @@ async fn context_length(http: &reqwest::Client, origin: &str, model: &str) -> Op
         .ok()?
         .json()
         .await
-        .ok()?;
-    show.get("model_info")?
-        .as_object()?
-        .iter()
-        .find(|(k, _)| k.ends_with(".context_length"))
-        .and_then(|(_, v)| v.as_u64())
-        .filter(|w| *w > 0)
+        .ok()
 }
 
 #[cfg(test)]

@@ -25,7 +25,12 @@ pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
     // Again, with what the servers just said.
     let (_, catalog) = services.context(cwd.as_deref())?;
     let mut out = std::io::stdout().lock();
-    let usable = catalog.usable_models();
+    // The default model is listed whether or not a catalog or a listing knows it.
+    let default = match catalog.default_model(&config, &services.env) {
+        ferrite_core::catalog::DefaultModel::Chosen(m) => Some(m),
+        ferrite_core::catalog::DefaultModel::NoneConfigured => None,
+    };
+    let usable = catalog.pickable_models(default.as_deref());
     if usable.is_empty() {
         writeln!(
             out,
@@ -38,7 +43,7 @@ pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
             "{:<44} {:<12} {:>9} {:>9}  SOURCE",
             "MODEL", "PROVIDER", "WINDOW", "MAX OUT"
         )?;
-        for m in usable {
+        for m in &usable {
             let max_out = m
                 .max_output_tokens
                 .map_or_else(|| "-".to_owned(), |v| v.to_string());

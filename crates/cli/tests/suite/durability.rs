@@ -98,6 +98,10 @@ async fn one_writer_per_session_across_processes() {
     let w = World::new();
     let mut a = w.client().await;
     let s = sid(&a.new_session(&w.ws()).await);
+    // Prompted, so that it is listed (`session/list` leaves out sessions nobody prompted).
+    a.request("session/prompt", text_prompt(&s, "hello"))
+        .await
+        .ok();
     let mut b = w.client().await;
     let r = b
         .request(

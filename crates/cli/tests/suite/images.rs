@@ -85,8 +85,14 @@ async fn a_model_that_takes_no_images_gets_a_clear_text_instead() {
             ]}),
         )
         .await;
-    let (_, answer) = client.collect_until_answer(&id).await;
+    let (shown, answer) = client.collect_until_answer(&id).await;
     assert_eq!(answer.ok()["stopReason"], "end_turn");
+    // The user is told too, not only the model (issue 23).
+    let told = ferrite_test_support::agent_text(&shown);
+    assert!(
+        told.contains("local/textonly does not take images"),
+        "{told}"
+    );
     let text = fake.requests().last().unwrap().body.to_string();
     assert!(!text.contains("image_url"), "no image is sent: {text}");
     assert!(text.contains("does not take images"), "{text}");
@@ -201,4 +207,124 @@ async fn image_decodes_take_turns_across_sessions() {
     let peak = peak_rss_kb(client.pid().unwrap());
     // One decode at a time: about 110 MB; four at once: about 330 MB.
     assert!(peak < 200 * 1024, "peak RSS {peak} kB");
+}
+
+/// Issue 23: a model of the built-in `openai-chat` provider (OpenAI's Chat Completions API) has
+/// the facts of the same OpenAI model whatever declares or lists it: window, price and images.
+/// Declaring it under `[providers.openai-chat]` made `openai-chat/gpt-4o` "unknown", with no
+/// cost, and dropped its images. An Ollama model whose `/api/show` says `vision` takes
+/// images; one that does not is told so.
+#[tokio::test]
+async fn listed_models_keep_known_facts_and_say_which_take_images() {
+    use super::common::*;
+    use super::turns::{Api, provider_env};
+    use ferrite_test_support::fake_provider::FakeProvider;
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    // Declared for `openai-chat`, as a user does to have it listed; nothing said of them.
+    world.write_config(
+        "[providers.openai-chat]\nmodels = [{ id = \"gpt-4o\" }, { id = \"gpt-4o-2024-08-06\" }]\n",
+    );
+    let mut env = provider_env(&fake, Api::Chat);
+    env.retain(|(k, _)| k != "ANTHROPIC_API_KEY");
+    // `ferrite models` asks the servers and caches what they said, as the editor's discovery.
+    let out = ferrite_models(&world, &env).await;
+    for id in ["openai-chat/gpt-4o ", "openai-chat/gpt-4o-2024-08-06 "] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_else(|| panic!("no {id} in {out}"));
+        assert!(
+            line.contains("128000") && !line.ends_with("default"),
+            "{line}"
+        );
+    }
+    let mut client = world.spawn_acp(env);
+    let init = client.initialize().await;
+    let gpt = init["_meta"]["ferrite"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "openai-chat/gpt-4o")
+        .expect("listed")
+        .clone();
+    assert!(gpt["price"].is_object(), "{gpt}");
+    let session = sid(&client.new_session(&world.ws()).await);
+    fake.push(Script::new().text("a red dot"));
+    let id = client
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="}
+            ]}),
+        )
+        .await;
+    let (_, answer) = client.collect_until_answer(&id).await;
+    answer.ok();
+    let body = fake.requests().last().unwrap().body.to_string();
+    assert!(
+        body.contains("image_url"),
+        "the image reaches gpt-4o: {body}"
+    );
+
+    // Ollama: `vision` in /api/show.
+    let ollama = FakeProvider::start().await.unwrap();
+    ollama.set_ollama_models(&[("llava:7b", 4096), ("qwen3:8b", 4096)]);
+    ollama.set_vision_models(&["llava:7b"]);
+    let world = World::new();
+    let env = vec![
+        ("OLLAMA_HOST".to_owned(), ollama.base_url()),
+        ("FERRITE_MODEL".to_owned(), "ollama/llava:7b".to_owned()),
+    ];
+    let out = ferrite_models(&world, &env).await;
+    for id in ["ollama/llava:7b ", "ollama/qwen3:8b "] {
+        let line = out.lines().find(|l| l.starts_with(id));
+        assert!(
+            line.is_some_and(|l| l.contains("4096")),
+            "{id} listed: {out}"
+        );
+    }
+    let mut client = world.spawn_acp(env);
+    client.initialize().await;
+    let sid = sid(&client.new_session(&world.ws()).await);
+    for (model, sees) in [("ollama/llava:7b", true), ("ollama/qwen3:8b", false)] {
+        ollama.push(Script::new().text("ok"));
+        let id = client
+            .send_request(
+                "session/prompt",
+                json!({"sessionId": sid, "_meta": {"model": model}, "prompt": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="}
+                ]}),
+            )
+            .await;
+        let (shown, answer) = client.collect_until_answer(&id).await;
+        answer.ok();
+        let body = ollama.requests().last().unwrap().body.to_string();
+        assert_eq!(body.contains("image_url"), sees, "{model}: {body}");
+        let told = ferrite_test_support::agent_text(&shown);
+        assert_eq!(
+            told.contains("does not take images"),
+            !sees,
+            "{model}: {told}"
+        );
+    }
+}
+
+/// `ferrite models` in the world's workspace, off the test's runtime so that the fake servers on
+/// it can answer the discovery it makes.
+async fn ferrite_models(world: &super::common::World, env: &[(String, String)]) -> String {
+    let mut cmd = std::process::Command::new(super::common::BIN);
+    cmd.arg("models")
+        .current_dir(world.ws())
+        .env_clear()
+        .env("FERRITE_HOME", world.home())
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -209,7 +209,8 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
             plan["entries"][1],
             json!({"content": "Fix the bug", "status": "in_progress", "priority": "high"})
         );
-        assert_eq!(agent_text(&before), "Planning.Done.");
+        // Two responses, apart: `update_plan` shows no card between them.
+        assert_eq!(agent_text(&before), "Planning.\n\nDone.");
 
         let reqs = r.requests();
         assert_eq!(reqs.len(), 2, "{api:?}");

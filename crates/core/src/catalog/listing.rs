@@ -73,6 +73,10 @@ pub struct ListedModel {
     pub context_window: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// Whether it takes images, when the server says (Ollama's `vision` capability, an
+    /// OpenAI-compatible listing's input modalities).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
 }
 
 pub fn cache_path(home: &Path) -> PathBuf {
@@ -187,6 +191,7 @@ mod tests {
             id: id.into(),
             context_window: None,
             max_output_tokens: None,
+            images: None,
         }
     }
 
@@ -262,6 +267,7 @@ mod tests {
                     id: "llama3.2:latest".into(),
                     context_window: Some(131072),
                     max_output_tokens: None,
+                    images: None,
                 }],
             },
         );

@@ -136,6 +136,7 @@ fn listings_add_models_and_facts() {
                 id: "llama3.2:latest".into(),
                 context_window: Some(131_072),
                 max_output_tokens: None,
+                images: None,
             }],
         },
     );

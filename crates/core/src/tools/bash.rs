@@ -48,7 +48,7 @@ impl Tool for Bash {
         ToolSpec {
             name: "bash".into(),
             description: format!(
-                "Run a shell command with `sh -c` in the working directory and return its exit \
+                "Run a shell command with `bash -c` in the working directory and return its exit \
                  status and output (stdout and stderr interleaved). Long output is cut; the full \
                  output is saved to a file you can `read` or `grep`. `timeout_secs` defaults to \
                  the configured timeout, at most {BASH_TIMEOUT_CAP_SECS}. Don't start \

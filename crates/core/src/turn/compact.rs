@@ -124,6 +124,7 @@ async fn run(
         adaptive_thinking: info.reasoning == ReasoningStyle::Adaptive,
         web_search: false,
         max_output_tokens: info.max_output_tokens.map(|m| m.min(SUMMARY_MAX_TOKENS)),
+        cache_key: Some(rec.session_id().as_str().to_owned()),
     };
     let before = rec.context_tokens();
     let mut stream = client.stream(request, cancel.child_token());

@@ -55,6 +55,7 @@ pub(super) async fn model_call(
         adaptive_thinking: info.reasoning == ReasoningStyle::Adaptive,
         web_search: model.web_search,
         max_output_tokens: output_limit(info, rec.context_tokens()),
+        cache_key: Some(rec.session_id().as_str().to_owned()),
     };
     let stream = model.client.stream(request, cancel.child_token());
     let mut shown = Shown::default();

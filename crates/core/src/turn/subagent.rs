@@ -291,6 +291,8 @@ fn request(
         adaptive_thinking: model.info.reasoning == ReasoningStyle::Adaptive,
         web_search: false,
         max_output_tokens: model.info.max_output_tokens.map(|m| m.min(16_000)),
+        // A subagent's conversation is its own: no shared cache key with its parent's.
+        cache_key: None,
     }
 }
 

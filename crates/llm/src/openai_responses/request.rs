@@ -29,6 +29,10 @@ struct Head<'a> {
     /// is answered with 400 by several compatible servers).
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
+    /// The session id: requests of one session are routed to the same prompt cache (what
+    /// codex sends too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -127,6 +131,7 @@ pub(crate) fn write(req: &ModelRequest, draft: &mut Draft) -> serde_json::Result
                 summary: "auto",
             }),
             max_output_tokens: req.max_output_tokens,
+            prompt_cache_key: req.cache_key.as_deref(),
         },
         "input",
     )?;

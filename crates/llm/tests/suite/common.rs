@@ -63,6 +63,7 @@ pub fn request(text: &str) -> ModelRequest {
         web_search: false,
         adaptive_thinking: false,
         max_output_tokens: Some(1000),
+        cache_key: Some("session-1".into()),
     }
 }
 

@@ -54,6 +54,8 @@ async fn streams_text_and_sends_the_documented_request() {
                 {"role": "user", "content": [{"type": "input_text", "text": "hello"}]},
             ],
             "max_output_tokens": 1000,
+            // The session's prompt cache, as codex routes it.
+            "prompt_cache_key": "session-1",
         })
     );
 }

@@ -26,6 +26,9 @@ struct Shared {
     /// the model calls.
     listing_requests: Vec<RecordedRequest>,
     listing: Option<Listing>,
+    /// Listed models that take images: Ollama's `vision` capability in `/api/show`, input
+    /// modalities in a `/v1/models` listing.
+    vision: Vec<String>,
     timings: Vec<Timing>,
     /// Replace [`STAMP_MARKER`] in every streamed chunk with the time it is sent.
     stamp: bool,
@@ -143,6 +146,11 @@ impl FakeProvider {
         ));
     }
 
+    /// The listed models that say they take images (`set_*_models` lists them).
+    pub fn set_vision_models(&self, ids: &[&str]) {
+        lock(&self.state).vision = ids.iter().map(|id| (*id).to_owned()).collect();
+    }
+
     /// Replies queued and not yet served.
     pub fn pending(&self) -> usize {
         lock(&self.state).queue.len()
@@ -216,7 +224,13 @@ async fn handle(
             (method.as_str(), path.as_str()),
             ("GET", "/api/tags") | ("POST", "/api/show")
         ) || (method == Method::GET && path.ends_with("/models"));
-        let listing = listing_answer(shared.listing.as_ref(), &method, &path, &parsed);
+        let listing = listing_answer(
+            shared.listing.as_ref(),
+            &shared.vision,
+            &method,
+            &path,
+            &parsed,
+        );
         let recorded = RecordedRequest {
             method: method.to_string(),
             path: path.clone(),
@@ -343,12 +357,14 @@ fn stamp(data: &mut [u8], ns: u64) {
 /// The answer to a model-listing request, when the server has a listing and this is one.
 fn listing_answer(
     listing: Option<&Listing>,
+    vision: &[String],
     method: &Method,
     path: &str,
     body: &Value,
 ) -> Option<Response> {
     let listing = listing?;
     let json = |v: Value| Some(http_reply(200, &[], &v.to_string()));
+    let sees = |id: &str| vision.iter().any(|v| v == id);
     match (method.as_str(), path, listing) {
         ("GET", "/v1/models", Listing::OpenAi(models)) => json(serde_json::json!({
             "object": "list",
@@ -356,6 +372,10 @@ fn listing_answer(
                 let mut m = serde_json::json!({"id": id, "object": "model", "owned_by": "fake"});
                 if let Some(w) = w {
                     m["max_model_len"] = (*w).into();
+                }
+                if !vision.is_empty() {
+                    let input = if sees(id) { vec!["text", "image"] } else { vec!["text"] };
+                    m["architecture"] = serde_json::json!({"input_modalities": input});
                 }
                 m
             }).collect::<Vec<_>>(),
@@ -370,9 +390,15 @@ fn listing_answer(
         ("POST", "/api/show", Listing::Ollama(models)) => {
             let wanted = body.get("model").and_then(Value::as_str)?;
             let (_, window) = models.iter().find(|(id, _)| id == wanted)?;
-            json(
-                serde_json::json!({"model_info": {"general.architecture": "llama", "llama.context_length": window}}),
-            )
+            let capabilities = if sees(wanted) {
+                vec!["completion", "vision"]
+            } else {
+                vec!["completion"]
+            };
+            json(serde_json::json!({
+                "model_info": {"general.architecture": "llama", "llama.context_length": window},
+                "capabilities": capabilities,
+            }))
         }
         _ => None,
     }
