@@ -66,6 +66,7 @@ pub(crate) async fn request(
         "session/delete" => route!(Background, sessions::delete),
         "_ferrite/session/fork" => route!(Background, sessions::fork),
         "session/prompt" => route!(Arrival, prompt::prompt, with_id),
+        "_session/steering" => route!(Arrival, prompt::steering),
         "session/set_mode" => route!(Arrival, settings::set_mode),
         "session/set_config_option" => route!(Arrival, settings::set_config_option),
         "session/set_model" => route!(Arrival, settings::set_model),

@@ -3,14 +3,16 @@
 //! and is answered by the pump on that turn's `TurnEnded` (or by its handler when the session
 //! refuses it). The core guarantees the `TurnEnded` (`core::runtime::supervisor`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use ferrite_core::ids::{SessionId, TurnId};
 use serde_json::Value;
 
+/// Per session, the prompts waiting, in the order they were sent: the running one first, then
+/// those queued behind it (the core starts each when the one before it ends).
 #[derive(Default)]
-pub(crate) struct Prompts(Mutex<HashMap<SessionId, Waiting>>);
+pub(crate) struct Prompts(Mutex<HashMap<SessionId, VecDeque<Waiting>>>);
 
 struct Waiting {
     request: Value,
@@ -19,28 +21,28 @@ struct Waiting {
 }
 
 impl Prompts {
-    fn map(&self) -> MutexGuard<'_, HashMap<SessionId, Waiting>> {
+    fn map(&self) -> MutexGuard<'_, HashMap<SessionId, VecDeque<Waiting>>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers `request` as the prompt of `session`; false when one already waits there.
-    pub fn begin(&self, session: &SessionId, request: &Value) -> bool {
-        let mut map = self.map();
-        if map.contains_key(session) {
-            return false;
-        }
+    /// Registers `request` as a prompt of `session`, behind those already waiting there.
+    pub fn begin(&self, session: &SessionId, request: &Value) {
         let waiting = Waiting {
             request: request.clone(),
             turn: None,
         };
-        map.insert(session.clone(), waiting);
-        true
+        self.map()
+            .entry(session.clone())
+            .or_default()
+            .push_back(waiting);
     }
 
     /// The prompt `request` runs as `turn`.
     pub fn started(&self, session: &SessionId, request: &Value, turn: TurnId) {
-        if let Some(w) = self.map().get_mut(session)
-            && w.request == *request
+        if let Some(w) = self
+            .map()
+            .get_mut(session)
+            .and_then(|q| q.iter_mut().find(|w| w.request == *request))
         {
             w.turn = Some(turn);
         }
@@ -49,8 +51,11 @@ impl Prompts {
     /// Forgets prompt `request`: it was refused and is answered with an error.
     pub fn abandon(&self, session: &SessionId, request: &Value) {
         let mut map = self.map();
-        if map.get(session).is_some_and(|w| w.request == *request) {
-            map.remove(session);
+        if let Some(q) = map.get_mut(session) {
+            q.retain(|w| w.request != *request);
+            if q.is_empty() {
+                map.remove(session);
+            }
         }
     }
 
@@ -58,22 +63,27 @@ impl Prompts {
         self.map().contains_key(session)
     }
 
-    /// Whether an event of `turn` is for the prompt waiting in `session`. False once the
+    /// Whether an event of `turn` is for a prompt waiting in `session`. False once the
     /// prompt was answered: the event is late and dropped.
     pub fn wants(&self, session: &SessionId, turn: TurnId) -> bool {
-        match self.map().get(session) {
-            None => false,
-            Some(w) => w.turn.is_none_or(|t| t == turn),
-        }
+        self.map()
+            .get(session)
+            .is_some_and(|q| q.iter().any(|w| w.turn.is_none_or(|t| t == turn)))
     }
 
     /// The request that `turn`'s end answers, no longer waiting.
     pub fn end(&self, session: &SessionId, turn: TurnId) -> Option<Value> {
         let mut map = self.map();
-        match map.get(session) {
-            Some(w) if w.turn.is_none_or(|t| t == turn) => map.remove(session).map(|w| w.request),
-            _ => None,
+        let q = map.get_mut(session)?;
+        let at = q
+            .iter()
+            .position(|w| w.turn == Some(turn))
+            .or_else(|| q.iter().position(|w| w.turn.is_none()))?;
+        let request = q.remove(at).map(|w| w.request);
+        if q.is_empty() {
+            map.remove(session);
         }
+        request
     }
 }
 
@@ -84,19 +94,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_prompt_per_session_answered_once_by_its_own_turn() {
+    fn prompts_wait_in_order_and_are_answered_once_by_their_own_turns() {
         let p = Prompts::default();
         let s = SessionId::parse("s").unwrap();
-        assert!(p.begin(&s, &json!(1)));
-        assert!(!p.begin(&s, &json!(2)), "a second prompt is refused");
+        p.begin(&s, &json!(1));
+        p.begin(&s, &json!(2));
+        p.started(&s, &json!(2), TurnId(8));
         p.started(&s, &json!(1), TurnId(7));
+        assert!(p.wants(&s, TurnId(8)), "a queued prompt's turn");
+        assert_eq!(p.end(&s, TurnId(8)), Some(json!(2)));
+        assert!(p.is_waiting(&s));
         assert!(p.wants(&s, TurnId(7)));
         assert!(!p.wants(&s, TurnId(6)), "another turn's events are dropped");
         assert_eq!(p.end(&s, TurnId(6)), None);
         assert_eq!(p.end(&s, TurnId(7)), Some(json!(1)));
         assert_eq!(p.end(&s, TurnId(7)), None, "answered once");
         assert!(!p.wants(&s, TurnId(7)), "late events are dropped");
-        assert!(p.begin(&s, &json!(3)));
+        p.begin(&s, &json!(3));
         p.abandon(&s, &json!(3));
         assert!(!p.is_waiting(&s));
     }

@@ -247,7 +247,7 @@ mod ordering_tests {
         let (pump_tx, pump_rx) = mpsc::unbounded_channel();
         let prompts = Arc::new(Prompts::default());
         let s = SessionId::parse("s").unwrap();
-        assert!(prompts.begin(&s, &json!(1)));
+        prompts.begin(&s, &json!(1));
         prompts.started(&s, &json!(1), TurnId(1));
         let pump = Pump {
             out: Out(out),

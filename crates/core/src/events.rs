@@ -129,6 +129,9 @@ pub enum SettingChange {
 pub enum Refusal {
     #[error("a turn is already running")]
     Busy,
+    /// Too many prompts already wait behind the running turn.
+    #[error("{0} prompts already wait in this session; wait for a turn to end, or cancel")]
+    QueueFull(usize),
     #[error("{0}")]
     Invalid(String),
     #[error("the session is closed")]

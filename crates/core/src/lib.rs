@@ -35,6 +35,7 @@ pub mod services;
 mod session;
 pub mod session_view;
 pub mod state;
+pub mod steering;
 pub mod time;
 pub mod tools;
 pub mod turn;

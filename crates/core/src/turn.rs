@@ -31,6 +31,7 @@ use crate::model::StopKind;
 use crate::own_files::OwnFiles;
 use crate::services::Services;
 use crate::session::Recorder;
+use crate::steering::Inbox;
 
 use env::{CallEnv, EnvParts};
 use resolve::TurnModel;
@@ -39,6 +40,8 @@ use stream::Streamed;
 pub(crate) struct TurnRequest {
     pub content: Vec<UserContent>,
     pub options: TurnOptions,
+    /// Steering messages for this turn (`crate::steering`).
+    pub inbox: Inbox,
 }
 
 /// Runs one turn to its outcome. The caller records `TurnEnd`, syncs and emits `TurnEnded`.
@@ -49,14 +52,38 @@ pub(crate) async fn run_turn(
     cancel: CancellationToken,
 ) -> TurnOutcome {
     let checkpoint = TurnCheckpoint::new(&services.home, rec.session_id());
-    let outcome = match run_stages(&services, &rec, req, &cancel, &checkpoint).await {
+    let inbox = req.inbox.clone();
+    let mut outcome = match run_stages(&services, &rec, req, &cancel, &checkpoint).await {
         Ok(outcome) => outcome,
         // A log that cannot be written ends the turn: what the editor would see could not be
         // replayed.
         Err(e) => call::log_failed(&e.to_string()),
     };
+    // Steering messages the turn never took (it was cancelled or failed first) are the user's
+    // words all the same: recorded, so the next turn's model sees them.
+    let roots = rec.start().roots;
+    if let Err(e) = take_steering(&rec, &roots, inbox.close()).await {
+        outcome = call::log_failed(&e.to_string());
+    }
     checkpoint.finish_turn(&rec).await;
     outcome
+}
+
+/// Records steering messages in the conversation, each as the user's message, and shows them.
+async fn take_steering(
+    rec: &Recorder,
+    roots: &[std::path::PathBuf],
+    messages: Vec<Vec<UserContent>>,
+) -> Result<(), StoreError> {
+    for content in messages {
+        let content = crate::attachments::expand_links(content, roots);
+        rec.record(crate::log::EntryKind::UserMessage {
+            content: content.clone(),
+        })?;
+        rec.emit(crate::events::Event::UserMessage { content })
+            .await;
+    }
+    Ok(())
 }
 
 /// A stage's verdict: go on with the value, or the turn ends with this outcome.
@@ -124,7 +151,8 @@ async fn run_stages(
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;
     }
-    request_loop(rec, &model, &env, &system, &config, cancel).await
+    let steering = (&req.inbox, start.roots.as_slice());
+    request_loop(rec, &model, &env, &system, &config, steering, cancel).await
 }
 
 /// Model requests (compacting first when due), each followed by its tool calls, until the model
@@ -135,6 +163,7 @@ async fn request_loop(
     env: &CallEnv,
     system: &str,
     config: &crate::config::Config,
+    (inbox, roots): (&Inbox, &[std::path::PathBuf]),
     cancel: &CancellationToken,
 ) -> Result<TurnOutcome, StoreError> {
     // Whether the editor was last shown the previous response's text: the next response's
@@ -142,6 +171,8 @@ async fn request_loop(
     let mut after_text = false;
     for _ in 0..config.max_turn_requests {
         let threshold = config.compaction_threshold;
+        // What the user sent while the last response and its tool calls ran.
+        take_steering(rec, roots, inbox.take()).await?;
         if let Err(outcome) = compact::if_due(rec, model, threshold, cancel).await? {
             return Ok(outcome);
         }
@@ -153,6 +184,15 @@ async fn request_loop(
         after_text = crate::state::ends_in_shown_text(&response.content);
         let calls = call::calls_of(&response.content);
         if calls.is_empty() {
+            // A message that came while the model answered is answered in this turn.
+            // (After a refusal or a cut answer it is recorded, and the turn still ends.)
+            let steered = inbox.take_or_close();
+            if !steered.is_empty() {
+                take_steering(rec, roots, steered).await?;
+                if matches!(response.stop, StopKind::EndTurn | StopKind::ToolUse) {
+                    continue;
+                }
+            }
             return Ok(TurnOutcome::ended(match response.stop {
                 StopKind::EndTurn | StopKind::ToolUse => StopReason::EndTurn,
                 StopKind::MaxTokens => StopReason::MaxTokens,

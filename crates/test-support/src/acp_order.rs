@@ -4,7 +4,8 @@
 //! - a `tool_call` precedes every `tool_call_update`, `session/request_permission` and
 //!   `fs/read_text_file` about that call (a read must be about a call that is still running and
 //!   names the file in its `locations`);
-//! - no conversation update of a turn follows that turn's `session/prompt` answer;
+//! - no conversation update of a turn follows that turn's `session/prompt` answer (unless
+//!   another prompt of the session, queued behind it, still awaits its answer);
 //! - a `session/load` replay is complete before the load answer.
 //!
 //! The client tells the checker what it sent (prompts and loads open a window for conversation
@@ -131,6 +132,8 @@ impl OrderCheck {
                     .get("id")
                     .and_then(|id| self.sent.remove(&id.to_string()))
                     && msg.get("result").is_some()
+                    // Prompts queued behind the answered one keep the window open.
+                    && !self.sent.values().any(|o| o.session == sent.session)
                     && let Some(s) = self.sessions.get_mut(&sent.session)
                 {
                     s.phase = Phase::Answered(sent.method);

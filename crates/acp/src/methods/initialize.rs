@@ -53,7 +53,11 @@ pub(crate) async fn initialize(
         .agent_info(
             acp::Implementation::new("ferrite", s.version.clone()).title("Ferrite".to_owned()),
         )
-        .meta(meta(json!({ "ferrite": ferrite_facts(&catalog) }))))
+        // `steering`: `_session/steering` is answered, as the Claude and Codex adapters do.
+        .meta(meta(json!({
+            "ferrite": ferrite_facts(&catalog),
+            "steering": { "supported": true },
+        }))))
 }
 
 fn capabilities() -> acp::AgentCapabilities {

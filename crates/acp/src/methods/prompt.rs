@@ -3,15 +3,20 @@
 //! A prompt is registered as waiting (`crate::prompts`), handed to its session, and answered by
 //! the pump on its turn's `TurnEnded`, which the core guarantees, also when the session task
 //! dies or does not take the prompt (`core::runtime::supervisor`). The handler answers only a
-//! refusal: bad params, a turn already running, or the session's own refusal.
+//! refusal: bad params or the session's own refusal. A prompt sent while a turn runs is queued
+//! behind it and answered when its own turn ends; `session/cancel` ends the running turn and
+//! every queued one. `_session/steering` hands a message to the running turn instead.
 
 use agent_client_protocol::v1::schema as acp;
 use ferrite_core::ids::SessionId;
+use ferrite_core::steering::Steered;
+use serde::Deserialize;
+use serde_json::json;
 
 use crate::fail::Fail;
 use crate::mapping;
 use crate::params::{Call, session_id, turn_options};
-use crate::reply::Deferred;
+use crate::reply::{Deferred, Json};
 use crate::state::Server;
 
 pub(crate) async fn prompt(s: &Server, call: Call<acp::PromptRequest>) -> Result<Deferred, Fail> {
@@ -26,9 +31,7 @@ pub(crate) async fn prompt(s: &Server, call: Call<acp::PromptRequest>) -> Result
         .runtime
         .get(&sid)
         .ok_or_else(|| Fail::params("unknown session: create, load or resume it first"))?;
-    if !s.prompts.begin(&sid, &id) {
-        return Err(Fail::params("a turn is already running"));
-    }
+    s.prompts.begin(&sid, &id);
     // Queued before the first await: a session's requests reach it in arrival order.
     let submitted = match handle.submit_prompt(content, options) {
         Ok(submitted) => submitted,
@@ -59,4 +62,35 @@ pub(crate) async fn cancel(s: &Server, req: acp::CancelNotification) -> Result<(
         h.cancel();
     }
     Ok(())
+}
+
+/// `_session/steering` params, as the Claude and Codex adapters take them. `_meta` (the
+/// client's `idleBehavior`) is accepted and changes nothing: with no running turn the answer is
+/// always `promptRequired`, so the client sends the message as a prompt and the one prompt path
+/// owns every turn's start and answer.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SteeringRequest {
+    session_id: acp::SessionId,
+    prompt: Vec<acp::ContentBlock>,
+}
+
+/// A message for the running turn: it joins the conversation at the turn's next model request
+/// (after the tool calls running now), is shown as the user's message and logged in its place.
+pub(crate) async fn steering(s: &Server, req: SteeringRequest) -> Result<Json, Fail> {
+    let sid = session_id(&req.session_id)?;
+    let content = mapping::prompt_content(req.prompt).map_err(Fail::params)?;
+    if content.is_empty() {
+        return Err(Fail::params("the message is empty"));
+    }
+    let handle = s
+        .runtime
+        .get(&sid)
+        .ok_or_else(|| Fail::params("unknown session: create, load or resume it first"))?;
+    // Queued before the first await, like a prompt: it reaches the session in arrival order.
+    let reply = handle.submit_steering(content)?;
+    Ok(Json(match reply.await.unwrap_or(Steered::NoRunningTurn) {
+        Steered::Injected => json!({ "outcome": "injected" }),
+        Steered::NoRunningTurn => json!({ "outcome": "promptRequired", "reason": "noRunningTurn" }),
+    }))
 }

@@ -28,6 +28,7 @@ mod rules;
 mod sandbox_escape;
 mod sessions;
 mod settings;
+mod steering;
 mod store_errors;
 mod subagents;
 mod turn_failures;

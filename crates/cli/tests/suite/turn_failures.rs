@@ -1,6 +1,6 @@
 //! Turns that end otherwise than with an answer, through the real binary: retried and fatal
 //! provider errors, cut streams, stop reasons, `max_turn_requests`, a dead provider, cancels
-//! during a stream or a retry's backoff, a second prompt while one runs.
+//! during a stream or a retry's backoff (a second prompt while one runs: `steering.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -170,49 +170,6 @@ async fn cancel_during_a_retry_backoff_is_immediate() {
     let answer = r.client.wait_answer(&id).await.ok();
     assert_eq!(answer["stopReason"], "cancelled");
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
-}
-
-#[tokio::test]
-async fn a_second_prompt_while_one_runs_is_refused_and_the_first_finishes() {
-    let mut r = rig(Api::Anthropic).await;
-    r.fake.push(
-        Script::new()
-            .text("one")
-            .stall(Duration::from_millis(800))
-            .text(" two"),
-    );
-    let first = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "first"))
-        .await;
-    r.client
-        .wait_for(Duration::from_secs(10), |m| {
-            m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
-        })
-        .await
-        .unwrap();
-    let second = r
-        .client
-        .request("session/prompt", text_prompt(&r.sid, "second"))
-        .await;
-    assert_eq!(second.code(), -32602);
-    assert!(second.message().contains("already running"));
-    let (before, answer) = r.client.collect_until_answer(&first).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
-    assert_eq!(agent_text(&before), " two");
-    assert_eq!(
-        r.requests().len(),
-        1,
-        "the refused prompt never reached the model"
-    );
-    // And delete is refused while a turn runs... which it no longer does.
-    assert!(
-        r.client
-            .request("session/delete", json!({"sessionId": r.sid}))
-            .await
-            .result
-            .is_some()
-    );
 }
 
 #[tokio::test]

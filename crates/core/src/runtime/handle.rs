@@ -27,6 +27,11 @@ pub(super) enum Op {
         ended: TurnEnd,
     },
     Cancel,
+    /// A message for the running turn (`crate::steering`).
+    Steer {
+        content: Vec<UserContent>,
+        reply: oneshot::Sender<crate::steering::Steered>,
+    },
     Change {
         change: SettingChange,
         reply: oneshot::Sender<Result<Settings, RuntimeError>>,
@@ -122,6 +127,20 @@ impl SessionHandle {
             cancel_requests: self.cancels.subscribe(),
             events: self.events.clone(),
         }))
+    }
+
+    /// Hands a message to the running turn, which takes it at its next model request. Queued
+    /// like a prompt (in arrival order); answers [`Steered::NoRunningTurn`] when no turn runs
+    /// or the running one already stopped taking messages.
+    ///
+    /// [`Steered::NoRunningTurn`]: crate::steering::Steered::NoRunningTurn
+    pub fn submit_steering(
+        &self,
+        content: Vec<UserContent>,
+    ) -> Result<oneshot::Receiver<crate::steering::Steered>, Refusal> {
+        let (reply, rx) = oneshot::channel();
+        self.try_submit(Op::Steer { content, reply })?;
+        Ok(rx)
     }
 
     /// Queues a settings change without waiting (see [`Self::submit_prompt`]). A change that

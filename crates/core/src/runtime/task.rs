@@ -105,6 +105,8 @@ impl SessionCtx {
 struct Running {
     id: TurnId,
     cancel: CancellationToken,
+    /// Steering messages for the turn.
+    inbox: crate::steering::Inbox,
     handle: JoinHandle<TurnOutcome>,
     deadline: Option<Instant>,
     ended: TurnEnd,
@@ -153,6 +155,8 @@ pub(super) async fn session_task(
         session,
         cwd,
         running: None,
+        queued: std::collections::VecDeque::new(),
+        cancelled: Vec::new(),
         commands_seen,
     };
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
@@ -198,9 +202,23 @@ struct SessionTask {
     session: SessionId,
     cwd: std::path::PathBuf,
     running: Option<Running>,
+    /// Prompts that came while a turn ran, each started when the one before it ended.
+    queued: std::collections::VecDeque<Queued>,
+    /// Queued prompts a cancel ended, answered once the running turn has been.
+    cancelled: Vec<Queued>,
     /// The prompt files as last seen, to tell the editor when its commands changed.
     commands_seen: Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>,
 }
+
+/// A prompt taken while another turn ran: admitted (its `TurnEnded` is owed), not started.
+struct Queued {
+    req: TurnRequest,
+    turn: TurnId,
+    ended: TurnEnd,
+}
+
+/// Prompts that may wait behind a running turn; one more is refused as busy.
+const MAX_QUEUED: usize = 16;
 
 impl SessionTask {
     /// One op from the queue (all but `Close`, which ends the task).
@@ -212,13 +230,34 @@ impl SessionTask {
                 turn,
                 reply,
                 ended,
-            } => self.start_turn(TurnRequest { content, options }, turn, reply, ended),
+            } => {
+                let req = TurnRequest {
+                    content,
+                    options,
+                    inbox: crate::steering::Inbox::default(),
+                };
+                self.take_prompt(req, turn, reply, ended);
+            }
             Op::Cancel => {
+                // A cancel stops the running turn and every prompt queued behind it; those are
+                // answered right after the running turn, so the answers keep the prompts' order.
+                // A prompt sent after the cancel still runs.
+                self.cancelled.extend(self.queued.drain(..));
                 if let Some(r) = self.running.as_mut() {
                     r.cancel.cancel();
                     r.deadline
                         .get_or_insert_with(|| Instant::now() + CANCEL_GRACE);
                 }
+            }
+            Op::Steer { content, reply } => {
+                let taken = self
+                    .running
+                    .as_ref()
+                    .is_some_and(|r| r.deadline.is_none() && r.inbox.push(content));
+                let _ = reply.send(match taken {
+                    true => crate::steering::Steered::Injected,
+                    false => crate::steering::Steered::NoRunningTurn,
+                });
             }
             Op::Change { change, reply } => {
                 let result = apply_change(&self.core, &mut self.ctx, &change);
@@ -258,18 +297,15 @@ impl SessionTask {
         }
     }
 
-    /// Takes a prompt: refuses it (busy, bad options) or starts its turn as a child task.
-    fn start_turn(
+    /// Takes a prompt: refuses it (bad options, too many waiting), queues it behind the running
+    /// turn, or starts its turn.
+    fn take_prompt(
         &mut self,
         req: TurnRequest,
         turn: TurnId,
         reply: tokio::sync::oneshot::Sender<Result<(), Refusal>>,
         ended: TurnEnd,
     ) {
-        if self.running.is_some() {
-            let _ = reply.send(Err(Refusal::Busy));
-            return;
-        }
         tracing::debug!(session = %self.session, "taking a prompt");
         if let Some(refusal) = self
             .core
@@ -278,17 +314,32 @@ impl SessionTask {
             let _ = reply.send(Err(refusal));
             return;
         }
+        if self.running.is_some() && self.queued.len() >= MAX_QUEUED {
+            let _ = reply.send(Err(Refusal::QueueFull(MAX_QUEUED)));
+            return;
+        }
         if reply.send(Ok(())).is_err() {
             // The supervisor gave up waiting and answered the prompt already.
             return;
         }
+        if self.running.is_some() {
+            self.queued.push_back(Queued { req, turn, ended });
+            return;
+        }
+        self.start_turn(req, turn, ended);
+    }
+
+    /// Starts a turn as a child task.
+    fn start_turn(&mut self, req: TurnRequest, turn: TurnId, ended: TurnEnd) {
         super::memory::turn_started();
         let cancel = CancellationToken::new();
         let rec = self.core.recorder(self.events.clone(), Some(turn));
+        let inbox = req.inbox.clone();
         let handle = tokio::spawn(run_turn(self.services.clone(), rec, req, cancel.clone()));
         self.running = Some(Running {
             id: turn,
             cancel,
+            inbox,
             handle,
             deadline: None,
             ended,
@@ -315,12 +366,30 @@ impl SessionTask {
             }
         };
         finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
+        drop(r);
+        self.cancel_queued().await;
         super::memory::turn_ended(self.services.release_memory);
+        // The next prompt in line (its start counts as activity, so nothing is released).
+        if let Some(next) = self.queued.pop_front() {
+            self.start_turn(next.req, next.turn, next.ended);
+        }
     }
 
-    /// Closing: the running turn is cancelled (aborted after the grace) and ended; the log is
-    /// flushed.
+    /// Ends the queued prompts a cancel ended: none of them started, so nothing is recorded.
+    async fn cancel_queued(&mut self) {
+        for q in std::mem::take(&mut self.cancelled) {
+            if q.ended.claim() {
+                let outcome = TurnOutcome::ended(StopReason::Cancelled);
+                send_turn_end(&self.events, &self.session, q.turn, outcome).await;
+            }
+            q.ended.mark();
+        }
+    }
+
+    /// Closing: the queued prompts are cancelled, the running turn is cancelled (aborted after
+    /// the grace) and ended; the log is flushed.
     async fn close(&mut self) {
+        self.cancelled.extend(self.queued.drain(..));
         if let Some(mut r) = self.running.take() {
             r.cancel.cancel();
             let outcome = match tokio::time::timeout(CANCEL_GRACE, &mut r.handle).await {
@@ -332,6 +401,7 @@ impl SessionTask {
             };
             finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
         }
+        self.cancel_queued().await;
         if let Err(e) = self.core.sync() {
             tracing::error!(session = %self.session, error = %e, "could not flush session log on close");
         }
