@@ -123,6 +123,8 @@ pub struct ToolsConfig {
     pub output_max_bytes: usize,
     pub output_max_lines: usize,
     pub bash_timeout_secs: u64,
+    /// Commands a session may run in the background at once (`bash` with `background`).
+    pub max_background_commands: usize,
 }
 
 /// `[checkpoints]` (`docs/config.md`, `docs/checkpoints.md`).
@@ -206,6 +208,7 @@ impl Default for Config {
             tools: ToolsConfig {
                 output_max_bytes: 51_200,
                 output_max_lines: 2_000,
+                max_background_commands: 8,
                 bash_timeout_secs: 120,
             },
             compaction_threshold: 0.85,

@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod attachments;
+pub mod background;
 pub mod catalog;
 pub mod checkpoints;
 pub mod clientfs;

@@ -1,6 +1,7 @@
 //! The tools the model can call. Each tool is a [`Tool`]; the registry is what one turn offers.
 //! A failing tool is input for the model ([`ToolError::RespondToModel`]), not a Rust failure.
 
+mod background;
 mod bash;
 mod edit;
 pub mod find;
@@ -28,6 +29,7 @@ use crate::ids::SessionId;
 use crate::model::ToolSpec;
 use crate::modes::Mode;
 
+pub use background::{BASH_KILL, BASH_OUTPUT, BashKill, BashOutput};
 pub use bash::Bash;
 pub use edit::Edit;
 pub use find::Find;
@@ -171,6 +173,10 @@ pub struct ToolContext<'a> {
     pub model_images: bool,
     /// Taken while an image is decoded: one at a time in the process.
     pub image_decodes: DecodeGate,
+    /// The session's background commands (`bash` with `background`, `bash_output`,
+    /// `bash_kill`), and how many may run at once.
+    pub background: crate::background::BackgroundJobs,
+    pub max_background: usize,
 }
 
 pub trait Tool: Send + Sync {
@@ -258,6 +264,8 @@ pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
             Arc::new(Write),
             Arc::new(Edit),
             Arc::new(Bash),
+            Arc::new(BashOutput),
+            Arc::new(BashKill),
             Arc::new(Grep),
             Arc::new(Find),
             Arc::new(Ls),

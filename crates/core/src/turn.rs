@@ -42,6 +42,8 @@ pub(crate) struct TurnRequest {
     pub options: TurnOptions,
     /// Steering messages for this turn (`crate::steering`).
     pub inbox: Inbox,
+    /// The session's background commands (they outlive the turn).
+    pub background: crate::background::BackgroundJobs,
 }
 
 /// Runs one turn to its outcome. The caller records `TurnEnd`, syncs and emits `TurnEnded`.
@@ -67,6 +69,39 @@ pub(crate) async fn run_turn(
     }
     checkpoint.finish_turn(&rec).await;
     outcome
+}
+
+/// What reaches a running turn from outside it between model requests.
+struct Steering<'a> {
+    inbox: &'a Inbox,
+    roots: &'a [std::path::PathBuf],
+    background: &'a crate::background::BackgroundJobs,
+}
+
+/// Background commands that ended since the last request: the model is told in the
+/// conversation (a note in the user's turn, logged), the user by a notice.
+async fn tell_ended(
+    rec: &Recorder,
+    background: &crate::background::BackgroundJobs,
+) -> Result<(), StoreError> {
+    for ended in background.take_ended() {
+        let note = format!(
+            "[Ferrite: the background command {} (`{}`) {}; bash_output shows what it wrote \
+             since the last read.]",
+            ended.id, ended.command, ended.how
+        );
+        rec.record(crate::log::EntryKind::UserMessage {
+            content: vec![UserContent::Text {
+                text: note.as_str().into(),
+            }],
+        })?;
+        let text = format!(
+            "Background command {} (`{}`) {}.",
+            ended.id, ended.command, ended.how
+        );
+        rec.emit(crate::events::Event::Notice { text }).await;
+    }
+    Ok(())
 }
 
 /// Records steering messages in the conversation, each as the user's message, and shows them.
@@ -142,6 +177,7 @@ async fn run_stages(
         catalog: model.catalog.clone(),
         force_ask: req.options.force_ask,
         model_images: model.info.images,
+        background: req.background.clone(),
     };
     let env = match call_env(parts, &req, &model, checkpoint, cancel).await {
         Ok(env) => env,
@@ -151,7 +187,11 @@ async fn run_stages(
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;
     }
-    let steering = (&req.inbox, start.roots.as_slice());
+    let steering = Steering {
+        inbox: &req.inbox,
+        roots: start.roots.as_slice(),
+        background: &req.background,
+    };
     request_loop(rec, &model, &env, &system, &config, steering, cancel).await
 }
 
@@ -163,7 +203,11 @@ async fn request_loop(
     env: &CallEnv,
     system: &str,
     config: &crate::config::Config,
-    (inbox, roots): (&Inbox, &[std::path::PathBuf]),
+    Steering {
+        inbox,
+        roots,
+        background,
+    }: Steering<'_>,
     cancel: &CancellationToken,
 ) -> Result<TurnOutcome, StoreError> {
     // Whether the editor was last shown the previous response's text: the next response's
@@ -171,8 +215,10 @@ async fn request_loop(
     let mut after_text = false;
     for _ in 0..config.max_turn_requests {
         let threshold = config.compaction_threshold;
-        // What the user sent while the last response and its tool calls ran.
+        // What the user sent while the last response and its tool calls ran, and the
+        // background commands that ended meanwhile.
         take_steering(rec, roots, inbox.take()).await?;
+        tell_ended(rec, background).await?;
         if let Err(outcome) = compact::if_due(rec, model, threshold, cancel).await? {
             return Ok(outcome);
         }

@@ -1,4 +1,5 @@
 mod approvals;
+mod background;
 mod checkpoints;
 mod cli;
 mod clientfs;

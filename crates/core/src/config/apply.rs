@@ -229,6 +229,10 @@ impl Config {
             .min(user_tools.bash_timeout_secs);
         self.tools.output_max_bytes = self.tools.output_max_bytes.min(user_tools.output_max_bytes);
         self.tools.output_max_lines = self.tools.output_max_lines.min(user_tools.output_max_lines);
+        self.tools.max_background_commands = self
+            .tools
+            .max_background_commands
+            .min(user_tools.max_background_commands);
         if let Some(t) = raw.compaction.threshold {
             if !(t > 0.0 && t <= 1.0) {
                 return Err(invalid(
@@ -304,6 +308,9 @@ impl Config {
                 ));
             }
             self.tools.output_max_lines = l;
+        }
+        if let Some(n) = raw.max_background_commands {
+            self.tools.max_background_commands = n;
         }
         if let Some(t) = raw.bash_timeout_secs {
             if t == 0 || t > BASH_TIMEOUT_CAP_SECS {

@@ -59,6 +59,7 @@ pub(super) struct RawSandbox {
 pub(super) struct RawTools {
     pub(super) output_max_bytes: Option<usize>,
     pub(super) output_max_lines: Option<usize>,
+    pub(super) max_background_commands: Option<usize>,
     pub(super) bash_timeout_secs: Option<u64>,
 }
 

@@ -157,6 +157,7 @@ pub(super) async fn session_task(
         running: None,
         queued: std::collections::VecDeque::new(),
         cancelled: Vec::new(),
+        background: Default::default(),
         commands_seen,
     };
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
@@ -206,6 +207,8 @@ struct SessionTask {
     queued: std::collections::VecDeque<Queued>,
     /// Queued prompts a cancel ended, answered once the running turn has been.
     cancelled: Vec<Queued>,
+    /// The session's background commands: stopped when it closes.
+    background: crate::background::BackgroundJobs,
     /// The prompt files as last seen, to tell the editor when its commands changed.
     commands_seen: Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>,
 }
@@ -235,6 +238,7 @@ impl SessionTask {
                     content,
                     options,
                     inbox: crate::steering::Inbox::default(),
+                    background: self.background.clone(),
                 };
                 self.take_prompt(req, turn, reply, ended);
             }
@@ -389,6 +393,9 @@ impl SessionTask {
     /// Closing: the queued prompts are cancelled, the running turn is cancelled (aborted after
     /// the grace) and ended; the log is flushed.
     async fn close(&mut self) {
+        // Background commands stop while the turn winds down, within the close's grace.
+        let background = self.background.clone();
+        let stopping = tokio::spawn(async move { background.stop_all().await });
         self.cancelled.extend(self.queued.drain(..));
         if let Some(mut r) = self.running.take() {
             r.cancel.cancel();
@@ -402,6 +409,7 @@ impl SessionTask {
             finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
         }
         self.cancel_queued().await;
+        let _ = stopping.await;
         if let Err(e) = self.core.sync() {
             tracing::error!(session = %self.session, error = %e, "could not flush session log on close");
         }

@@ -37,6 +37,9 @@ struct Input {
     /// Kill the command after this many seconds.
     #[schemars(range(min = 1, max = BASH_TIMEOUT_CAP_SECS))]
     timeout_secs: Option<u64>,
+    /// Run it in the background (a server, a watch build); returns an id at once.
+    #[serde(default)]
+    background: bool,
 }
 
 impl Tool for Bash {
@@ -51,9 +54,12 @@ impl Tool for Bash {
                 "Run a shell command with `bash -c` in the working directory and return its exit \
                  status and output (stdout and stderr interleaved). Long output is cut; the full \
                  output is saved to a file you can `read` or `grep`. `timeout_secs` defaults to \
-                 the configured timeout, at most {BASH_TIMEOUT_CAP_SECS}. Don't start \
-                 interactive programs or servers that never exit. Prefer `read`, `grep`, `find` \
-                 and `ls` over cat/grep/find/ls commands."
+                 the configured timeout, at most {BASH_TIMEOUT_CAP_SECS}. A server or anything \
+                 that keeps running goes in the background (`background: true`): the call \
+                 returns an id at once, `bash_output` reads what it wrote since the last read, \
+                 `bash_kill` stops it, and you are told when it ends. Don't start interactive \
+                 programs. Prefer `read`, `grep`, `find` and `ls` over cat/grep/find/ls \
+                 commands."
             ),
             input_schema: input_schema::<Input>(),
         }
@@ -130,6 +136,24 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         max_lines: ctx.limits.max_lines,
     };
 
+    if input.background {
+        // Counted like any command: the turn's checkpoint covers what it may change.
+        ctx.recorder.command_started();
+        let id = ctx
+            .background
+            .start(runner, spec, ctx.max_background)
+            .map_err(ToolError::RespondToModel)?;
+        let text = format!(
+            "Started in the background as {id}. `bash_output` with id {id:?} reads its output; \
+             `bash_kill` stops it; you are told when it ends."
+        );
+        return Ok(ToolOutput {
+            content: vec![ToolContent::Text {
+                text: text.as_str().into(),
+            }],
+            text,
+        });
+    }
     let tail = Arc::new(Mutex::new(Tail::default()));
     let on_output = {
         let tail = tail.clone();

@@ -316,6 +316,8 @@ pub(crate) mod testing {
                 web_reach: crate::web::Reach::PublicOnly,
                 model_images: true,
                 image_decodes: Default::default(),
+                background: Default::default(),
+                max_background: 8,
             }
         }
 
@@ -369,6 +371,8 @@ mod registry_tests {
     fn each_harness_gets_its_tools() {
         let all = [
             "bash",
+            "bash_kill",
+            "bash_output",
             "edit",
             "find",
             "grep",

@@ -73,6 +73,8 @@ pub(crate) struct ToolBase {
     /// Whether the turn's model takes images.
     pub model_images: bool,
     pub image_decodes: crate::tools::DecodeGate,
+    pub background: crate::background::BackgroundJobs,
+    pub max_background: usize,
 }
 
 /// The parts of a [`CallEnv`] that come from the turn's settings.
@@ -85,6 +87,7 @@ pub(super) struct EnvParts<'a> {
     pub catalog: Catalog,
     pub force_ask: bool,
     pub model_images: bool,
+    pub background: crate::background::BackgroundJobs,
 }
 
 impl CallEnv {
@@ -141,6 +144,8 @@ impl CallEnv {
                 spill_dir,
                 runner,
                 bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
+                background: p.background.clone(),
+                max_background: config.tools.max_background_commands,
                 sandbox_network: config.sandbox_network,
                 deny_read: config.deny_read_paths(services.env.home()),
                 client_fs: services.client_fs.get().cloned(),
@@ -213,6 +218,8 @@ impl CallEnv {
             web_reach: base.web_reach,
             model_images: base.model_images,
             image_decodes: base.image_decodes.clone(),
+            background: base.background.clone(),
+            max_background: base.max_background,
             read_deny: ReadDeny::new(
                 // A call whose rules cannot be used was refused before it got here.
                 self.rules.in_force().unwrap_or_default(),

@@ -47,6 +47,7 @@ fn rig() -> Rig {
         catalog: Catalog::build(&config, &services.env, &Credentials::default()),
         force_ask: false,
         model_images: true,
+        background: Default::default(),
     });
     let exit_plan = ExitPlan::new(&session.recorder, &env);
     env.tools.add(Arc::new(exit_plan));

@@ -65,6 +65,7 @@ fn env(session: &TestSession) -> CallEnv {
         catalog: m_catalog(),
         force_ask: false,
         model_images: true,
+        background: Default::default(),
     })
 }
 

@@ -1,0 +1,201 @@
+//! Background commands through the real binary: `bash` with `background: true`, `bash_output`,
+//! `bash_kill`, the model told when one ends, and nothing left running after close.
+
+use std::time::{Duration, Instant};
+
+use ferrite_test_support::fake_provider::Script;
+use serde_json::{Value, json};
+
+use super::common::*;
+use super::permissions::{Rig, rig};
+
+fn call(id: &str, tool: &str, input: Value) -> Script {
+    Script::new().tool_call(id, tool, input.to_string())
+}
+
+/// The tool results the model got in request `n` (0-based), as text.
+fn results_of(r: &Rig, n: usize) -> Vec<(String, bool)> {
+    let body = &r.fake.requests()[n].body;
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            let text = match &b["content"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (text, b["is_error"].as_bool().unwrap_or(false))
+        })
+        .collect()
+}
+
+async fn prompt(r: &mut Rig) -> Vec<Value> {
+    let id = r.send_prompt_id().await;
+    let (before, answer) = r.client.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    before
+}
+
+/// Processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_server_started_in_the_background_answers_a_later_command_and_stops_with_the_session() {
+    let mut r = rig().await;
+    r.set_mode("full").await;
+    std::fs::write(r.world.ws().join("marker.txt"), "served-by-background\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = format!("python3 -m http.server {port} --bind 127.0.0.1");
+    r.fake.push(call(
+        "c1",
+        "bash",
+        json!({"command": server, "background": true}),
+    ));
+    r.fake.push(Script::new().text("started"));
+    prompt(&mut r).await;
+    let (started, is_error) = results_of(&r, 1).remove(0);
+    assert!(!is_error && started.contains("bg-1"), "{started}");
+
+    // A later turn's command reaches it.
+    let fetch = format!(
+        "python3 -c \"import urllib.request,time\nfor i in range(100):\n  try:\n    \
+         print(urllib.request.urlopen('http://127.0.0.1:{port}/marker.txt').read().decode()); break\n  \
+         except Exception: time.sleep(0.1)\""
+    );
+    r.fake.push(call("c2", "bash", json!({"command": fetch})));
+    r.fake
+        .push(call("c3", "bash_output", json!({"id": "bg-1"})));
+    r.fake.push(Script::new().text("fetched"));
+    prompt(&mut r).await;
+    let (fetched, _) = results_of(&r, 3).remove(0);
+    assert!(fetched.contains("served-by-background"), "{fetched}");
+    let (output, is_error) = results_of(&r, 4).remove(0);
+    assert!(!is_error, "{output}");
+    assert!(output.contains("bg-1 is running"), "{output}");
+    assert!(
+        output.contains("GET /marker.txt"),
+        "the server's log: {output}"
+    );
+    assert!(!processes_with(&server).is_empty(), "still serving");
+
+    // Closing the session stops it, and every process it started.
+    r.client
+        .request("session/close", json!({"sessionId": r.sid}))
+        .await
+        .ok();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(&server).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(processes_with(&server), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn output_is_read_in_pieces_and_the_model_is_told_when_a_command_ends() {
+    let mut r = rig().await;
+    r.set_mode("full").await;
+    let command = "echo piece-one; sleep 0.8; printf '\\033[31mpiece-two\\033[0m\\n'; exit 3";
+    r.fake.push(call(
+        "c1",
+        "bash",
+        json!({"command": command, "background": true}),
+    ));
+    r.fake
+        .push(call("c2", "bash", json!({"command": "sleep 0.3"})));
+    r.fake
+        .push(call("c3", "bash_output", json!({"id": "bg-1"})));
+    r.fake
+        .push(call("c4", "bash", json!({"command": "sleep 1.5"})));
+    r.fake
+        .push(call("c5", "bash_output", json!({"id": "bg-1"})));
+    r.fake.push(call("c6", "bash_kill", json!({"id": "bg-9"})));
+    r.fake.push(Script::new().text("done"));
+    let shown = prompt(&mut r).await;
+
+    let (first, _) = results_of(&r, 3).remove(0);
+    assert!(
+        first.contains("bg-1 is running") && first.contains("piece-one"),
+        "{first}"
+    );
+    assert!(!first.contains("piece-two"), "{first}");
+    // The request after it ended tells the model, once.
+    let body = r.fake.requests()[4].body.to_string();
+    assert!(
+        body.contains("the background command bg-1") && body.contains("exited with code 3"),
+        "{body}"
+    );
+    let (second, _) = results_of(&r, 5).remove(0);
+    assert!(second.contains("bg-1 exited with code 3"), "{second}");
+    assert!(
+        second.contains("piece-two") && !second.contains("piece-one"),
+        "{second}"
+    );
+    assert!(
+        !second.contains('\u{1b}'),
+        "no terminal escapes for the model: {second:?}"
+    );
+    assert_eq!(
+        r.fake.requests()[6]
+            .body
+            .to_string()
+            .matches("the background command bg-1")
+            .count(),
+        1,
+        "told once"
+    );
+    // An id nobody started is the model's error, with the ids there are.
+    let (unknown, is_error) = results_of(&r, 6).remove(0);
+    assert!(is_error && unknown.contains("bg-1"), "{unknown}");
+    // The user saw a notice.
+    let told = ferrite_test_support::agent_text(&shown);
+    assert!(told.contains("Background command bg-1"), "{told}");
+}
+
+#[tokio::test]
+async fn bash_kill_stops_a_command_and_the_session_limit_holds() {
+    let world = World::new();
+    world.write_config("[tools]\nmax_background_commands = 1\n");
+    let mut r = super::permissions::start(world, None, &[]).await;
+    r.set_mode("full").await;
+    let marker = "sleep 86421";
+    r.fake.push(call(
+        "c1",
+        "bash",
+        json!({"command": marker, "background": true}),
+    ));
+    r.fake.push(call(
+        "c2",
+        "bash",
+        json!({"command": "sleep 86422", "background": true}),
+    ));
+    r.fake.push(call("c3", "bash_kill", json!({"id": "bg-1"})));
+    r.fake.push(Script::new().text("stopped"));
+    prompt(&mut r).await;
+    let (refused, is_error) = results_of(&r, 2).remove(0);
+    assert!(
+        is_error && refused.contains("max_background_commands"),
+        "{refused}"
+    );
+    let (killed, is_error) = results_of(&r, 3).remove(0);
+    assert!(!is_error && killed.contains("bg-1 was stopped"), "{killed}");
+    assert_eq!(processes_with(marker), Vec::<String>::new());
+}

@@ -1,0 +1,347 @@
+//! Background commands: `bash` with `background: true` starts a command that outlives the call
+//! (a dev server, a watch build) and returns its id at once; `bash_output` reads what it wrote
+//! since the last read and `bash_kill` stops it.
+//!
+//! A session owns its [`BackgroundJobs`]; the commands run through the same runner, sandbox and
+//! process-tree supervision as any command (`CommandRunner::run`), and every one is stopped
+//! (TERM, then KILL) when the session closes, at EOF and when the agent exits
+//! ([`BackgroundJobs::stop_all`]). Output goes to the runner's spill file, in a directory of
+//! the job's own, and is read from there in bounded pieces: a command that floods output costs
+//! disk, not memory.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::exec::{CommandRunner, CommandSpec, Exit};
+
+/// The most one `bash_output` returns; the rest waits for the next read.
+pub const READ_MAX_BYTES: u64 = 32 * 1024;
+/// How long a background command may run: until the session ends, within this bound.
+pub const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long stopping waits for a command's processes to go (the runner sends TERM, then KILL
+/// after 2 s); within a session close's grace (`runtime::timing::CLOSE_GRACE`).
+const STOP_WAIT: Duration = Duration::from_secs(3);
+
+/// A session's background commands.
+#[derive(Clone, Default)]
+pub struct BackgroundJobs(Arc<Mutex<Jobs>>);
+
+#[derive(Default)]
+struct Jobs {
+    next: u32,
+    by_id: BTreeMap<String, Job>,
+}
+
+struct Job {
+    command: String,
+    /// The job's own directory: the runner writes its one output file there.
+    dir: PathBuf,
+    /// Bytes of output already returned by `bash_output`.
+    read: u64,
+    cancel: CancellationToken,
+    state: Arc<Mutex<State>>,
+    task: Option<JoinHandle<()>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum State {
+    Running,
+    /// How it ended, in words; `told` once the model and the user heard of it.
+    Ended {
+        how: String,
+        told: bool,
+    },
+}
+
+/// A background command that ended and nobody was told yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub id: String,
+    pub command: String,
+    pub how: String,
+}
+
+/// What `bash_output` reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    pub output: String,
+    /// More output is waiting beyond this piece.
+    pub more: bool,
+    /// `None` while the command runs.
+    pub ended: Option<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl BackgroundJobs {
+    /// Starts `spec` in the background; its id, or why not (`max` already run).
+    pub fn start(
+        &self,
+        runner: Arc<dyn CommandRunner>,
+        mut spec: CommandSpec,
+        max: usize,
+    ) -> Result<String, String> {
+        let mut jobs = lock(&self.0);
+        let running = jobs
+            .by_id
+            .values()
+            .filter(|j| *lock(&j.state) == State::Running)
+            .count();
+        if running >= max {
+            return Err(format!(
+                "{running} background commands are running, the most this session allows \
+                 (`tools.max_background_commands`); stop one with bash_kill first."
+            ));
+        }
+        jobs.next += 1;
+        let id = format!("bg-{}", jobs.next);
+        let dir = spec.spill_dir.join(&id);
+        crate::private_fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create the output directory: {e}"))?;
+        spec.spill_dir = dir.clone();
+        spec.timeout = BACKGROUND_TIMEOUT;
+        let command = spec.command.clone();
+        let cancel = CancellationToken::new();
+        let state = Arc::new(Mutex::new(State::Running));
+        let task = tokio::spawn({
+            let (cancel, state) = (cancel.clone(), state.clone());
+            async move {
+                let quiet = |_: &str| {};
+                let how = match runner.run(spec, cancel, &quiet).await {
+                    Ok(out) => ending(&out.exit),
+                    Err(e) => format!("could not run: {e}"),
+                };
+                *lock(&state) = State::Ended { how, told: false };
+            }
+        });
+        jobs.by_id.insert(
+            id.clone(),
+            Job {
+                command,
+                dir,
+                read: 0,
+                cancel,
+                state,
+                task: Some(task),
+            },
+        );
+        Ok(id)
+    }
+
+    /// The output of `id` written since the last read (at most [`READ_MAX_BYTES`]).
+    pub fn read(&self, id: &str) -> Result<Piece, String> {
+        let mut jobs = lock(&self.0);
+        let known = jobs.by_id.keys().cloned().collect::<Vec<_>>();
+        let job = jobs.by_id.get_mut(id).ok_or_else(|| unknown(id, &known))?;
+        // Read the state first: output written before the end is then all in the file.
+        let ended = match &mut *lock(&job.state) {
+            State::Running => None,
+            State::Ended { how, told } => {
+                *told = true;
+                Some(how.clone())
+            }
+        };
+        let (bytes, more) = match output_file(&job.dir) {
+            Some(path) => read_from(&path, job.read)
+                .map_err(|e| format!("cannot read the output of {id}: {e}"))?,
+            None => (Vec::new(), false),
+        };
+        job.read += bytes.len() as u64;
+        Ok(Piece {
+            output: strip_ansi(&String::from_utf8_lossy(&bytes)),
+            more,
+            ended,
+        })
+    }
+
+    /// Stops `id` (TERM, then KILL) and says how it ended.
+    pub async fn kill(&self, id: &str) -> Result<String, String> {
+        let (cancel, task, state) = {
+            let mut jobs = lock(&self.0);
+            let known = jobs.by_id.keys().cloned().collect::<Vec<_>>();
+            let job = jobs.by_id.get_mut(id).ok_or_else(|| unknown(id, &known))?;
+            (job.cancel.clone(), job.task.take(), job.state.clone())
+        };
+        cancel.cancel();
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(STOP_WAIT, task).await;
+        }
+        let mut state = lock(&state);
+        Ok(match &mut *state {
+            State::Ended { how, told } => {
+                *told = true;
+                how.clone()
+            }
+            State::Running => "still stopping".to_owned(),
+        })
+    }
+
+    /// The commands that ended since the last look and nobody was told of, marked told.
+    pub fn take_ended(&self) -> Vec<Ended> {
+        let jobs = lock(&self.0);
+        let mut out = Vec::new();
+        for (id, job) in &jobs.by_id {
+            if let State::Ended { how, told } = &mut *lock(&job.state)
+                && !*told
+            {
+                *told = true;
+                out.push(Ended {
+                    id: id.clone(),
+                    command: job.command.clone(),
+                    how: how.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Stops every command and waits (bounded) until their processes are gone.
+    pub async fn stop_all(&self) {
+        let tasks: Vec<JoinHandle<()>> = {
+            let mut jobs = lock(&self.0);
+            jobs.by_id
+                .values_mut()
+                .filter_map(|j| {
+                    j.cancel.cancel();
+                    j.task.take()
+                })
+                .collect()
+        };
+        let _ = tokio::time::timeout(STOP_WAIT, futures::future::join_all(tasks)).await;
+    }
+}
+
+impl Drop for Jobs {
+    /// A session that goes away without [`BackgroundJobs::stop_all`] still stops its commands:
+    /// the runner kills a command's processes when its run is cancelled or dropped.
+    fn drop(&mut self) {
+        for job in self.by_id.values() {
+            job.cancel.cancel();
+        }
+    }
+}
+
+fn unknown(id: &str, known: &[String]) -> String {
+    if known.is_empty() {
+        format!("no background command {id:?}: none was started in this session.")
+    } else {
+        format!(
+            "no background command {id:?}; this session's are {}.",
+            known.join(", ")
+        )
+    }
+}
+
+fn ending(exit: &Exit) -> String {
+    match exit {
+        Exit::Code(c) => format!("exited with code {c}"),
+        Exit::Signal(s) => format!("was killed by signal {s}"),
+        Exit::TimedOut => "ran too long and was killed".to_owned(),
+        Exit::Cancelled => "was stopped".to_owned(),
+    }
+}
+
+/// The runner's output file in a job's directory (it creates exactly one, once it starts).
+fn output_file(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_file())
+}
+
+/// At most [`READ_MAX_BYTES`] from `offset`, cut at a line end when one is near, and whether
+/// more follows.
+fn read_from(path: &Path, offset: u64) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    if offset >= len {
+        return Ok((Vec::new(), false));
+    }
+    f.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::new();
+    f.take(READ_MAX_BYTES).read_to_end(&mut buf)?;
+    let more = offset + (buf.len() as u64) < len;
+    if more && let Some(nl) = buf.iter().rposition(|b| *b == b'\n') {
+        buf.truncate(nl + 1);
+    }
+    Ok((buf, more))
+}
+
+/// `text` without terminal escape sequences (colours, cursor moves, titles): the model reads
+/// the words, not the styling.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            // CSI: parameters, then one final byte in @..~.
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            // OSC: up to BEL or ESC \.
+            Some(']') => {
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' {
+                        break;
+                    }
+                    if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                        chars.next();
+                        break;
+                    }
+                }
+            }
+            // A character set choice (`ESC ( B`): three characters.
+            Some('(' | ')' | '*' | '+') => {
+                chars.next();
+            }
+            // A two-character escape (keypad mode, reset): both go.
+            Some(_) | None => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_stripped_and_words_kept() {
+        assert_eq!(
+            strip_ansi("\u{1b}[1;31merror\u{1b}[0m: bad\u{1b}]0;title\u{7} ok\u{1b}(B!"),
+            "error: bad ok!"
+        );
+        assert_eq!(strip_ansi("plain\ttext\n"), "plain\ttext\n");
+    }
+
+    #[test]
+    fn reads_come_in_bounded_pieces_cut_at_a_line_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let line = "x".repeat(99) + "\n";
+        std::fs::write(&path, line.repeat(1000)).unwrap();
+        let (first, more) = read_from(&path, 0).unwrap();
+        assert!(more && first.len() as u64 <= READ_MAX_BYTES && first.ends_with(b"\n"));
+        let (rest, more) = read_from(&path, first.len() as u64).unwrap();
+        assert!(!more || rest.len() as u64 <= READ_MAX_BYTES);
+        let (none, more) = read_from(&path, 100_000).unwrap();
+        assert!(none.is_empty() && !more);
+    }
+}

@@ -1,0 +1,160 @@
+//! `bash_output` and `bash_kill`: the model's handle on the commands `bash` started in the
+//! background (`crate::background`). Neither needs a permission: they read or stop a command
+//! that was already allowed to run.
+
+use std::path::Path;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::background::Piece;
+use crate::content::{ToolContent, ToolKind, fenced};
+use crate::model::ToolSpec;
+use crate::tools::output::parse_input;
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
+
+pub const BASH_OUTPUT: &str = "bash_output";
+pub const BASH_KILL: &str = "bash_kill";
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    /// The id `bash` returned for the background command (`bg-1`).
+    id: String,
+}
+
+pub struct BashOutput;
+pub struct BashKill;
+
+fn id_of(input: &Value) -> &str {
+    input.get("id").and_then(Value::as_str).unwrap_or("")
+}
+
+impl Tool for BashOutput {
+    fn name(&self) -> &str {
+        BASH_OUTPUT
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: BASH_OUTPUT.into(),
+            description: "Read what a background command (started with `bash` and \
+                          `background: true`) wrote since the last read, and whether it is \
+                          still running. At most 32 KiB per call; call again for the rest."
+                .into(),
+            input_schema: input_schema::<Input>(),
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn describe(&self, input: &Value, _cwd: &Path) -> CallDescription {
+        CallDescription {
+            title: format!("Output of {}", id_of(input)),
+            locations: vec![],
+        }
+    }
+
+    fn access(&self, _input: &Value, _cwd: &Path) -> Access {
+        Access::None
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: Input = parse_input(BASH_OUTPUT, input)?;
+            let piece = ctx
+                .background
+                .read(&input.id)
+                .map_err(ToolError::RespondToModel)?;
+            Ok(output_of(&input.id, &piece))
+        })
+    }
+}
+
+fn output_of(id: &str, piece: &Piece) -> ToolOutput {
+    let status = match &piece.ended {
+        None => format!("{id} is running."),
+        Some(how) => format!("{id} {how}."),
+    };
+    let mut text = status.clone();
+    text.push('\n');
+    if piece.output.is_empty() {
+        text.push_str("(no new output)\n");
+    } else {
+        text.push_str(&piece.output);
+        if !piece.output.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if piece.more {
+        text.push_str("[More output is waiting: call bash_output again.]\n");
+    }
+    let shown = format!("{status}\n\n{}", fenced(&piece.output, "text"));
+    ToolOutput {
+        text,
+        content: vec![ToolContent::Text { text: shown.into() }],
+    }
+}
+
+impl Tool for BashKill {
+    fn name(&self) -> &str {
+        BASH_KILL
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: BASH_KILL.into(),
+            description: "Stop a background command (TERM, then KILL) and every process it \
+                          started."
+                .into(),
+            input_schema: input_schema::<Input>(),
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+
+    fn describe(&self, input: &Value, _cwd: &Path) -> CallDescription {
+        CallDescription {
+            title: format!("Stop {}", id_of(input)),
+            locations: vec![],
+        }
+    }
+
+    fn access(&self, _input: &Value, _cwd: &Path) -> Access {
+        Access::None
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: Input = parse_input(BASH_KILL, input)?;
+            let how = ctx
+                .background
+                .kill(&input.id)
+                .await
+                .map_err(ToolError::RespondToModel)?;
+            let text = format!("{} {how}.", input.id);
+            Ok(ToolOutput {
+                content: vec![ToolContent::Text {
+                    text: text.as_str().into(),
+                }],
+                text,
+            })
+        })
+    }
+}
