@@ -8,16 +8,12 @@
 //!   to init, not to us.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 
 use crate::platform::ProcessTree;
-
-/// How long the process-group mode keeps killing a group that will not empty (members that
-/// cannot be reaped by us, such as zombies whose new parent does not reap them) before giving up.
-const GROUP_KILL_LIMIT: Duration = Duration::from_secs(2);
 
 pub(super) struct Containment {
     tree: ProcessTree,
@@ -105,7 +101,9 @@ impl Containment {
         }
     }
 
-    /// Whether no process of the tree is left (other than our unreaped child).
+    /// Whether no process of the tree is left (other than our unreaped child). In process-group
+    /// mode a killed orphan counts until init reaps it: where init is slow to (some containers),
+    /// a stopped command's tree is waited for until the end of its 2 s grace.
     pub(super) fn is_empty(&self) -> bool {
         match self.tree {
             #[cfg(target_os = "linux")]
@@ -149,27 +147,22 @@ impl Containment {
         }
     }
 
-    /// Kills the group again until it is empty: a process forking while the KILL is delivered
-    /// can add a member after it. Our own child is reaped so that its zombie does not count.
+    /// Kills the group three times, a few milliseconds apart: a process forking while a KILL is
+    /// delivered can add a member the previous one missed. Not until the group is empty: killed
+    /// orphans stay members as zombies until init reaps them, which some containers' init never
+    /// does. Dead processes hold no pipes, so the runner sees the end of the output all the same.
     fn kill_group(&self, child: Option<Pid>, status: &mut Option<WaitStatus>) {
         let Some(group) = self.group else {
             return;
         };
-        let until = Instant::now() + GROUP_KILL_LIMIT;
-        loop {
+        for _ in 0..3 {
             let _ = rustix::process::kill_process_group(group, Signal::KILL);
             reap(child, status, WaitOptions::NOHANG);
-            if (status.is_some() || child.is_none()) && group_gone(group) {
-                return;
-            }
-            if Instant::now() >= until {
-                if status.is_none() {
-                    // The command itself is dead: wait for its zombie, which cannot block long.
-                    reap(child, status, WaitOptions::empty());
-                }
-                return;
-            }
             std::thread::sleep(Duration::from_millis(5));
+        }
+        if status.is_none() {
+            // The command was just killed: its exit is a moment away.
+            reap(child, status, WaitOptions::empty());
         }
     }
 }
