@@ -304,6 +304,17 @@ fn permission_mode(mode: u32) -> Mode {
     Mode::from_raw_mode((mode & 0o7777) as rustix::fs::RawMode)
 }
 
+/// A named pipe at `path`, for tests of special-file handling (`mkfifo` exists on every Unix;
+/// rustix has no `mknodat` on macOS).
+#[cfg(test)]
+pub(crate) fn make_fifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(made, "mkfifo {}", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{Read as _, Write as _};
@@ -356,7 +367,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = canon(dir.path());
         let fifo = root.join("pipe");
-        rustix::fs::mknodat(CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        make_fifo(&fifo);
         let err = open_read(&fifo).unwrap_err();
         assert!(err.to_string().contains("FIFO"), "{err}");
         let err = open_write(&fifo, Parents::MustExist).unwrap_err();

@@ -10,6 +10,7 @@ pub fn helper_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ferrite-exec-helper"))
 }
 
+#[cfg(target_os = "linux")]
 pub fn runner() -> ExecRunner {
     ExecRunner::new(helper_exe())
 }
