@@ -75,6 +75,7 @@ impl Platform {
     }
 }
 
+#[cfg(unix)]
 impl SandboxBackend {
     /// The helper's name for the backend (`--sandbox NAME`).
     pub(crate) fn arg(self) -> &'static str {

@@ -15,6 +15,7 @@ pub(crate) mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 
+#[cfg(unix)]
 use std::path::PathBuf;
 
 use ferrite_core::exec::SandboxSupport;
@@ -29,6 +30,7 @@ pub(crate) enum Network {
 }
 
 /// What the helper enforces before it runs the command.
+#[cfg(unix)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Policy {
     /// Directories (or files) under which the command may write; everything else is read-only.
@@ -39,6 +41,7 @@ pub(crate) struct Policy {
     pub(crate) network: Network,
 }
 
+#[cfg(unix)]
 impl Policy {
     /// `plan` mode: nothing may change, not even `/dev/shm` or a file's mode.
     pub(crate) fn read_only(&self) -> bool {
@@ -170,7 +173,7 @@ fn drop_ptrace_capability() -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 pub(crate) fn apply(_policy: &Policy) -> Result<(), String> {
     Err("Landlock and seccomp exist only on Linux".to_owned())
 }
