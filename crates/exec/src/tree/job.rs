@@ -142,3 +142,30 @@ fn close(job: usize) {
         CloseHandle(job as _);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Compiled and run by CI on Windows only.
+    #[tokio::test]
+    async fn terminating_the_job_kills_the_shell_and_what_it_started() {
+        let mut child = tokio::process::Command::new("cmd")
+            .args([
+                "/C",
+                "start /B ping -n 60 127.0.0.1 >NUL & ping -n 60 127.0.0.1 >NUL",
+            ])
+            .spawn()
+            .unwrap();
+        let tree = Tree::new(&child);
+        assert!(tree.job.is_some(), "the shell is in a job");
+        tree.terminate();
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(status.code(), Some(i32::try_from(KILLED).unwrap()));
+    }
+}
