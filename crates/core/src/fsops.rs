@@ -119,7 +119,7 @@ impl Entry {
             Mode::empty(),
         )
         .map_err(|e| explain(e, &self.path))?;
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+        rustix::fs::fchmod(&fd, permission_mode(mode)).map_err(io::Error::from)
     }
 
     /// Creates a symlink named by this entry, pointing at `target` (which is not followed).
@@ -144,7 +144,7 @@ impl Entry {
         let written = file
             .write_all(bytes)
             .and_then(|()| {
-                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+                rustix::fs::fchmod(&file, permission_mode(mode)).map_err(io::Error::from)
             })
             .and_then(|()| {
                 rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, &self.name)
@@ -297,6 +297,24 @@ fn refuse_own_proc(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Permission bits as this platform's `mode_t`: `u32` on Linux, `u16` on macOS. Only the low
+/// twelve bits (permissions, setuid/setgid, sticky) are ever set, so nothing is lost either way.
+#[allow(clippy::unnecessary_cast)]
+fn permission_mode(mode: u32) -> Mode {
+    Mode::from_raw_mode((mode & 0o7777) as rustix::fs::RawMode)
+}
+
+/// A named pipe at `path`, for tests of special-file handling (`mkfifo` exists on every Unix;
+/// rustix has no `mknodat` on macOS).
+#[cfg(test)]
+pub(crate) fn make_fifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(made, "mkfifo {}", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{Read as _, Write as _};
@@ -349,7 +367,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = canon(dir.path());
         let fifo = root.join("pipe");
-        rustix::fs::mknodat(CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        make_fifo(&fifo);
         let err = open_read(&fifo).unwrap_err();
         assert!(err.to_string().contains("FIFO"), "{err}");
         let err = open_write(&fifo, Parents::MustExist).unwrap_err();

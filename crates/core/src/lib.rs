@@ -19,6 +19,11 @@ pub mod events;
 pub mod exec;
 pub mod failure;
 pub mod file_changes;
+#[cfg(unix)]
+pub mod fsops;
+// No `openat` on Windows: the same API over path checks (weaker against races, see the file).
+#[cfg(windows)]
+#[path = "fsops_windows.rs"]
 pub mod fsops;
 pub mod ids;
 pub mod log;

@@ -103,13 +103,15 @@ pub fn read_contained(path: &Path, area: &Path, home: &Path, max_bytes: u64) -> 
     let target = crate::paths::resolve(Path::new("/"), &path.to_string_lossy());
     let area = canonical_dir_of(area);
     let home = canonical(home);
-    if !target.starts_with(&area) {
+    if !crate::paths::is_under(&target, &area) {
         return Err(Skip::refused(
             path,
             &format!("it links out of {}", area.display()),
         ));
     }
-    if !area.starts_with(&home) && (target.starts_with(&home) || path.starts_with(&home)) {
+    if !crate::paths::is_under(&area, &home)
+        && (crate::paths::is_under(&target, &home) || crate::paths::is_under(path, &home))
+    {
         return Err(Skip::refused(
             path,
             "it leads into FERRITE_HOME (Ferrite's config, keys and sessions)",
@@ -269,14 +271,7 @@ mod tests {
         let w = world();
         let own = own(&w, &[]);
         let fifo = w.ws.join("AGENTS.md");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::fsops::make_fifo(&fifo);
         assert!(refused(own.read(&fifo, &w.ws, MAX_BYTES)).contains("FIFO"));
         let big = w.ws.join("big.md");
         std::fs::write(&big, "é".repeat(100)).unwrap();

@@ -5,7 +5,12 @@
 //! the part of the path that exists can be canonicalized; a tail that does not exist yet (a file
 //! `write` will create) is kept as written, normalized.
 
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+
+// Windows path syntax as pure functions; the policy uses them on Windows, tests run everywhere.
+#[cfg_attr(not(windows), allow(dead_code))]
+mod windows;
 
 /// How many symlinks one resolution follows before giving up, as the kernel's `ELOOP` limit.
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -28,27 +33,33 @@ pub fn resolve(cwd: &Path, input: &str) -> PathBuf {
     resolve_components(&joined)
 }
 
+/// One step of the walk: back to a root, up, or into a name.
+enum Step {
+    Root(PathBuf),
+    Parent,
+    Name(OsString),
+}
+
 fn resolve_components(path: &Path) -> PathBuf {
-    // Components still to walk, in reverse so the next one is `pop()`ed.
-    let mut pending: Vec<std::ffi::OsString> = Vec::new();
+    // Steps still to walk, in reverse so the next one is `pop()`ed.
+    let mut pending: Vec<Step> = Vec::new();
     push_reversed(&mut pending, path);
-    let mut out = PathBuf::from("/");
+    let mut out = PathBuf::from(std::path::MAIN_SEPARATOR_STR);
     let mut hops = 0usize;
-    while let Some(name) = pending.pop() {
-        match name.to_str() {
-            Some("/") => out = PathBuf::from("/"),
-            Some(".") => {}
-            Some("..") => {
+    while let Some(step) = pending.pop() {
+        match step {
+            Step::Root(root) => out = root,
+            Step::Parent => {
                 // `out` holds no symlink, so popping is what the kernel does.
                 out.pop();
             }
-            _ => {
+            Step::Name(name) => {
                 let candidate = out.join(&name);
                 match std::fs::symlink_metadata(&candidate) {
                     Ok(meta) if meta.file_type().is_symlink() && hops < MAX_SYMLINK_HOPS => {
                         hops += 1;
                         match std::fs::read_link(&candidate) {
-                            // The link's target replaces the link: absolute from `/`,
+                            // The link's target replaces the link: absolute from its root,
                             // relative from the link's directory (`out`).
                             Ok(target) => push_reversed(&mut pending, &target),
                             Err(_) => out = candidate,
@@ -62,24 +73,48 @@ fn resolve_components(path: &Path) -> PathBuf {
     out
 }
 
-/// Pushes `path`'s components onto `stack` so that they pop in order; an absolute path starts
-/// with a `/` marker that resets the walk to the root.
-fn push_reversed(stack: &mut Vec<std::ffi::OsString>, path: &Path) {
-    let mut comps: Vec<std::ffi::OsString> = Vec::new();
+/// Pushes `path`'s steps onto `stack` so that they pop in order; an absolute path starts with
+/// its root, which resets the walk. On Windows the root keeps its drive or share, in the plain
+/// spelling (`\\?\C:\` → `C:\`), so every spelling of a path resolves to the same one.
+fn push_reversed(stack: &mut Vec<Step>, path: &Path) {
+    let mut steps: Vec<Step> = Vec::new();
+    let mut after_prefix = false;
     for comp in path.components() {
         match comp {
-            Component::Prefix(_) | Component::RootDir => comps.push("/".into()),
+            Component::Prefix(prefix) => {
+                let prefix = prefix.as_os_str().to_string_lossy();
+                steps.push(Step::Root(PathBuf::from(windows::plain_root(&prefix))));
+                after_prefix = true;
+                continue;
+            }
+            // The prefix already stands for its root directory.
+            Component::RootDir if after_prefix => {}
+            Component::RootDir => {
+                steps.push(Step::Root(PathBuf::from(std::path::MAIN_SEPARATOR_STR)))
+            }
             Component::CurDir => {}
-            Component::ParentDir => comps.push("..".into()),
-            Component::Normal(n) => comps.push(n.to_owned()),
+            Component::ParentDir => steps.push(Step::Parent),
+            Component::Normal(n) => steps.push(Step::Name(n.to_owned())),
         }
+        after_prefix = false;
     }
-    stack.extend(comps.into_iter().rev());
+    stack.extend(steps.into_iter().rev());
+}
+
+/// Whether `path` is `dir` or lies below it, as the file system compares names: component-wise
+/// on Unix; on Windows also case-insensitively and whatever the prefix's spelling (see
+/// `paths/windows.rs`). Both already resolved.
+pub fn is_under(path: &Path, dir: &Path) -> bool {
+    #[cfg(windows)]
+    let under = windows::is_under(&path.to_string_lossy(), &dir.to_string_lossy());
+    #[cfg(not(windows))]
+    let under = path.starts_with(dir);
+    under
 }
 
 /// Whether `path` (already resolved) lies in one of the workspace `roots` (canonical).
 pub fn is_inside(path: &Path, roots: &[PathBuf]) -> bool {
-    roots.iter().any(|root| path.starts_with(root))
+    roots.iter().any(|root| is_under(path, root))
 }
 
 /// How a resolved path is shown to people and the model: relative to `cwd` when inside it,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Creates `dir` and its missing parents with mode 0700 (existing ones are left as they are).
 pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut b = std::fs::DirBuilder::new();
     b.recursive(true);
     #[cfg(unix)]
@@ -22,6 +23,7 @@ pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
 
 /// Options that create a file with mode 0600.
 pub fn file_options() -> OpenOptions {
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut opts = OpenOptions::new();
     #[cfg(unix)]
     {

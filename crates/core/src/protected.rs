@@ -46,7 +46,7 @@ impl Protected {
     /// Whether a search walking the workspace must leave `path` out: it is under FERRITE_HOME and
     /// not in the session's spill directory (the same line [`Self::check`] draws for reads).
     pub fn hides(&self, path: &Path) -> bool {
-        path.starts_with(&self.home) && !path.starts_with(&self.spill_dir)
+        crate::paths::is_under(path, &self.home) && !crate::paths::is_under(path, &self.spill_dir)
     }
 
     pub fn check(&self, access: &Access, mode: Mode) -> Verdict {
@@ -54,7 +54,9 @@ impl Protected {
             return Verdict::Pass;
         }
         match access {
-            Access::Write { paths } if paths.iter().any(|p| p.starts_with(&self.home)) => {
+            Access::Write { paths }
+                if paths.iter().any(|p| crate::paths::is_under(p, &self.home)) =>
+            {
                 Verdict::Refuse(format!(
                     "{} is Ferrite's own directory (config, credentials, permission rules, \
                      sessions); tools do not change it below `full` mode",

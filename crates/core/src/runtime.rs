@@ -97,9 +97,13 @@ fn config_notices(opened: &Opened, config: &crate::config::Config) {
 }
 
 fn max_resident_sessions() -> usize {
+    #[cfg(unix)]
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
         .unwrap_or(u64::MAX);
+    // Windows has no descriptor limit of that kind (handles run into the millions).
+    #[cfg(not(unix))]
+    let soft = u64::MAX;
     let usable = soft.saturating_sub(64) / 2;
     usize::try_from(usable.clamp(4, 1024)).unwrap_or(1024)
 }

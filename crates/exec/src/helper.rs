@@ -11,7 +11,10 @@
 //!    with the supervisor, restricts itself (Landlock, seccomp) unless `--unrestricted`, and
 //!    `exec`s PROGRAM, which inherits the restrictions.
 //!
-//! POLICY is `--unrestricted` (`full` mode) or `[--write DIR]... [--hide PATH]... [--no-network]`.
+//! POLICY is `--unrestricted` (`full` mode) or `--sandbox BACKEND [--write DIR]... [--hide PATH]...
+//! [--no-network]`; `--tree group|subreaper` says how the supervisor contains the tree (see
+//! `platform.rs`). On macOS the supervisor keeps the command in a process group of its own instead
+//! of being a subreaper, and the second stage `exec`s `sandbox-exec` with a Seatbelt profile.
 //! Doing all this in fresh single-threaded processes, rather than in `pre_exec` of the
 //! multi-threaded agent, keeps allocation and thread-safety trouble out of the fork path and the
 //! agent itself unrestricted.
@@ -21,6 +24,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::platform::{ProcessTree, SandboxBackend};
 use crate::sandbox::{self, Network, Policy};
 use crate::supervisor;
 
@@ -36,7 +40,7 @@ pub(crate) use crate::setup_failure::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Confinement {
     Unrestricted,
-    Sandboxed(Policy),
+    Sandboxed(Policy, SandboxBackend),
 }
 
 /// A parsed helper command line.
@@ -44,6 +48,7 @@ pub(crate) enum Confinement {
 pub(crate) struct Invocation {
     /// The process that started this one: the helper dies with it.
     pub(crate) parent: i32,
+    pub(crate) tree: ProcessTree,
     pub(crate) confinement: Confinement,
     pub(crate) command: Vec<OsString>,
 }
@@ -68,9 +73,9 @@ pub fn sandbox_helper_main(args: &[OsString]) -> ExitCode {
         // The same invocation for the second stage, whose parent is this supervisor.
         let me = std::process::id();
         let command: Vec<&OsStr> = invocation.command.iter().map(OsString::as_os_str).collect();
-        let mut stage_two = helper_args(me, &invocation.confinement, &command);
+        let mut stage_two = helper_args(me, invocation.tree, &invocation.confinement, &command);
         stage_two[0] = OsString::from(EXEC_ARG);
-        supervisor::run(invocation.parent, &stage_two)
+        supervisor::run(invocation.parent, invocation.tree, &stage_two)
     } else {
         exec_confined(&invocation)
     }
@@ -79,16 +84,14 @@ pub fn sandbox_helper_main(args: &[OsString]) -> ExitCode {
 /// The second stage: die with the supervisor, restrict, `exec`.
 fn exec_confined(invocation: &Invocation) -> ExitCode {
     supervisor::unblock_all_signals();
-    if let Err(err) = supervisor::die_with_parent(invocation.parent, rustix::process::Signal::KILL)
-    {
+    if let Err(err) = supervisor::die_with_parent(invocation.tree, invocation.parent) {
         return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}"));
     }
-    if let Confinement::Sandboxed(policy) = &invocation.confinement
-        && let Err(err) = sandbox::apply(policy)
-    {
-        return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}"));
-    }
-    let Some((program, rest)) = invocation.command.split_first() else {
+    let command = match confine(&invocation.confinement, &invocation.command) {
+        Ok(command) => command,
+        Err(err) => return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}")),
+    };
+    let Some((program, rest)) = command.split_first() else {
         return fail(
             SETUP_FAILURE_CODE,
             &format!("{SETUP_FAILURE_PREFIX}no command given"),
@@ -110,10 +113,29 @@ fn exec_confined(invocation: &Invocation) -> ExitCode {
     )
 }
 
+/// Applies `confinement` to this process and returns the argv to `exec`: `command` itself
+/// (Landlock, none), or `command` under sandbox-exec (Seatbelt).
+fn confine(confinement: &Confinement, command: &[OsString]) -> Result<Vec<OsString>, String> {
+    match confinement {
+        Confinement::Unrestricted => Ok(command.to_vec()),
+        Confinement::Sandboxed(policy, SandboxBackend::Landlock) => {
+            sandbox::apply(policy)?;
+            Ok(command.to_vec())
+        }
+        Confinement::Sandboxed(policy, SandboxBackend::Seatbelt) => {
+            sandbox::seatbelt::command_line(policy, command)
+        }
+        Confinement::Sandboxed(_, SandboxBackend::Unsupported) => {
+            Err("there is no command sandbox on this platform".to_owned())
+        }
+    }
+}
+
 /// The argv for running `command` confined by `confinement` through the helper (everything after
 /// the helper executable itself); `parent` is the agent's pid.
 pub(crate) fn helper_args(
     parent: u32,
+    tree: ProcessTree,
     confinement: &Confinement,
     command: &[&OsStr],
 ) -> Vec<OsString> {
@@ -121,10 +143,14 @@ pub(crate) fn helper_args(
         OsString::from(HELPER_ARG),
         "--parent".into(),
         parent.to_string().into(),
+        "--tree".into(),
+        tree.arg().into(),
     ];
     match confinement {
         Confinement::Unrestricted => args.push("--unrestricted".into()),
-        Confinement::Sandboxed(policy) => {
+        Confinement::Sandboxed(policy, backend) => {
+            args.push("--sandbox".into());
+            args.push(backend.arg().into());
             for dir in &policy.writable {
                 args.push("--write".into());
                 args.push(dir.clone().into_os_string());
@@ -147,6 +173,8 @@ pub(crate) fn helper_args(
 fn parse(args: &[OsString]) -> Result<Invocation, String> {
     let mut rest = args.iter().skip(2);
     let mut parent = None;
+    let mut tree = None;
+    let mut backend = None;
     let mut unrestricted = false;
     let mut policy = Policy {
         writable: Vec::new(),
@@ -167,6 +195,15 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
                     .ok_or("`--parent` needs a pid")?;
                 parent = Some(pid);
             }
+            Some("--tree") => {
+                let name = rest.next().and_then(|n| n.to_str()).unwrap_or_default();
+                tree =
+                    Some(ProcessTree::from_arg(name).ok_or("`--tree` needs group or subreaper")?);
+            }
+            Some("--sandbox") => {
+                let name = rest.next().and_then(|n| n.to_str()).unwrap_or_default();
+                backend = Some(SandboxBackend::from_arg(name).ok_or("unknown `--sandbox`")?);
+            }
             Some("--unrestricted") => unrestricted = true,
             Some("--write") => {
                 let dir = rest.next().ok_or("`--write` needs a directory")?;
@@ -186,13 +223,15 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
         return Err("no command given".to_owned());
     }
     let parent = parent.ok_or("missing `--parent`")?;
+    let tree = tree.ok_or("missing `--tree`")?;
     let confinement = if unrestricted {
         Confinement::Unrestricted
     } else {
-        Confinement::Sandboxed(policy)
+        Confinement::Sandboxed(policy, backend.ok_or("missing `--sandbox`")?)
     };
     Ok(Invocation {
         parent,
+        tree,
         confinement,
         command,
     })
@@ -211,17 +250,26 @@ mod tests {
         ];
         for confinement in [
             Confinement::Unrestricted,
-            Confinement::Sandboxed(Policy {
-                writable: vec![PathBuf::from("/w one"), PathBuf::from("/tmp")],
-                hidden: vec![PathBuf::from("/root/.ssh")],
-                network: Network::Off,
-            }),
+            Confinement::Sandboxed(
+                Policy {
+                    writable: vec![PathBuf::from("/w one"), PathBuf::from("/tmp")],
+                    hidden: vec![PathBuf::from("/root/.ssh")],
+                    network: Network::Off,
+                },
+                SandboxBackend::Seatbelt,
+            ),
         ] {
             let mut argv = vec![OsString::from("ferrite")];
-            argv.extend(helper_args(42, &confinement, &command));
+            argv.extend(helper_args(
+                42,
+                ProcessTree::ProcessGroup,
+                &confinement,
+                &command,
+            ));
             assert!(is_sandbox_helper_invocation(&argv));
             let parsed = parse(&argv).unwrap();
             assert_eq!(parsed.parent, 42);
+            assert_eq!(parsed.tree, ProcessTree::ProcessGroup);
             assert_eq!(parsed.confinement, confinement);
             assert_eq!(parsed.command, command.map(OsString::from).to_vec());
         }
@@ -230,6 +278,40 @@ mod tests {
     #[test]
     fn bad_helper_args_are_errors() {
         let argv = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let group = |v: &[&str]| {
+            let mut full = vec!["f", "__sandbox", "--parent", "1", "--tree", "group"];
+            full.extend(v);
+            argv(&full)
+        };
+        assert!(parse(&group(&["--unrestricted", "--", "sh"])).is_ok());
+        // No `--tree`, an unknown one, or a sandbox without its backend.
+        assert!(
+            parse(&argv(&[
+                "f",
+                "__sandbox",
+                "--parent",
+                "1",
+                "--unrestricted",
+                "--",
+                "sh"
+            ]))
+            .is_err()
+        );
+        assert!(
+            parse(&argv(&[
+                "f",
+                "__sandbox",
+                "--parent",
+                "1",
+                "--tree",
+                "x",
+                "--",
+                "sh"
+            ]))
+            .is_err()
+        );
+        assert!(parse(&group(&["--write", "/w", "--", "sh"])).is_err());
+        assert!(parse(&group(&["--sandbox", "bogus", "--", "sh"])).is_err());
         assert!(parse(&argv(&["f", "__sandbox", "--parent", "1", "--write"])).is_err());
         assert!(parse(&argv(&["f", "__sandbox", "--parent", "1", "sh"])).is_err());
         assert!(parse(&argv(&["f", "__sandbox", "--parent", "1", "--"])).is_err());

@@ -23,17 +23,50 @@
 //! re-runs the command with `Sandbox::None`, `auto` reports the message, which says why and how to
 //! choose `full`.
 
+//!
+//! What differs between operating systems (how the tree is contained, what sandboxes commands) is
+//! chosen at run time through [`Platform`]; see `platform.rs` and `docs/platforms.md`. On Windows
+//! there is no supervisor: the shell runs in a job object, and commands have no sandbox.
+
+#[cfg(unix)]
 mod environ;
+#[cfg(unix)]
 mod helper;
+mod platform;
 mod runner;
 mod sandbox;
+#[cfg_attr(windows, allow(dead_code))]
 mod setup_failure;
 mod shell;
 mod spill;
+#[cfg(unix)]
 mod supervisor;
 mod tree;
 
+#[cfg(unix)]
 pub use environ::wipe_keys_from_own_environment;
+#[cfg(unix)]
 pub use helper::{is_sandbox_helper_invocation, sandbox_helper_main};
+pub use platform::{Platform, ProcessTree, SandboxBackend};
 pub use runner::ExecRunner;
 pub use shell::CommandShell;
+
+/// Windows: another process of the same user can read the agent's memory and environment
+/// whatever it does with its own environment block (there is no `/proc/<pid>/environ` to wipe,
+/// and no sandbox keeps commands out of the agent); nothing to do.
+#[cfg(windows)]
+pub fn wipe_keys_from_own_environment() {}
+
+/// Windows has no sandbox helper (commands run in a job object, not under a re-executed
+/// supervisor): no argv is one.
+#[cfg(windows)]
+pub fn is_sandbox_helper_invocation(_args: &[std::ffi::OsString]) -> bool {
+    false
+}
+
+/// Never called on Windows ([`is_sandbox_helper_invocation`] is always false there); exits as
+/// the helper does when it cannot set a command up.
+#[cfg(windows)]
+pub fn sandbox_helper_main(_args: &[std::ffi::OsString]) -> std::process::ExitCode {
+    std::process::ExitCode::from(125)
+}

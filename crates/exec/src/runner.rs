@@ -16,13 +16,12 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
-use crate::helper::{Confinement, helper_args};
-use crate::sandbox::{self, Network, Policy};
+use crate::platform::Platform;
+use crate::sandbox::{self, Network};
 use crate::setup_failure::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX};
 use crate::shell::CommandShell;
 use crate::spill::{OutputSink, Pushed, Stream};
-use crate::supervisor::KILL_GRACE;
-use crate::tree::Tree;
+use crate::tree::{KILL_GRACE, Tree};
 
 /// Runs commands for the agent (see the crate docs).
 ///
@@ -52,7 +51,9 @@ use crate::tree::Tree;
 /// # let _ = output; Ok(()) }
 /// ```
 pub struct ExecRunner {
+    #[cfg_attr(windows, allow(dead_code))]
     helper_exe: PathBuf,
+    platform: Platform,
     spill_limit: u64,
     support: OnceLock<SandboxSupport>,
     shell: OnceLock<CommandShell>,
@@ -81,6 +82,7 @@ impl ExecRunner {
     /// user can then neither read its memory nor its environment through `/proc` (sandboxed
     /// commands never have `CAP_SYS_PTRACE`, root included), and it leaves no core dumps.
     pub fn new(helper_exe: PathBuf) -> Self {
+        #[cfg(target_os = "linux")]
         if let Err(err) =
             rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         {
@@ -88,6 +90,7 @@ impl ExecRunner {
         }
         ExecRunner {
             helper_exe,
+            platform: Platform::native(),
             spill_limit: DEFAULT_SPILL_LIMIT,
             support: OnceLock::new(),
             shell: OnceLock::new(),
@@ -101,15 +104,30 @@ impl ExecRunner {
         self
     }
 
-    /// What this kernel can enforce, probed once per runner.
+    /// Runs commands with `platform`'s process tree and sandbox instead of this system's own
+    /// ([`Platform::native`]): how the macOS implementations are tested on Linux.
+    pub fn with_platform(mut self, platform: Platform) -> Self {
+        self.platform = platform;
+        self.support = OnceLock::new();
+        self
+    }
+
+    /// The process tree and sandbox implementations in use.
+    pub fn platform(&self) -> Platform {
+        self.platform
+    }
+
+    /// What this machine can enforce, probed once per runner.
     pub fn sandbox_support(&self) -> SandboxSupport {
-        self.support.get_or_init(sandbox::probe).clone()
+        self.support
+            .get_or_init(|| sandbox::support(self.platform.sandbox))
+            .clone()
     }
 
     /// What the sandbox does not guarantee on this machine, one sentence each (for `ferrite
-    /// doctor`; `docs/sandbox.md` explains them).
+    /// doctor`; `docs/sandbox.md` and `docs/platforms.md` explain them).
     pub fn residual_risks(&self) -> Vec<String> {
-        sandbox::residual_risks()
+        sandbox::residual_risks(self.platform.sandbox)
     }
 
     /// The shell every command runs with (bash, found on `PATH` the first time it is asked
@@ -126,25 +144,8 @@ impl ExecRunner {
             OsStr::new("-c"),
             OsStr::new(&spec.command),
         ];
-        let confinement = match &spec.sandbox {
-            Sandbox::None => Confinement::Unrestricted,
-            Sandbox::Restricted {
-                writable,
-                hidden,
-                network,
-            } => {
-                let network = if *network { Network::On } else { Network::Off };
-                self.check_enforceable(network)?;
-                Confinement::Sandboxed(Policy {
-                    writable: writable.clone(),
-                    hidden: hidden.clone(),
-                    network,
-                })
-            }
-        };
-        let mut command = Command::new(&self.helper_exe);
+        let mut command = self.launcher(&spec.sandbox, &shell)?;
         command
-            .args(helper_args(std::process::id(), &confinement, &shell))
             .env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| {
                 let name = name.to_string_lossy();
@@ -159,6 +160,59 @@ impl ExecRunner {
             // Never: SIGKILL would leave the tree without its supervisor. A dropped run TERMs
             // the supervisor instead (see `Tree`), and tokio reaps it in the background.
             .kill_on_drop(false);
+        Ok(command)
+    }
+
+    /// The supervisor (`ferrite __sandbox …`) that runs `shell` confined as `sandbox` says.
+    #[cfg(unix)]
+    fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
+        use crate::helper::{Confinement, helper_args};
+        use crate::sandbox::Policy;
+        let confinement = match sandbox {
+            Sandbox::None => Confinement::Unrestricted,
+            Sandbox::Restricted {
+                writable,
+                hidden,
+                network,
+            } => {
+                let network = if *network { Network::On } else { Network::Off };
+                self.check_enforceable(network)?;
+                let policy = Policy {
+                    writable: writable.clone(),
+                    hidden: hidden.clone(),
+                    network,
+                };
+                Confinement::Sandboxed(policy, self.platform.sandbox)
+            }
+        };
+        let mut command = Command::new(&self.helper_exe);
+        command.args(helper_args(
+            std::process::id(),
+            self.platform.tree,
+            &confinement,
+            shell,
+        ));
+        Ok(command)
+    }
+
+    /// Windows: the shell itself, put in a job object once started (`tree/job.rs`). There is no
+    /// sandbox, so a restricted command is refused with the reason (core decides what then).
+    #[cfg(windows)]
+    fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
+        if let Sandbox::Restricted { network, .. } = sandbox {
+            let network = if *network { Network::On } else { Network::Off };
+            self.check_enforceable(network)?;
+            return Err(ExecError::SandboxUnavailable(
+                "This command was not run: there is no command sandbox on Windows.".to_owned(),
+            ));
+        }
+        let (program, args) = shell
+            .split_first()
+            .ok_or_else(|| ExecError::Spawn("no shell".to_owned()))?;
+        let mut command = Command::new(program);
+        // No console window flashing up for every command the agent runs.
+        const CREATE_NO_WINDOW: u32 = 0x0800_0000;
+        command.args(args).creation_flags(CREATE_NO_WINDOW);
         Ok(command)
     }
 
@@ -212,7 +266,7 @@ impl ExecRunner {
             ))
         })?;
         // On an early drop the supervisor is told to stop the whole tree.
-        let mut tree = Tree::new(child.id());
+        let mut tree = Tree::new(&child);
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(ExecError::Spawn(
                 "the command's output pipes are missing".to_owned(),
@@ -353,8 +407,12 @@ enum Stop {
 }
 
 fn exit_of(status: ExitStatus) -> Exit {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    // Windows has no signals: a killed process has an exit code.
+    #[cfg(not(unix))]
+    let signal: Option<i32> = None;
+    match (status.code(), signal) {
         (Some(code), _) => Exit::Code(code),
         (None, Some(signal)) => Exit::Signal(signal),
         // Neither code nor signal: a stopped/continued status, which `wait` does not return.

@@ -1,19 +1,26 @@
-//! The Linux sandbox: Landlock confines reads and writes, seccomp turns the network off and
-//! closes what Landlock does not cover. Applied by the helper's second stage to itself right before
-//! it `exec`s the command (see `helper.rs`), never in the agent. [`probe`] says, without
-//! restricting anything, what this kernel can enforce.
+//! The command sandbox. On Linux Landlock confines reads and writes, seccomp turns the network off
+//! and closes what Landlock does not cover: applied by the helper's second stage to itself right
+//! before it `exec`s the command (see `helper.rs`), never in the agent. On macOS the second stage
+//! `exec`s the command under `sandbox-exec` with a generated Seatbelt profile (`seatbelt.rs`).
+//! [`support`] says, without restricting anything, what the chosen backend can enforce here.
 
 #[cfg(target_os = "linux")]
 mod carve;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(unix)]
 mod probe;
+#[cfg(unix)]
+pub(crate) mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 
+#[cfg(unix)]
 use std::path::PathBuf;
 
-pub(crate) use probe::{probe, residual_risks};
+use ferrite_core::exec::SandboxSupport;
+
+use crate::platform::SandboxBackend;
 
 /// Whether commands may reach the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +30,7 @@ pub(crate) enum Network {
 }
 
 /// What the helper enforces before it runs the command.
+#[cfg(unix)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Policy {
     /// Directories (or files) under which the command may write; everything else is read-only.
@@ -33,10 +41,101 @@ pub(crate) struct Policy {
     pub(crate) network: Network,
 }
 
+#[cfg(unix)]
 impl Policy {
     /// `plan` mode: nothing may change, not even `/dev/shm` or a file's mode.
     pub(crate) fn read_only(&self) -> bool {
         self.writable.is_empty()
+    }
+}
+
+/// What `backend` can enforce on this machine, asked without restricting anything.
+pub(crate) fn support(backend: SandboxBackend) -> SandboxSupport {
+    match backend {
+        #[cfg(unix)]
+        SandboxBackend::Landlock => probe::probe(),
+        #[cfg(unix)]
+        SandboxBackend::Seatbelt => seatbelt_support(),
+        #[cfg(not(unix))]
+        SandboxBackend::Landlock | SandboxBackend::Seatbelt => unsupported(),
+        SandboxBackend::Unsupported => unsupported(),
+    }
+}
+
+/// What the sandbox does not guarantee on this machine, one sentence each (`ferrite doctor`).
+pub(crate) fn residual_risks(backend: SandboxBackend) -> Vec<String> {
+    match backend {
+        #[cfg(unix)]
+        SandboxBackend::Landlock => probe::residual_risks(),
+        #[cfg(unix)]
+        SandboxBackend::Seatbelt => vec![
+            "commands can read every file you can, except FERRITE_HOME and \
+             `sandbox.deny_read`; with the network on they can send what they read anywhere"
+                .to_owned(),
+            "a command that starts a new session (`setsid`) leaves the process group Ferrite \
+             kills: it can outlive a cancel or timeout"
+                .to_owned(),
+            "sandbox-exec is deprecated by Apple; should a macOS release drop it, commands are \
+             refused in `auto`/`plan` and run unsandboxed in `ask`"
+                .to_owned(),
+            "`full` mode has no sandbox".to_owned(),
+        ],
+        #[cfg(not(unix))]
+        SandboxBackend::Landlock | SandboxBackend::Seatbelt => unsupported_risks(),
+        SandboxBackend::Unsupported => unsupported_risks(),
+    }
+}
+
+fn unsupported() -> SandboxSupport {
+    SandboxSupport {
+        filesystem: false,
+        network: false,
+        summary: format!(
+            "Ferrite has no command sandbox on {} yet: commands cannot be confined to the \
+             workspace and their network cannot be turned off.",
+            os_name()
+        ),
+    }
+}
+
+fn unsupported_risks() -> Vec<String> {
+    vec![format!(
+        "no command sandbox on {}: `ask` mode asks before every command and runs it with your \
+         full rights; `auto` and `plan` refuse commands",
+        os_name()
+    )]
+}
+
+fn os_name() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "macOS",
+        "windows" => "Windows",
+        "linux" => "Linux",
+        other => other,
+    }
+}
+
+#[cfg(unix)]
+fn seatbelt_support() -> SandboxSupport {
+    if std::path::Path::new(seatbelt::SANDBOX_EXEC).is_file() {
+        SandboxSupport {
+            filesystem: true,
+            network: true,
+            summary: "Seatbelt (sandbox-exec): command writes are confined to the workspace and \
+                      temp directories, FERRITE_HOME and `sandbox.deny_read` are out of reach, and \
+                      the network can be turned off."
+                .to_owned(),
+        }
+    } else {
+        SandboxSupport {
+            filesystem: false,
+            network: false,
+            summary: format!(
+                "{} is missing: commands cannot be confined to the workspace and their network \
+                 cannot be turned off.",
+                seatbelt::SANDBOX_EXEC
+            ),
+        }
     }
 }
 
@@ -74,7 +173,7 @@ fn drop_ptrace_capability() -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 pub(crate) fn apply(_policy: &Policy) -> Result<(), String> {
-    Err("the command sandbox is only implemented on Linux".to_owned())
+    Err("Landlock and seccomp exist only on Linux".to_owned())
 }

@@ -17,7 +17,26 @@ pub struct CommandShell {
 }
 
 /// Where bash is looked for after `PATH`.
+#[cfg(unix)]
 const BASH_FALLBACKS: &[&str] = &["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
+/// Git for Windows' bash: Windows itself has none (System32's `bash.exe` starts WSL, a different
+/// machine with different files, and is never used).
+#[cfg(windows)]
+const BASH_FALLBACKS: &[&str] = &[
+    r"C:\Program Files\Git\bin\bash.exe",
+    r"C:\Program Files (x86)\Git\bin\bash.exe",
+];
+
+#[cfg(unix)]
+const BASH: &str = "bash";
+#[cfg(windows)]
+const BASH: &str = "bash.exe";
+
+/// What runs commands where there is no bash.
+#[cfg(unix)]
+const SH: &str = "/bin/sh";
+#[cfg(windows)]
+const SH: &str = "sh.exe";
 
 impl CommandShell {
     /// bash from `path_var` (the agent's `PATH`: only its absolute entries, so a relative entry
@@ -31,8 +50,8 @@ impl CommandShell {
         let from_path = path_var
             .into_iter()
             .flat_map(std::env::split_paths)
-            .filter(|dir| dir.is_absolute())
-            .map(|dir| dir.join("bash"));
+            .filter(|dir| dir.is_absolute() && !is_wsl_launcher_dir(dir))
+            .map(|dir| dir.join(BASH));
         let fallbacks = fallbacks.iter().map(PathBuf::from);
         match from_path.chain(fallbacks).find(|p| is_executable(p)) {
             Some(path) => CommandShell {
@@ -40,7 +59,7 @@ impl CommandShell {
                 kind: Shell::Bash,
             },
             None => CommandShell {
-                path: PathBuf::from("/bin/sh"),
+                path: PathBuf::from(SH),
                 kind: Shell::Sh,
             },
         }
@@ -56,12 +75,29 @@ impl CommandShell {
     }
 }
 
+#[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Windows decides executability by extension, and `bash.exe` has it.
+#[cfg(windows)]
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Windows' own directory, whose `bash.exe` is the WSL launcher.
+fn is_wsl_launcher_dir(dir: &Path) -> bool {
+    cfg!(windows)
+        && dir
+            .file_name()
+            .and_then(OsStr::to_str)
+            .is_some_and(|name| name.eq_ignore_ascii_case("system32"))
+}
+
 #[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
 

@@ -1,60 +1,18 @@
-//! The agent's handle on one command's supervisor (see `supervisor.rs`), which owns the
-//! command's whole process tree. The agent never signals the tree itself: the supervisor does,
-//! and it is the only one that can find every process (`setsid`, double forks) and outlive the
-//! agent long enough to finish the job.
+//! The agent's handle on one command's process tree: how it stops all of it. On Unix through the
+//! command's supervisor (`supervised.rs`); on Windows through a job object (`job.rs`).
 
-use rustix::process::{Pid, Signal, kill_process};
+use std::time::Duration;
 
-use crate::supervisor::KILL_NOW;
+/// Time between the polite stop (SIGTERM) and SIGKILL (`docs/sandbox.md`). Windows has no polite
+/// stop: its job object is terminated at once.
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 
-pub(crate) struct Tree {
-    supervisor: Option<Pid>,
-}
+#[cfg(windows)]
+mod job;
+#[cfg(unix)]
+mod supervised;
 
-impl Tree {
-    pub(crate) fn new(supervisor_pid: Option<u32>) -> Self {
-        let supervisor = supervisor_pid
-            .and_then(|pid| i32::try_from(pid).ok())
-            .and_then(Pid::from_raw);
-        Tree { supervisor }
-    }
-
-    /// TERM to every process of the tree, KILL 2 s later (cancel, timeout, close, EOF).
-    pub(crate) fn terminate(&self) {
-        self.signal(Signal::TERM);
-    }
-
-    /// Every process of the tree killed at once (the output cap was reached).
-    pub(crate) fn kill_now(&self) {
-        self.signal(KILL_NOW);
-    }
-
-    /// Last resort when the supervisor itself does not exit: the command's own process dies
-    /// with it (`PR_SET_PDEATHSIG`), anything else of the tree may survive.
-    pub(crate) fn kill_supervisor(&self) {
-        self.signal(Signal::KILL);
-    }
-
-    /// Forgets the supervisor once it has been reaped, so that a later drop does not signal a pid
-    /// the kernel may since have handed to someone else.
-    pub(crate) fn disarm(&mut self) {
-        self.supervisor = None;
-    }
-
-    fn signal(&self, signal: Signal) {
-        if let Some(pid) = self.supervisor
-            && let Err(err) = kill_process(pid, signal)
-            && err != rustix::io::Errno::SRCH
-        {
-            tracing::debug!(pid = pid.as_raw_nonzero().get(), %err, "signalling the command's supervisor failed");
-        }
-    }
-}
-
-impl Drop for Tree {
-    /// The future running the command was dropped (turn cancelled, session closed, agent shutting
-    /// down): the usual TERM, then KILL after 2 s, carried out by the supervisor without us.
-    fn drop(&mut self) {
-        self.terminate();
-    }
-}
+#[cfg(windows)]
+pub(crate) use job::Tree;
+#[cfg(unix)]
+pub(crate) use supervised::{KILL_NOW, Tree};

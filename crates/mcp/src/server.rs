@@ -7,7 +7,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ferrite_core::mcp::{McpServerSpec, McpTransport, NoticeSink};
-use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+#[cfg(windows)]
+use process_wrap::tokio::JobObject;
+#[cfg(unix)]
+use process_wrap::tokio::ProcessGroup;
+use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
@@ -217,7 +221,11 @@ fn spawn(
         cmd.current_dir(dir);
     }
     let mut wrapped = CommandWrap::from(cmd);
+    #[cfg(unix)]
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    // The job is terminated when the child is dropped (KillOnDrop), tree and all.
+    #[cfg(windows)]
+    wrapped.wrap(JobObject).wrap(KillOnDrop);
     TokioChildProcess::builder(wrapped)
         .stderr(Stdio::piped())
         .spawn()
@@ -300,11 +308,26 @@ fn header_map(
 ///
 /// Killed once only: once the group is empty its id is free for the system to reuse, and a
 /// later kill (a `Drop` long after) could hit an unrelated process group.
+#[cfg(unix)]
 struct ProcessGroupGuard {
     pgid: rustix::process::Pid,
     killed: AtomicBool,
 }
 
+/// Windows: nothing to hold. The job object the server runs in dies with its child handle.
+#[cfg(windows)]
+struct ProcessGroupGuard;
+
+#[cfg(windows)]
+impl ProcessGroupGuard {
+    fn new(_pid: u32) -> Option<Self> {
+        None
+    }
+
+    fn kill(&self) {}
+}
+
+#[cfg(unix)]
 impl ProcessGroupGuard {
     fn new(pid: u32) -> Option<Self> {
         let pgid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
@@ -323,6 +346,7 @@ impl ProcessGroupGuard {
     }
 }
 
+#[cfg(unix)]
 impl Drop for ProcessGroupGuard {
     fn drop(&mut self) {
         self.kill();

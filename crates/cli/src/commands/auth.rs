@@ -41,7 +41,14 @@ pub fn login(home: &Path, env: &Env, provider: Option<&str>) -> anyhow::Result<E
     let key = {
         // The key is typed at a terminal: it must not be echoed (shoulder-surfing, screen
         // recordings, terminal scrollback).
-        let _quiet = interactive.then(NoEcho::start).flatten();
+        let quiet = interactive.then(NoEcho::start).flatten();
+        if interactive && quiet.is_none() && cfg!(windows) {
+            anyhow::bail!(
+                "typing a key at the terminal is not supported on Windows yet (it would be \
+                 echoed); pipe it instead (`ferrite login {provider} < key.txt`) or set the \
+                 provider's key variable"
+            );
+        }
         let mut key = String::new();
         input
             .read_line(&mut key)
@@ -121,10 +128,24 @@ fn pick_provider(
 }
 
 /// Terminal echo off until dropped (restored even when reading fails).
+#[cfg(unix)]
 struct NoEcho {
     saved: rustix::termios::Termios,
 }
 
+/// Windows: console modes need the Win32 console API, not here yet; `login` refuses to read a
+/// typed key rather than echo it.
+#[cfg(windows)]
+struct NoEcho;
+
+#[cfg(windows)]
+impl NoEcho {
+    fn start() -> Option<Self> {
+        None
+    }
+}
+
+#[cfg(unix)]
 impl NoEcho {
     fn start() -> Option<Self> {
         let stdin = std::io::stdin();
@@ -136,6 +157,7 @@ impl NoEcho {
     }
 }
 
+#[cfg(unix)]
 impl Drop for NoEcho {
     fn drop(&mut self) {
         let _ = rustix::termios::tcsetattr(

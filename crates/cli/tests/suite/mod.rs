@@ -23,6 +23,7 @@ mod own_files;
 mod permissions;
 mod project;
 mod protocol;
+mod registry;
 mod rendering;
 mod retries;
 mod rules;

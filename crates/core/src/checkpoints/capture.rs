@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -153,7 +152,7 @@ impl<'a> Capturer<'a> {
             Err(e) => return Err(e),
         };
         let ft = meta.file_type();
-        let mode = meta.mode() & 0o7777;
+        let mode = mode_of(&meta);
         if ft.is_symlink() {
             return Ok(Some(FileState::Symlink {
                 target: std::fs::read_link(path)?,
@@ -175,10 +174,9 @@ impl<'a> Capturer<'a> {
         if size > self.max_file_bytes {
             return Ok(Some(not_kept));
         }
-        let known =
-            self.index.files.get(path).filter(|e| {
-                !e.racy && e.size == size && e.mtime_ns == mtime_ns && e.ino == meta.ino()
-            });
+        let known = self.index.files.get(path).filter(|e| {
+            !e.racy && e.size == size && e.mtime_ns == mtime_ns && e.ino == ino_of(&meta)
+        });
         let hash = match known {
             Some(e) if keep == Keep::HashOnly || self.stored(&e.hash) => e.hash.clone(),
             Some(_) | None => {
@@ -201,7 +199,7 @@ impl<'a> Capturer<'a> {
                     IndexEntry {
                         size,
                         mtime_ns,
-                        ino: meta.ino(),
+                        ino: ino_of(&meta),
                         mode,
                         hash: hash.clone(),
                         racy,
@@ -237,9 +235,40 @@ impl<'a> Capturer<'a> {
 }
 
 fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
-    let secs = u64::try_from(meta.mtime()).unwrap_or(0);
-    let nanos = u64::try_from(meta.mtime_nsec()).unwrap_or(0);
-    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The permission bits, as restored by undo.
+#[cfg(unix)]
+fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    std::os::unix::fs::MetadataExt::mode(meta) & 0o7777
+}
+
+/// Windows has only "read-only": kept as the write bits of an otherwise ordinary mode.
+#[cfg(not(unix))]
+fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    let base = if meta.is_dir() { 0o755 } else { 0o644 };
+    if meta.permissions().readonly() {
+        base & !0o222
+    } else {
+        base
+    }
+}
+
+/// The file's identity, so an index entry for a replaced file is not trusted.
+#[cfg(unix)]
+fn ino_of(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(meta)
+}
+
+/// No stable file id in std on Windows: size and mtime (and the racy-window rule) alone decide
+/// whether an unchanged-looking file is rehashed.
+#[cfg(not(unix))]
+fn ino_of(_meta: &std::fs::Metadata) -> u64 {
+    0
 }
 
 /// Every path under `roots` a snapshot covers: hidden files included, `.gitignore`/`.ignore`

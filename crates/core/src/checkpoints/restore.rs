@@ -44,7 +44,7 @@ pub(crate) struct Reach {
 impl Reach {
     /// Why `path` may not be changed by an undo, if it may not.
     fn refuses(&self, path: &Path) -> Option<&'static str> {
-        if path.starts_with(&self.home) {
+        if crate::paths::is_under(path, &self.home) {
             Some("it is in FERRITE_HOME, which undo does not change")
         } else if !crate::paths::is_inside(path, &self.roots) {
             Some("it is outside the session's workspace")

@@ -10,6 +10,7 @@ use ferrite_core::exec::SandboxSupport;
 
 /// Whether Landlock works here, and at which ABI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) enum LandlockAbi {
     Available(i32),
     /// Built into the kernel but not in the boot-time LSM list.

@@ -143,6 +143,8 @@ fn metadata_syscalls() -> Vec<i64> {
     const FCHMODAT2: i64 = 452;
     const SETXATTRAT: i64 = 463;
     const REMOVEXATTRAT: i64 = 466;
+    // Extended below on x86_64 only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut calls = vec![
         libc::SYS_fchmod,
         libc::SYS_fchmodat,

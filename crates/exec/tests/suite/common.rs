@@ -10,8 +10,17 @@ pub fn helper_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ferrite-exec-helper"))
 }
 
+#[cfg(target_os = "linux")]
 pub fn runner() -> ExecRunner {
     ExecRunner::new(helper_exe())
+}
+
+pub fn restricted(writable: &[&Path], network: bool) -> Sandbox {
+    Sandbox::Restricted {
+        writable: writable.iter().map(|p| p.to_path_buf()).collect(),
+        hidden: vec![],
+        network,
+    }
 }
 
 pub fn spec(dir: &Path, command: &str) -> CommandSpec {
@@ -65,6 +74,7 @@ pub async fn read_pid(path: &Path) -> i32 {
 }
 
 /// Whether `pid` is still a live process (a zombie waiting for init to reap it counts as dead).
+#[cfg(target_os = "linux")]
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
@@ -74,6 +84,18 @@ pub fn alive(pid: i32) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// Whether `pid` is still a live process, where there is no `/proc` (macOS): asks `ps`.
+#[cfg(not(target_os = "linux"))]
+pub fn alive(pid: i32) -> bool {
+    let out = std::process::Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    let stat = String::from_utf8_lossy(&out.stdout);
+    let stat = stat.trim();
+    !stat.is_empty() && !stat.starts_with('Z')
 }
 
 /// Asserts `pid` is gone, allowing the kernel a moment to finish delivering SIGKILL.
@@ -88,6 +110,7 @@ pub async fn assert_dead(pid: i32) {
 }
 
 /// The number of processes whose process group is `pgid`.
+#[cfg(target_os = "linux")]
 pub fn group_members(pgid: i32) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
@@ -110,6 +133,7 @@ pub fn group_members(pgid: i32) -> usize {
 }
 
 /// The peak resident set size of this process so far, in KiB.
+#[cfg(target_os = "linux")]
 pub fn vm_hwm_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     status

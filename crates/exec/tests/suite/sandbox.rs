@@ -11,13 +11,7 @@ use pretty_assertions::assert_eq;
 
 use super::common::{run, runner, spec};
 
-pub fn restricted(writable: &[&Path], network: bool) -> Sandbox {
-    Sandbox::Restricted {
-        writable: writable.iter().map(|p| p.to_path_buf()).collect(),
-        hidden: vec![],
-        network,
-    }
-}
+pub use super::common::restricted;
 
 /// Runs `command` in `cwd` under `sandbox`; `None` when the runner said the sandbox is
 /// unavailable, after checking that this is what the probe predicted and the message is the
