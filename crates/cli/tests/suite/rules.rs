@@ -201,10 +201,12 @@ async fn a_deny_rule_holds_against_what_the_grammar_and_dash_read_differently() 
         "cat <<X\\\n && rm -rf d15\nX",
         "sh -c 'true &>/dev/null rm -rf d16'",
         "true \\ #x; rm -rf d17",
+        // Two redirections before the command and one after: the grammar saw no command.
+        ">/dev/null 2>/dev/null rm -rf d18 >/dev/null",
     ];
     let harmless = [
-        "true &>/dev/null rm -rf d18",
-        "true &>>/dev/null rm -rf d19",
+        "true &>/dev/null rm -rf d19",
+        "true &>>/dev/null rm -rf d20",
     ];
     let attacks: Vec<&str> = refused.iter().chain(&harmless).copied().collect();
     for i in 0..attacks.len() {

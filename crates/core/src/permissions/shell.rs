@@ -697,7 +697,29 @@ impl Walker<'_, '_> {
                 }
                 self.statement(b, level + 1);
             }
-            None => self.not_plain(),
+            None => {
+                self.not_plain();
+                // `>x >y rm -rf v >z`: with two redirections before the command the grammar
+                // reads the command's words as more targets of the second and finds no command
+                // at all; bash runs `rm -rf v`. The words are kept for deny rules, and the line
+                // counts as hiding what it runs (found by the differential test, 100k cases).
+                let words: Vec<Word> = redirects
+                    .iter()
+                    .flat_map(|r| self.trailing_words(*r))
+                    .map(|w| self.word(w))
+                    .collect();
+                if !words.is_empty() {
+                    self.out.commands.push(Found {
+                        words,
+                        any_suffix: true,
+                    });
+                    self.out.hidden.push(
+                        "Ferrite's grammar reads the command after two redirections as their \
+                         targets"
+                            .to_owned(),
+                    );
+                }
+            }
         }
     }
 
