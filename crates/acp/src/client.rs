@@ -7,12 +7,15 @@ pub(crate) struct Client {
     initialized: AtomicBool,
     notices: AtomicBool,
     fs_read: AtomicBool,
+    terminal_output: AtomicBool,
 }
 
 impl Client {
-    pub fn set(&self, notices: bool, fs_read: bool) {
+    pub fn set(&self, notices: bool, fs_read: bool, terminal_output: bool) {
         self.notices.store(notices, Ordering::Relaxed);
         self.fs_read.store(fs_read, Ordering::Relaxed);
+        self.terminal_output
+            .store(terminal_output, Ordering::Relaxed);
         self.initialized.store(true, Ordering::Release);
     }
 
@@ -23,6 +26,11 @@ impl Client {
     /// The client takes `notice` updates (`session.notices`).
     pub fn notices(&self) -> bool {
         self.notices.load(Ordering::Relaxed)
+    }
+
+    /// The client draws commands as terminals (`_meta.terminal_output`, `crate::terminal`).
+    pub fn terminal_output(&self) -> bool {
+        self.terminal_output.load(Ordering::Relaxed)
     }
 
     /// The client advertised `fs.readTextFile`.

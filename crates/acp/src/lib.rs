@@ -20,6 +20,7 @@ pub mod rpc;
 mod serve_tests;
 mod server;
 mod state;
+mod terminal;
 pub mod transport;
 
 pub use server::{ServeOptions, refuse_all, serve};

@@ -206,6 +206,15 @@ pub fn tool_call_as_update(v: &ToolCallView) -> acp::ToolCallUpdate {
     acp::ToolCallUpdate::new(acp::ToolCallId::new(v.id.clone()), fields)
 }
 
+fn terminal_only(v: &ToolCallUpdateView) -> bool {
+    (v.terminal_output.is_some() || v.terminal_exit.is_some())
+        && v.status.is_none()
+        && v.title.is_none()
+        && v.content.is_none()
+        && v.locations.is_none()
+        && v.raw_output.is_none()
+}
+
 fn tool_call_update(v: &ToolCallUpdateView) -> acp::ToolCallUpdate {
     let fields = acp::ToolCallUpdateFields::new()
         .status(v.status.map(tool_status))
@@ -263,6 +272,8 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
             text_block(text),
         ))],
         Event::ToolCall(v) => vec![U::ToolCall(tool_call(v))],
+        // What is only for terminal views (`crate::terminal`) is not sent to other clients.
+        Event::ToolCallUpdate(v) if terminal_only(v) => vec![],
         Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::ModeChanged { mode } => {

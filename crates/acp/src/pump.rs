@@ -32,6 +32,8 @@ pub(crate) struct Pump {
     pub prompts: Arc<Prompts>,
     pub caller: Arc<Caller>,
     pub client: Arc<Client>,
+    /// Commands drawn as terminals, for clients that do that.
+    pub terminals: crate::terminal::Terminals,
 }
 
 pub(crate) async fn run(
@@ -137,7 +139,12 @@ impl Pump {
             }
         }
         let notices = self.client.notices();
-        for u in mapping::updates(&ev.event, notices) {
+        let updates = match self.client.terminal_output() {
+            true => self.terminals.updates(&ev.session, &ev.event),
+            false => None,
+        }
+        .unwrap_or_else(|| mapping::updates(&ev.event, notices));
+        for u in updates {
             self.out.update(&ev.session, u).await;
         }
     }
@@ -254,6 +261,7 @@ mod ordering_tests {
             prompts,
             caller: Arc::new(Caller::new(pump_tx)),
             client: Arc::default(),
+            terminals: Default::default(),
         };
         (pump, pump_rx)
     }

@@ -56,6 +56,7 @@ where
         prompts: server.prompts.clone(),
         caller: server.caller.clone(),
         client: server.client.clone(),
+        terminals: Default::default(),
     };
     let pump = tokio::spawn(crate::pump::run(pump, events, pump_rx, stop_pump.clone()));
     let mut tasks = JoinSet::new();

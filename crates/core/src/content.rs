@@ -136,6 +136,20 @@ pub struct ToolCallUpdateView {
     pub locations: Option<Vec<Location>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<Value>,
+    /// A running command's output since the last update, as written (escapes kept), for
+    /// clients that draw commands as terminals. Live only: never logged.
+    #[serde(skip)]
+    pub terminal_output: Option<Arc<str>>,
+    /// How a command ended, for the same clients. Live only.
+    #[serde(skip)]
+    pub terminal_exit: Option<TerminalExit>,
+}
+
+/// How a command ended, as a terminal view shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalExit {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -18,6 +18,8 @@ use crate::state::Server;
 pub(crate) struct InitializeParams {
     request: acp::InitializeRequest,
     terminal_auth: bool,
+    /// `clientCapabilities._meta.terminal_output`: commands drawn as terminals.
+    terminal_output: bool,
 }
 
 impl<'de> Deserialize<'de> for InitializeParams {
@@ -27,10 +29,15 @@ impl<'de> Deserialize<'de> for InitializeParams {
             .pointer("/clientCapabilities/auth/terminal")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let terminal_output = raw
+            .pointer("/clientCapabilities/_meta/terminal_output")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let request = serde_json::from_value(raw).map_err(serde::de::Error::custom)?;
         Ok(Self {
             request,
             terminal_auth,
+            terminal_output,
         })
     }
 }
@@ -41,7 +48,8 @@ pub(crate) async fn initialize(
 ) -> Result<acp::InitializeResponse, Fail> {
     let caps = &p.request.client_capabilities;
     let notices = caps.session.as_ref().is_some_and(|c| c.notices.is_some());
-    s.client.set(notices, caps.fs.read_text_file);
+    s.client
+        .set(notices, caps.fs.read_text_file, p.terminal_output);
     let (_, catalog) = s
         .runtime
         .services()

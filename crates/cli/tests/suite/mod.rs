@@ -33,6 +33,7 @@ mod settings;
 mod steering;
 mod store_errors;
 mod subagents;
+mod terminal_view;
 mod turn_failures;
 mod turns;
 mod watchdog;

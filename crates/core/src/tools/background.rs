@@ -122,7 +122,7 @@ impl Tool for BashKill {
     }
 
     fn kind(&self) -> ToolKind {
-        ToolKind::Execute
+        ToolKind::Other
     }
 
     fn describe(&self, input: &Value, _cwd: &Path) -> CallDescription {

@@ -26,6 +26,9 @@ const STREAM_INTERVAL: Duration = Duration::from_millis(100);
 /// Streaming updates replace the call's content, so each carries only the recent output.
 const STREAM_TAIL_BYTES: usize = 64 * 1024;
 const TITLE_MAX_CHARS: usize = 120;
+/// A terminal view gets what was written since the last update; past this much in one update
+/// (a flood) only the newest part goes, after a line saying how much was left out.
+const TERMINAL_DELTA_BYTES: usize = 64 * 1024;
 
 pub struct Bash;
 
@@ -168,12 +171,16 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
             biased;
             r = &mut running => break r,
             _ = tick.tick() => {
-                let snapshot = lock(&tail).take_if_changed();
-                if let Some(text) = snapshot {
+                let snapshot = {
+                    let mut tail = lock(&tail);
+                    tail.take_if_changed().map(|text| (text, tail.take_delta()))
+                };
+                if let Some((text, delta)) = snapshot {
                     ctx.recorder
                         .progress(ToolCallUpdateView {
                             id: ctx.call_id.clone(),
                             content: Some(vec![ToolContent::Text { text: text.into() }]),
+                            terminal_output: Some(delta.into()),
                             ..Default::default()
                         })
                         .await;
@@ -181,6 +188,33 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
             }
         }
     };
+    // A terminal view gets the rest of the output and how the command ended.
+    if let Ok(out) = &result {
+        let rest = lock(&tail).take_delta();
+        let (exit_code, signal) = match out.exit {
+            Exit::Code(c) => (Some(c), None),
+            Exit::Signal(s) => {
+                let name = signal_name(s).trim().trim_matches(['(', ')']);
+                (
+                    None,
+                    Some(if name.is_empty() {
+                        format!("signal {s}")
+                    } else {
+                        name.to_owned()
+                    }),
+                )
+            }
+            Exit::TimedOut | Exit::Cancelled => (None, Some("SIGKILL".to_owned())),
+        };
+        ctx.recorder
+            .progress(ToolCallUpdateView {
+                id: ctx.call_id.clone(),
+                terminal_output: (!rest.is_empty()).then(|| rest.into()),
+                terminal_exit: Some(crate::content::TerminalExit { exit_code, signal }),
+                ..Default::default()
+            })
+            .await;
+    }
     match result {
         Ok(out) => {
             let recent = lock(&tail).text.clone();
@@ -218,8 +252,10 @@ fn result_text(out: &CommandOutput, timeout: Duration) -> String {
         text.push_str("(no output)\n");
         return text;
     }
-    text.push_str(&out.excerpt);
-    if !out.excerpt.ends_with('\n') {
+    // Colours and other terminal escapes are for terminals, not for the model.
+    let excerpt = crate::background::strip_ansi(&out.excerpt);
+    text.push_str(&excerpt);
+    if !excerpt.ends_with('\n') {
         text.push('\n');
     }
     if out.truncated {
@@ -273,12 +309,25 @@ struct Tail {
     text: String,
     changed: bool,
     dropped: bool,
+    /// Written since the last update, for terminal views (bounded by [`TERMINAL_DELTA_BYTES`]).
+    delta: String,
+    /// Bytes of output left out of `delta` since the last update.
+    delta_dropped: u64,
 }
 
 impl Tail {
     fn push(&mut self, chunk: &str) {
         self.text.push_str(chunk);
         self.changed = true;
+        self.delta.push_str(chunk);
+        if self.delta.len() > 2 * TERMINAL_DELTA_BYTES {
+            let mut cut = self.delta.len() - TERMINAL_DELTA_BYTES;
+            while !self.delta.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.delta.drain(..cut);
+            self.delta_dropped += cut as u64;
+        }
         // Trim only once twice the cap is reached, so a chatty command costs amortized O(1).
         if self.text.len() > 2 * STREAM_TAIL_BYTES {
             let mut cut = self.text.len() - STREAM_TAIL_BYTES;
@@ -288,6 +337,24 @@ impl Tail {
             self.text.drain(..cut);
             self.dropped = true;
         }
+    }
+
+    /// What a terminal view has not been sent yet.
+    fn take_delta(&mut self) -> String {
+        let mut delta = std::mem::take(&mut self.delta);
+        if self.delta_dropped > 0 {
+            let mut start = delta.len().saturating_sub(TERMINAL_DELTA_BYTES);
+            while !delta.is_char_boundary(start) {
+                start += 1;
+            }
+            let left_out = self.delta_dropped + start as u64;
+            delta = format!(
+                "\r\n[{left_out} bytes of output not shown]\r\n{}",
+                &delta[start..]
+            );
+            self.delta_dropped = 0;
+        }
+        delta
     }
 
     fn take_if_changed(&mut self) -> Option<String> {
@@ -497,6 +564,10 @@ mod tests {
         let updates: Vec<String> = env
             .drain_events()
             .into_iter()
+            // The command's end for terminal views comes last, with no content.
+            .filter(|e| {
+                !matches!(e, Event::ToolCallUpdate(v) if v.content.is_none() && v.terminal_exit.is_some())
+            })
             .map(|e| match e {
                 Event::ToolCallUpdate(ToolCallUpdateView {
                     id,

@@ -245,12 +245,19 @@ pub fn agent_text(seen: &[Seen]) -> String {
 }
 
 /// What a tool call looked like to the editor, one line per step: `call <id>`, `asked <id>`,
-/// `<status> <id>` for updates that set one, `output <id>` for streamed output.
+/// `<status> <id>` for updates that set one, `output <id>` for streamed output (a command's
+/// end for terminal views, which other editors are not sent, is left out).
 pub fn call_steps(seen: &[Seen]) -> Vec<String> {
     seen.iter()
         .filter_map(|s| match s {
             Seen::Event(Event::ToolCall(ToolCallView { id, .. })) => Some(format!("call {id}")),
             Seen::Asked(r) => Some(format!("asked {}", r.call.id)),
+            // A command's end for terminal views: editors without them are not sent it.
+            Seen::Event(Event::ToolCallUpdate(v))
+                if v.status.is_none() && v.content.is_none() && v.terminal_exit.is_some() =>
+            {
+                None
+            }
             Seen::Event(Event::ToolCallUpdate(ToolCallUpdateView { id, status, .. })) => {
                 Some(match status {
                     Some(ToolStatus::Pending) => format!("pending {id}"),
