@@ -17,6 +17,10 @@ flood   The same with the command
         RSS), then cancels the turn (the fake model would ask for the same command again).
         Reports the peak RSS and how long the command took from `in_progress` to its result.
         Target: peak RSS < 64 MB.
+bg      The same command in the background (`bash` with `background: true`, id c0), with a
+        foreground call c1 that waits for it to finish (it touches a file when done): the
+        output goes to the spill file while the agent goes on. Reports the same peak RSS.
+        SKIP_BG=1 leaves it out.
 """
 
 import json
@@ -31,9 +35,13 @@ from acpbench import Agent, FakeProvider, binaries, fmt_ms, median, p90, rm, tem
 MODEL = "anthropic/claude-sonnet-4-5"
 
 
-def script_file(command: str) -> str:
-    script = {"steps": [{"type": "tool_call", "id": "c1", "name": "bash",
-                         "args_json": json.dumps({"command": command})}]}
+def script_file(command: str, background: str = "") -> str:
+    steps = [{"type": "tool_call", "id": "c1", "name": "bash",
+              "args_json": json.dumps({"command": command})}]
+    if background:
+        steps.insert(0, {"type": "tool_call", "id": "c0", "name": "bash",
+                         "args_json": json.dumps({"command": background, "background": True})})
+    script = {"steps": steps}
     fd, path = tempfile.mkstemp(prefix="ferrite-bench-script-", suffix=".json")
     with os.fdopen(fd, "w") as f:
         json.dump(script, f)
@@ -105,9 +113,14 @@ def cancel_runs(ferrite, fake, cwd, runs):
     return times[1:]
 
 
-def flood(ferrite, fake, cwd, nbytes):
+def flood(ferrite, fake, cwd, nbytes, background=False):
     cmd = f"head -c {nbytes} /dev/zero | tr '\\0' 'a' | fold -w 200"
-    path = script_file(cmd)
+    done = tempfile.mktemp(prefix="ferrite-bench-bg-done-")
+    if background:
+        path = script_file(f"while [ ! -e {done} ]; do sleep 0.05; done; rm -f {done}",
+                           background=f"{cmd}; touch {done}")
+    else:
+        path = script_file(cmd)
     home = temp_home()
     try:
         with FakeProvider(fake, "--script", path) as fp:
@@ -153,6 +166,15 @@ def main():
     print(f"command printing {nbytes / (1 << 20):.0f} MiB (`head -c {nbytes} /dev/zero | tr "
           f"'\\0' 'a' | fold -w 200`)")
     print(f"  in_progress -> {final}: {el:.2f} s ({nbytes / (1 << 20) / el:.0f} MiB/s)")
+    print(f"  ferrite VmHWM: {hwm / 1024:.1f} MiB (before the prompt {before / 1024:.1f} MiB; "
+          f"VmRSS after {rss / 1024:.1f} MiB)   (target < 64 MB)")
+    print(f"  spill files in FERRITE_HOME: {spill / (1 << 20):.0f} MiB")
+    if os.environ.get("SKIP_BG") == "1":
+        return
+    el, before, hwm, rss, final, spill = flood(ferrite, fake, cwd, nbytes, background=True)
+    print(f"the same command in the background (bash background: true), a foreground call "
+          f"waiting for it")
+    print(f"  until it ended: {el:.2f} s ({nbytes / (1 << 20) / el:.0f} MiB/s)")
     print(f"  ferrite VmHWM: {hwm / 1024:.1f} MiB (before the prompt {before / 1024:.1f} MiB; "
           f"VmRSS after {rss / 1024:.1f} MiB)   (target < 64 MB)")
     print(f"  spill files in FERRITE_HOME: {spill / (1 << 20):.0f} MiB")
