@@ -103,8 +103,11 @@ impl BackgroundJobs {
         }
         jobs.next += 1;
         let id = format!("bg-{}", jobs.next);
-        let dir = spec.spill_dir.join(&id);
-        crate::private_fs::create_dir_all(&dir)
+        // Ids start again at bg-1 when a session is opened again: the directory is new each
+        // time (created, never reused), so a read never finds an earlier run's output.
+        crate::private_fs::create_dir_all(&spec.spill_dir)
+            .map_err(|e| format!("cannot create the output directory: {e}"))?;
+        let dir = new_dir(&spec.spill_dir, &id)
             .map_err(|e| format!("cannot create the output directory: {e}"))?;
         spec.spill_dir = dir.clone();
         spec.timeout = BACKGROUND_TIMEOUT;
@@ -229,6 +232,27 @@ impl Drop for Jobs {
     }
 }
 
+/// A directory for one command's output that did not exist before (`bg-1`, else `bg-1.2`, ...).
+fn new_dir(parent: &Path, id: &str) -> std::io::Result<PathBuf> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    for n in 0..1000u32 {
+        let dir = match n {
+            0 => parent.join(id),
+            n => parent.join(format!("{id}.{n}")),
+        };
+        match builder.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(
+        "too many output directories of that name",
+    ))
+}
+
 fn unknown(id: &str, known: &[String]) -> String {
     if known.is_empty() {
         format!("no background command {id:?}: none was started in this session.")
@@ -329,6 +353,26 @@ mod tests {
             "error: bad ok!"
         );
         assert_eq!(strip_ansi("plain\ttext\n"), "plain\ttext\n");
+    }
+
+    #[test]
+    fn each_command_gets_a_directory_no_earlier_run_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = new_dir(dir.path(), "bg-1").unwrap();
+        std::fs::write(a.join("old.out"), "earlier").unwrap();
+        let b = new_dir(dir.path(), "bg-1").unwrap();
+        assert_ne!(a, b);
+        assert!(
+            output_file(&b).is_none(),
+            "the new command's directory is empty"
+        );
+        // A link planted under the name is not used either.
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/tmp", dir.path().join("bg-2")).unwrap();
+        #[cfg(not(unix))]
+        std::fs::create_dir(dir.path().join("bg-2")).unwrap();
+        let c = new_dir(dir.path(), "bg-2").unwrap();
+        assert_eq!(c, dir.path().join("bg-2.1"));
     }
 
     #[test]
