@@ -24,6 +24,23 @@ fn answer_at(messages: &[Value], id: &Value) -> usize {
         .unwrap_or_else(|| panic!("no answer to {id}"))
 }
 
+/// Sends a prompt and returns its request id.
+async fn send(r: &mut Rig, text: &str) -> Value {
+    r.client
+        .send_request("session/prompt", text_prompt(&r.sid, text))
+        .await
+}
+
+/// Sends a prompt and waits until its answer has started streaming.
+async fn send_and_wait_for_text(r: &mut Rig, text: &str) -> Value {
+    let id = send(r, text).await;
+    r.client
+        .wait_for(Duration::from_secs(10), is_chunk)
+        .await
+        .unwrap();
+    id
+}
+
 fn steer(sid: &str, text: &str) -> Value {
     json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
 }
@@ -53,22 +70,9 @@ async fn prompts_sent_during_a_turn_wait_and_are_answered_in_order_each_with_its
     );
     r.fake.push(Script::new().text("two"));
     r.fake.push(Script::new().text("three"));
-    let first = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "prompt-alpha"))
-        .await;
-    r.client
-        .wait_for(Duration::from_secs(10), is_chunk)
-        .await
-        .unwrap();
-    let second = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "prompt-beta"))
-        .await;
-    let third = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "prompt-gamma"))
-        .await;
+    let first = send_and_wait_for_text(&mut r, "prompt-alpha").await;
+    let second = send(&mut r, "prompt-beta").await;
+    let third = send(&mut r, "prompt-gamma").await;
     let (mut messages, answer) = r.client.collect_until_answer(&third).await;
     assert_eq!(answer.ok()["stopReason"], "end_turn");
     let (a1, a2) = (answer_at(&messages, &first), answer_at(&messages, &second));
@@ -100,22 +104,9 @@ async fn cancel_ends_the_running_turn_and_every_queued_prompt() {
             .stall(Duration::from_secs(30))
             .text("never"),
     );
-    let first = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "prompt-alpha"))
-        .await;
-    r.client
-        .wait_for(Duration::from_secs(10), is_chunk)
-        .await
-        .unwrap();
-    let second = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "prompt-beta"))
-        .await;
-    let third = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "prompt-gamma"))
-        .await;
+    let first = send_and_wait_for_text(&mut r, "prompt-alpha").await;
+    let second = send(&mut r, "prompt-beta").await;
+    let third = send(&mut r, "prompt-gamma").await;
     r.client
         .notify("session/cancel", json!({"sessionId": r.sid}))
         .await;
@@ -156,14 +147,7 @@ async fn a_steering_message_joins_the_running_turn_at_its_next_request() {
             .tool_call("c1", "read", json!({"path": "a.txt"}).to_string()),
     );
     r.fake.push(Script::new().text("Blue it is."));
-    let prompt = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "pick a colour"))
-        .await;
-    r.client
-        .wait_for(Duration::from_secs(10), is_chunk)
-        .await
-        .unwrap();
+    let prompt = send_and_wait_for_text(&mut r, "pick a colour").await;
     let steered = r
         .client
         .request("_session/steering", steer(&r.sid, "use the blue one"))
@@ -235,14 +219,7 @@ async fn a_steering_message_during_the_final_answer_gets_its_own_request_in_the_
             .text("."),
     );
     r.fake.push(Script::new().text("Also done."));
-    let prompt = r
-        .client
-        .send_request("session/prompt", text_prompt(&r.sid, "do it"))
-        .await;
-    r.client
-        .wait_for(Duration::from_secs(10), is_chunk)
-        .await
-        .unwrap();
+    let prompt = send_and_wait_for_text(&mut r, "do it").await;
     let steered = r
         .client
         .request("_session/steering", steer(&r.sid, "and the tests too"))

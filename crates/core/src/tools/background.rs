@@ -34,20 +34,34 @@ fn id_of(input: &Value) -> &str {
     input.get("id").and_then(Value::as_str).unwrap_or("")
 }
 
+/// Both tools take the command's id and nothing else.
+fn spec_of(name: &str, description: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        input_schema: input_schema::<Input>(),
+    }
+}
+
+fn described(title: String) -> CallDescription {
+    CallDescription {
+        title,
+        locations: vec![],
+    }
+}
+
 impl Tool for BashOutput {
     fn name(&self) -> &str {
         BASH_OUTPUT
     }
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: BASH_OUTPUT.into(),
-            description: "Read what a background command (started with `bash` and \
-                          `background: true`) wrote since the last read, and whether it is \
-                          still running. At most 32 KiB per call; call again for the rest."
-                .into(),
-            input_schema: input_schema::<Input>(),
-        }
+        spec_of(
+            BASH_OUTPUT,
+            "Read what a background command (started with `bash` and `background: true`) wrote \
+             since the last read, and whether it is still running. At most 32 KiB per call; call \
+             again for the rest.",
+        )
     }
 
     fn kind(&self) -> ToolKind {
@@ -55,10 +69,7 @@ impl Tool for BashOutput {
     }
 
     fn describe(&self, input: &Value, _cwd: &Path) -> CallDescription {
-        CallDescription {
-            title: format!("Output of {}", id_of(input)),
-            locations: vec![],
-        }
+        described(format!("Output of {}", id_of(input)))
     }
 
     fn access(&self, _input: &Value, _cwd: &Path) -> Access {
@@ -112,13 +123,10 @@ impl Tool for BashKill {
     }
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: BASH_KILL.into(),
-            description: "Stop a background command (TERM, then KILL) and every process it \
-                          started."
-                .into(),
-            input_schema: input_schema::<Input>(),
-        }
+        spec_of(
+            BASH_KILL,
+            "Stop a background command (TERM, then KILL) and every process it started.",
+        )
     }
 
     fn kind(&self) -> ToolKind {
@@ -126,10 +134,7 @@ impl Tool for BashKill {
     }
 
     fn describe(&self, input: &Value, _cwd: &Path) -> CallDescription {
-        CallDescription {
-            title: format!("Stop {}", id_of(input)),
-            locations: vec![],
-        }
+        described(format!("Stop {}", id_of(input)))
     }
 
     fn access(&self, _input: &Value, _cwd: &Path) -> Access {
