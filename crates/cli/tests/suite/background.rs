@@ -199,3 +199,37 @@ async fn bash_kill_stops_a_command_and_the_session_limit_holds() {
     assert!(!is_error && killed.contains("bg-1 was stopped"), "{killed}");
     assert_eq!(processes_with(marker), Vec::<String>::new());
 }
+
+/// EOF from the editor ends the agent, and with it every background command: none is left.
+#[tokio::test]
+async fn eof_stops_every_background_command_before_the_agent_exits() {
+    let mut r = rig().await;
+    r.set_mode("full").await;
+    let markers = ["sleep 86431", "sleep 86432"];
+    r.fake.push(call(
+        "c1",
+        "bash",
+        json!({"command": markers[0], "background": true}),
+    ));
+    // One that ignores TERM: it is killed after the grace.
+    r.fake.push(call(
+        "c2",
+        "bash",
+        json!({"command": format!("trap '' TERM; {}", markers[1]), "background": true}),
+    ));
+    r.fake.push(Script::new().text("both started"));
+    prompt(&mut r).await;
+    for m in markers {
+        assert!(!processes_with(m).is_empty(), "{m} runs");
+    }
+    r.client.close_stdin().await;
+    let status = r.client.wait_exit(Duration::from_secs(15)).await;
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    for m in markers {
+        assert_eq!(
+            processes_with(m),
+            Vec::<String>::new(),
+            "{m} was left running"
+        );
+    }
+}
