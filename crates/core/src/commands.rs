@@ -91,6 +91,7 @@ pub fn available(own: &OwnFiles, cwd: &Path) -> Vec<CommandInfo> {
     for (dir, _) in command_dirs(own.home(), cwd) {
         names.extend(prompt_files(&dir).into_iter().map(|(name, _)| name));
     }
+    let mut listed: std::collections::BTreeSet<String> = Default::default();
     for name in names {
         if is_builtin(&name) {
             continue;
@@ -98,6 +99,7 @@ pub fn available(own: &OwnFiles, cwd: &Path) -> Vec<CommandInfo> {
         let Some((_, file)) = find_prompt_file(own, cwd, &name) else {
             continue;
         };
+        listed.insert(name.clone());
         out.push(CommandInfo {
             description: file
                 .description
@@ -106,13 +108,44 @@ pub fn available(own: &OwnFiles, cwd: &Path) -> Vec<CommandInfo> {
             name,
         });
     }
+    // Skills run as `/name` too; a built-in or a prompt file of the same name wins.
+    for skill in crate::skills::discover(own, cwd) {
+        if is_builtin(&skill.name) || listed.contains(&skill.name) {
+            continue;
+        }
+        out.push(CommandInfo {
+            name: skill.name,
+            description: skill.description,
+            hint: Some("[arguments]".to_owned()),
+        });
+    }
     out
 }
 
-/// A cheap fingerprint of the prompt files (names, sizes, modification times): when it changes,
-/// the list is sent again.
-pub fn fingerprint(home: &Path, cwd: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
-    let mut out = Vec::new();
+/// The skill a prompt runs (`/name`), when no built-in or prompt file has that name.
+pub fn invoked_skill<'a>(
+    content: &[UserContent],
+    own: &OwnFiles,
+    cwd: &Path,
+    skills: &'a [crate::skills::Skill],
+) -> Option<&'a crate::skills::Skill> {
+    let (name, _) = invocation(content)?;
+    if is_builtin(&name) || find_prompt_file(own, cwd, &name).is_some() {
+        return None;
+    }
+    skills.iter().find(|s| s.name == name)
+}
+
+/// A cheap fingerprint of the prompt files and skills (names, sizes, modification times): when
+/// it changes, the list is sent again.
+pub fn fingerprint(
+    home: &Path,
+    user_home: Option<&Path>,
+    cwd: &Path,
+) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    // Only where skills are looked for matters here, not what may be read.
+    let own = OwnFiles::new(home, &[], Err(String::new())).with_user_home(user_home);
+    let mut out = crate::skills::fingerprint(&own, cwd);
     for (dir, _) in command_dirs(home, cwd) {
         for (_, path) in prompt_files(&dir) {
             let meta = std::fs::metadata(&path).ok();
@@ -133,12 +166,17 @@ pub fn expand(content: Vec<UserContent>, own: &OwnFiles, cwd: &Path) -> Vec<User
     };
     let (body, uri) = match builtin_template(&name) {
         Some(template) => (template.to_owned(), format!("ferrite:command/{name}")),
-        None => {
-            let Some((path, file)) = find_prompt_file(own, cwd, &name) else {
-                return content;
-            };
-            (file.body, format!("file://{}", path.display()))
-        }
+        None => match find_prompt_file(own, cwd, &name) {
+            Some((path, file)) => (file.body, format!("file://{}", path.display())),
+            None => {
+                let skills = crate::skills::discover(own, cwd);
+                let Some(skill) = skills.into_iter().find(|s| s.name == name) else {
+                    return content;
+                };
+                let uri = format!("file://{}", skill.dir.join("SKILL.md").display());
+                (skill.body, uri)
+            }
+        },
     };
     let body = substitute(&body, &args);
     let mut out = content;
@@ -315,42 +353,66 @@ fn read_prompt_file(own: &OwnFiles, path: &Path, area: &Path) -> Option<PromptFi
     }
 }
 
-/// `---`-delimited `key: value` lines at the top (the subset of YAML prompt files use).
-fn parse_front_matter(text: &str) -> PromptFile {
-    let mut file = PromptFile {
-        description: None,
-        hint: None,
-        body: text.to_owned(),
-    };
+/// `---`-delimited `key: value` lines at the top (the subset of YAML prompt files and skills
+/// use), and the body after them. A value that is only `>` or `|` takes the indented lines
+/// after it, joined (YAML's folded and literal blocks, as skill descriptions are written).
+pub(crate) fn front_matter(text: &str) -> (Vec<(String, String)>, String) {
+    let none = (Vec::new(), text.to_owned());
     let Some(rest) = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
     else {
-        return file;
+        return none;
     };
     let Some(end) = rest.find("\n---") else {
-        return file;
+        return none;
     };
-    for line in rest[..end].lines() {
+    let mut fields: Vec<(String, String)> = Vec::new();
+    let mut lines = rest[..end].lines().peekable();
+    while let Some(line) = lines.next() {
         let Some((key, value)) = line.split_once(':') else {
             continue;
         };
-        let value = value.trim().trim_matches('"').trim_matches('\'').to_owned();
-        if value.is_empty() {
-            continue;
+        let mut value = value.trim().to_owned();
+        if matches!(value.as_str(), ">" | "|" | ">-" | "|-" | "") {
+            let mut block = Vec::new();
+            while let Some(next) = lines.peek() {
+                if !next.starts_with([' ', '\t']) {
+                    break;
+                }
+                block.push(next.trim());
+                lines.next();
+            }
+            value = block.join(if value.starts_with('|') { "\n" } else { " " });
         }
-        match key.trim() {
+        let value = value.trim_matches('"').trim_matches('\'').to_owned();
+        if !value.is_empty() {
+            fields.push((key.trim().to_owned(), value));
+        }
+    }
+    let after = &rest[end + 4..];
+    let body = after
+        .strip_prefix("\r\n")
+        .or_else(|| after.strip_prefix('\n'))
+        .unwrap_or(after)
+        .to_owned();
+    (fields, body)
+}
+
+fn parse_front_matter(text: &str) -> PromptFile {
+    let (fields, body) = front_matter(text);
+    let mut file = PromptFile {
+        description: None,
+        hint: None,
+        body,
+    };
+    for (key, value) in fields {
+        match key.as_str() {
             "description" => file.description = Some(value),
             "argument-hint" | "argument_hint" => file.hint = Some(value),
             _ => {}
         }
     }
-    let after = &rest[end + 4..];
-    file.body = after
-        .strip_prefix("\r\n")
-        .or_else(|| after.strip_prefix('\n'))
-        .unwrap_or(after)
-        .to_owned();
     file
 }
 
@@ -478,8 +540,8 @@ mod tests {
     #[test]
     fn fingerprint_changes_when_a_file_is_added() {
         let d = Dirs::new();
-        let before = fingerprint(d.home.path(), d.ws.path());
+        let before = fingerprint(d.home.path(), None, d.ws.path());
         d.project("new.md", "x");
-        assert_ne!(before, fingerprint(d.home.path(), d.ws.path()));
+        assert_ne!(before, fingerprint(d.home.path(), None, d.ws.path()));
     }
 }

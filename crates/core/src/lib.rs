@@ -40,6 +40,7 @@ pub mod runtime;
 pub mod services;
 mod session;
 pub mod session_view;
+pub mod skills;
 pub mod state;
 pub mod steering;
 pub mod time;

@@ -56,6 +56,8 @@ pub struct OwnFiles {
     roots: Vec<PathBuf>,
     /// `Err`: the rules could not be read, so nothing is (a dropped deny rule is a hole).
     deny: Result<Arc<Rules>, String>,
+    /// The user's home directory, for the files users keep there (`~/.claude/skills`).
+    user_home: Option<PathBuf>,
 }
 
 impl OwnFiles {
@@ -66,7 +68,20 @@ impl OwnFiles {
             home: canonical(home),
             roots: roots.iter().map(|r| canonical(r)).collect(),
             deny,
+            user_home: None,
         }
+    }
+
+    /// The same policy, knowing the user's home directory.
+    #[must_use]
+    pub fn with_user_home(mut self, home: Option<&Path>) -> Self {
+        self.user_home = home.map(canonical);
+        self
+    }
+
+    /// The user's home directory, resolved, when known.
+    pub fn user_home(&self) -> Option<&Path> {
+        self.user_home.as_deref()
     }
 
     /// FERRITE_HOME, resolved.

@@ -62,7 +62,7 @@ pub fn system_prompt(own: &OwnFiles, cwd: &Path) -> String {
 }
 
 /// The directories from the repository root down to `cwd`, root first.
-fn chain(cwd: &Path) -> Vec<PathBuf> {
+pub(crate) fn chain(cwd: &Path) -> Vec<PathBuf> {
     let root = cwd
         .ancestors()
         .find(|d| d.join(".git").exists())

@@ -95,7 +95,7 @@ impl Services {
                 }),
             None => Err("no workspace".to_owned()),
         };
-        crate::own_files::OwnFiles::new(&self.home, roots, deny)
+        crate::own_files::OwnFiles::new(&self.home, roots, deny).with_user_home(self.env.home())
     }
 
     /// The catalog for `config` with fresh credentials and the cached provider listings.

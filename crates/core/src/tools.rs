@@ -11,6 +11,7 @@ pub(crate) mod markdown;
 mod output;
 mod read;
 mod schema;
+mod skill;
 mod update_plan;
 pub mod web_fetch;
 mod write;
@@ -36,6 +37,7 @@ pub use find::Find;
 pub use grep::Grep;
 pub use ls::Ls;
 pub use read::{DecodeGate, MAX_DECODE_BYTES, MAX_PIXELS, Read};
+pub use skill::{SKILL, SkillTool};
 pub use update_plan::{UPDATE_PLAN, UpdatePlan};
 pub use web_fetch::WebFetch;
 pub use write::Write;
@@ -177,6 +179,9 @@ pub struct ToolContext<'a> {
     /// `bash_kill`), and how many may run at once.
     pub background: crate::background::BackgroundJobs,
     pub max_background: usize,
+    /// The session's skills (`skill`), and the policy their files are read under.
+    pub skills: Arc<Vec<crate::skills::Skill>>,
+    pub own_files: crate::own_files::OwnFiles,
 }
 
 pub trait Tool: Send + Sync {
@@ -226,6 +231,11 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// Keeps only the tools `keep` names.
+    pub fn retain(&mut self, keep: &[String]) {
+        self.tools.retain(|t| keep.iter().any(|k| k == t.name()));
+    }
+
     pub fn add(&mut self, tool: Arc<dyn Tool>) {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);

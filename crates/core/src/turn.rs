@@ -138,7 +138,7 @@ async fn run_stages(
         Ok(s) => s.rules.in_force(),
         Err(_) => Err("the config or the permission rules could not be read".into()),
     };
-    let own = OwnFiles::new(&services.home, &start.roots, deny);
+    let own = OwnFiles::new(&services.home, &start.roots, deny).with_user_home(services.env.home());
     let intake = intake::record_prompt(&own, rec, &req.content, &start)?;
     intake::name_session(rec, &req.content, &start, &intake).await?;
     let resolve::Settings { config, rules } = match settings {
@@ -151,6 +151,10 @@ async fn run_stages(
         return Ok(TurnOutcome::ended(run.await?));
     }
     checkpoint.configure(rec, start.roots.clone(), config.checkpoints);
+    let skills = Arc::new(crate::skills::discover(&own, &start.cwd));
+    // `/name` of a skill with `allowed-tools`: the turn keeps only those of its tools.
+    let narrowed = crate::commands::invoked_skill(&req.content, &own, &start.cwd, &skills)
+        .and_then(|s| s.allowed_tools.clone());
     let model = match resolve::model(services, &config, &start, &req.options) {
         Ok(m) => m,
         Err(outcome) => return Ok(outcome),
@@ -178,12 +182,25 @@ async fn run_stages(
         force_ask: req.options.force_ask,
         model_images: model.info.images,
         background: req.background.clone(),
+        skills: skills.clone(),
     };
-    let env = match call_env(parts, &req, &model, checkpoint, cancel).await {
+    let mut env = match call_env(parts, &req, &model, checkpoint, cancel).await {
         Ok(env) => env,
         Err(outcome) => return Ok(outcome),
     };
-    let system = crate::prompt::system_prompt(&own, &start.cwd);
+    if !skills.is_empty() {
+        env.tools.add(Arc::new(crate::tools::SkillTool));
+    }
+    if let Some(keep) = narrowed {
+        // Never wider than the session: tools it does not have stay out whatever is named.
+        env.tools.retain(&keep);
+        env.subagent = env
+            .subagent
+            .take()
+            .filter(|_| keep.iter().any(|k| k == "task"));
+    }
+    let mut system = crate::prompt::system_prompt(&own, &start.cwd);
+    system.push_str(&crate::skills::section(&skills));
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;
     }

@@ -30,6 +30,7 @@ mod rules;
 mod sandbox_escape;
 mod sessions;
 mod settings;
+mod skills;
 mod steering;
 mod store_errors;
 mod subagents;

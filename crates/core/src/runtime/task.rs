@@ -146,7 +146,7 @@ pub(super) async fn session_task(
     events: mpsc::Sender<SessionEvent>,
 ) {
     let (session, cwd) = core.read(|s| (s.id.clone(), s.cwd.clone()));
-    let commands_seen = crate::commands::fingerprint(&services.home, &cwd);
+    let commands_seen = crate::commands::fingerprint(&services.home, services.env.home(), &cwd);
     let mut task = SessionTask {
         core,
         ctx,
@@ -417,7 +417,8 @@ impl SessionTask {
 
     /// Tells the editor when the prompt files (its `/` commands) changed on disk.
     async fn poll_commands(&mut self) {
-        let now = crate::commands::fingerprint(&self.services.home, &self.cwd);
+        let now =
+            crate::commands::fingerprint(&self.services.home, self.services.env.home(), &self.cwd);
         if now == self.commands_seen {
             return;
         }

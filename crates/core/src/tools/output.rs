@@ -318,6 +318,12 @@ pub(crate) mod testing {
                 image_decodes: Default::default(),
                 background: Default::default(),
                 max_background: 8,
+                skills: Default::default(),
+                own_files: crate::own_files::OwnFiles::new(
+                    &self.root,
+                    std::slice::from_ref(&self.root),
+                    Ok(Default::default()),
+                ),
             }
         }
 

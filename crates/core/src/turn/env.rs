@@ -2,7 +2,7 @@
 //! workspace, the rules, who to ask, and the parts of each call's [`ToolContext`] (limits,
 //! spill directory, the sandboxing runner, the editor's file system, the web).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +75,8 @@ pub(crate) struct ToolBase {
     pub image_decodes: crate::tools::DecodeGate,
     pub background: crate::background::BackgroundJobs,
     pub max_background: usize,
+    pub skills: Arc<Vec<crate::skills::Skill>>,
+    pub user_home: Option<PathBuf>,
 }
 
 /// The parts of a [`CallEnv`] that come from the turn's settings.
@@ -88,6 +90,7 @@ pub(super) struct EnvParts<'a> {
     pub force_ask: bool,
     pub model_images: bool,
     pub background: crate::background::BackgroundJobs,
+    pub skills: Arc<Vec<crate::skills::Skill>>,
 }
 
 impl CallEnv {
@@ -146,6 +149,8 @@ impl CallEnv {
                 bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
                 background: p.background.clone(),
                 max_background: config.tools.max_background_commands,
+                skills: p.skills.clone(),
+                user_home: services.env.home().map(Path::to_path_buf),
                 sandbox_network: config.sandbox_network,
                 deny_read: config.deny_read_paths(services.env.home()),
                 client_fs: services.client_fs.get().cloned(),
@@ -220,6 +225,8 @@ impl CallEnv {
             image_decodes: base.image_decodes.clone(),
             background: base.background.clone(),
             max_background: base.max_background,
+            skills: base.skills.clone(),
+            own_files: self.own_files().with_user_home(base.user_home.as_deref()),
             read_deny: ReadDeny::new(
                 // A call whose rules cannot be used was refused before it got here.
                 self.rules.in_force().unwrap_or_default(),

@@ -48,6 +48,7 @@ fn rig() -> Rig {
         force_ask: false,
         model_images: true,
         background: Default::default(),
+        skills: Default::default(),
     });
     let exit_plan = ExitPlan::new(&session.recorder, &env);
     env.tools.add(Arc::new(exit_plan));

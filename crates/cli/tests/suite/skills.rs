@@ -1,0 +1,173 @@
+//! Skills in the files Claude Code users already have (`.claude/skills/<name>/SKILL.md`),
+//! through the real binary: listed to the model and the editor, loaded on demand with the `skill`
+//! tool, run as `/name`, and read under the same policy as instructions.
+
+use std::time::Duration;
+
+use ferrite_test_support::fake_provider::{FakeProvider, Script};
+use serde_json::{Value, json};
+
+use super::common::*;
+use super::turns::{Api, provider_env};
+
+const SKILL_MD: &str = "---\nname: release-notes\ndescription: Write release notes from the git \
+log\nallowed-tools: read, grep\n---\nCollect the changes since the last tag and write \
+RELEASE_NOTES.md. Focus: $ARGUMENTS\nSee template.md for the layout.\n";
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The text of the tool results in the last message of `body` (Anthropic), in order.
+fn results(body: &Value) -> Vec<(String, bool)> {
+    body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            (
+                b["content"].to_string(),
+                b["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
+}
+
+async fn prompt(c: &mut ferrite_test_support::AcpClient, s: &str, text: &str) {
+    let id = c.send_request("session/prompt", text_prompt(s, text)).await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn a_claude_skill_is_listed_loaded_on_demand_and_run_as_a_command() {
+    let world = World::new();
+    let dir = world.ws().join(".claude/skills/release-notes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("SKILL.md"), SKILL_MD).unwrap();
+    std::fs::write(dir.join("template.md"), "## Added\n## Fixed\n").unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    let listed = c
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        })
+        .await
+        .unwrap();
+    let commands = &listed["params"]["update"]["availableCommands"];
+    let skill = commands
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "release-notes")
+        .unwrap_or_else(|| panic!("listed: {commands}"));
+    assert_eq!(skill["description"], "Write release notes from the git log");
+
+    // The model sees names and descriptions, and loads a body and its files on demand.
+    let call = |id: &str, input: Value| Script::new().tool_call(id, "skill", input.to_string());
+    fake.push(call("k1", json!({"name": "release-notes"})));
+    fake.push(call(
+        "k2",
+        json!({"name": "release-notes", "file": "template.md"}),
+    ));
+    fake.push(call(
+        "k3",
+        json!({"name": "release-notes", "file": "../../../../etc/hostname"}),
+    ));
+    fake.push(Script::new().text("loaded"));
+    prompt(&mut c, &s, "write the notes").await;
+    let requests = fake.requests();
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains("release-notes: Write release notes from the git log"),
+        "{first}"
+    );
+    assert!(
+        !first.contains("Collect the changes"),
+        "the body is loaded on demand only"
+    );
+    assert!(tool_names(&requests[0].body).contains(&"skill".to_owned()));
+    let (body, is_error) = results(&requests[1].body).remove(0);
+    assert!(
+        !is_error && body.contains("Collect the changes since the last tag"),
+        "{body}"
+    );
+    assert!(body.contains("template.md"), "its files are named: {body}");
+    let (template, _) = results(&requests[2].body).remove(0);
+    assert!(template.contains("## Added"), "{template}");
+    let (outside, is_error) = results(&requests[3].body).remove(0);
+    assert!(
+        is_error && outside.contains("inside the skill's folder"),
+        "{outside}"
+    );
+
+    // `/release-notes v2` runs it as the prompt, with only the tools it allows.
+    fake.push(Script::new().text("notes written"));
+    prompt(&mut c, &s, "/release-notes v2").await;
+    let last = fake.requests().last().unwrap().body.clone();
+    let text = last.to_string();
+    assert!(text.contains("RELEASE_NOTES.md. Focus: v2"), "{text}");
+    let mut tools = tool_names(&last);
+    tools.sort();
+    assert_eq!(tools, ["grep", "read"], "allowed-tools narrows the turn");
+}
+
+/// A cloned repository's skill that links to a file outside it (a key) is neither listed nor
+/// read, and a skill's file that does is refused; the key never reaches the model or the editor.
+#[tokio::test]
+async fn a_repository_skill_cannot_read_outside_the_repository() {
+    let world = World::new();
+    let secret = world.home().parent().unwrap().join("secret-key.txt");
+    std::fs::write(&secret, "SECRET-KEY-0451").unwrap();
+    let linked = world.ws().join(".claude/skills/linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::os::unix::fs::symlink(&secret, linked.join("SKILL.md")).unwrap();
+    let honest = world.ws().join(".agents/skills/honest");
+    std::fs::create_dir_all(&honest).unwrap();
+    std::fs::write(
+        honest.join("SKILL.md"),
+        "---\ndescription: An honest skill\n---\nBody.\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&secret, honest.join("leak.md")).unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    fake.push(Script::new().tool_call(
+        "k1",
+        "skill",
+        json!({"name": "honest", "file": "leak.md"}).to_string(),
+    ));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "go"))
+        .await;
+    let (seen, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    let requests = fake.requests();
+    let first = requests[0].body.to_string();
+    assert!(first.contains("honest: An honest skill"), "{first}");
+    assert!(
+        !first.contains("- linked:"),
+        "a linked SKILL.md is not listed: {first}"
+    );
+    let (leak, is_error) = results(&requests[1].body).remove(0);
+    assert!(is_error, "{leak}");
+    for r in &requests {
+        assert!(!r.body.to_string().contains("SECRET-KEY-0451"));
+    }
+    assert!(
+        !serde_json::to_string(&seen)
+            .unwrap()
+            .contains("SECRET-KEY-0451")
+    );
+}

@@ -1,0 +1,107 @@
+//! `skill`: loads a skill's instructions, or a file next to them (`crate::skills`). Offered
+//! only in a session that has skills. No permission: a skill's text is read like `AGENTS.md`,
+//! through the same policy.
+
+use std::path::Path;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::content::{ToolContent, ToolKind};
+use crate::model::ToolSpec;
+use crate::tools::output::parse_input;
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
+
+pub const SKILL: &str = "skill";
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    /// The skill's name, as listed in the system prompt.
+    name: String,
+    /// A file in the skill's folder to read instead of its instructions (`reference.md`).
+    file: Option<String>,
+}
+
+pub struct SkillTool;
+
+impl Tool for SkillTool {
+    fn name(&self) -> &str {
+        SKILL
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: SKILL.into(),
+            description: "Load the instructions of one of the skills listed in the system \
+                          prompt, or with `file` a file in the skill's folder that they refer \
+                          to. Follow a skill's instructions once loaded."
+                .into(),
+            input_schema: input_schema::<Input>(),
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn describe(&self, input: &Value, _cwd: &Path) -> CallDescription {
+        let name = input.get("name").and_then(Value::as_str).unwrap_or("");
+        let title = match input.get("file").and_then(Value::as_str) {
+            Some(file) => format!("Skill {name}: {file}"),
+            None => format!("Skill {name}"),
+        };
+        CallDescription {
+            title,
+            locations: vec![],
+        }
+    }
+
+    fn access(&self, _input: &Value, _cwd: &Path) -> Access {
+        Access::None
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: Input = parse_input(SKILL, input)?;
+            let Some(skill) = ctx.skills.iter().find(|s| s.name == input.name) else {
+                let known: Vec<&str> = ctx.skills.iter().map(|s| s.name.as_str()).collect();
+                return Err(ToolError::RespondToModel(format!(
+                    "no skill {:?}; the skills are: {}",
+                    input.name,
+                    known.join(", ")
+                )));
+            };
+            let text = match &input.file {
+                Some(rel) => crate::skills::read_file(&ctx.own_files, skill, rel)
+                    .map_err(ToolError::RespondToModel)?,
+                None => {
+                    let files = crate::skills::files(skill);
+                    let mut text = format!("# Skill: {}\n\n{}", skill.name, skill.body.trim_end());
+                    if !files.is_empty() {
+                        text.push_str(&format!(
+                            "\n\nFiles in this skill's folder ({}), readable with `file`: {}",
+                            skill.dir.display(),
+                            files.join(", ")
+                        ));
+                    }
+                    text
+                }
+            };
+            Ok(ToolOutput {
+                content: vec![ToolContent::Text {
+                    text: crate::content::fenced(&text, "markdown").into(),
+                }],
+                text,
+            })
+        })
+    }
+}
