@@ -113,7 +113,8 @@ async fn a_server_started_in_the_background_answers_a_later_command_and_stops_wi
 async fn output_is_read_in_pieces_and_the_model_is_told_when_a_command_ends() {
     let mut r = rig().await;
     r.set_mode("full").await;
-    let command = "echo piece-one; sleep 0.8; printf '\\033[31mpiece-two\\033[0m\\n'; exit 3";
+    // Wide margins: a loaded machine may take a while between the model's requests.
+    let command = "echo piece-one; sleep 2; printf '\\033[31mpiece-two\\033[0m\\n'; exit 3";
     r.fake.push(call(
         "c1",
         "bash",
@@ -124,7 +125,7 @@ async fn output_is_read_in_pieces_and_the_model_is_told_when_a_command_ends() {
     r.fake
         .push(call("c3", "bash_output", json!({"id": "bg-1"})));
     r.fake
-        .push(call("c4", "bash", json!({"command": "sleep 1.5"})));
+        .push(call("c4", "bash", json!({"command": "sleep 3"})));
     r.fake
         .push(call("c5", "bash_output", json!({"id": "bg-1"})));
     r.fake.push(call("c6", "bash_kill", json!({"id": "bg-9"})));
