@@ -65,7 +65,7 @@ async fn prompts_sent_during_a_turn_wait_and_are_answered_in_order_each_with_its
     r.fake.push(
         Script::new()
             .text("one")
-            .stall(Duration::from_millis(700))
+            .stall(Duration::from_millis(1200))
             .text(" done"),
     );
     r.fake.push(Script::new().text("two"));
@@ -143,7 +143,7 @@ async fn a_steering_message_joins_the_running_turn_at_its_next_request() {
     r.fake.push(
         Script::new()
             .text("Looking.")
-            .stall(Duration::from_millis(700))
+            .stall(Duration::from_millis(1200))
             .tool_call("c1", "read", json!({"path": "a.txt"}).to_string()),
     );
     r.fake.push(Script::new().text("Blue it is."));
@@ -215,7 +215,7 @@ async fn a_steering_message_during_the_final_answer_gets_its_own_request_in_the_
     r.fake.push(
         Script::new()
             .text("Done")
-            .stall(Duration::from_millis(700))
+            .stall(Duration::from_millis(1200))
             .text("."),
     );
     r.fake.push(Script::new().text("Also done."));
