@@ -79,16 +79,19 @@ struct Steering<'a> {
 }
 
 /// Background commands that ended since the last request: the model is told in the
-/// conversation (a note in the user's turn, logged), the user by a notice.
+/// conversation (a note in the user's turn, logged, naming the command by its id), the user by a
+/// notice.
 async fn tell_ended(
     rec: &Recorder,
     background: &crate::background::BackgroundJobs,
 ) -> Result<(), StoreError> {
     for ended in background.take_ended() {
+        // The id only, never the command: the model wrote that text, and this note stands in
+        // the user's turn (and is replayed as the user's).
         let note = format!(
-            "[Ferrite: the background command {} (`{}`) {}; bash_output shows what it wrote \
-             since the last read.]",
-            ended.id, ended.command, ended.how
+            "[Ferrite: the background command {} {}; bash_output shows what it wrote since the \
+             last read.]",
+            ended.id, ended.how
         );
         rec.record(crate::log::EntryKind::UserMessage {
             content: vec![UserContent::Text {
