@@ -9,9 +9,10 @@
 //! a file next to it, with the `skill` tool when a task calls for it; the editor lists skills as
 //! commands, and `/name args` runs one as the prompt.
 //!
-//! Every file is read through [`OwnFiles`], like instructions and prompt files: a skill's files
-//! must stay in their area (the repository for a project skill, the skills folder for a
-//! personal one), never lead into FERRITE_HOME, pass the read deny rules, and are bounded.
+//! Every file is read through [`OwnFiles`], like instructions and prompt files: a `SKILL.md`
+//! must stay in its area (the repository for a project skill, the skills folder for a personal
+//! one) and a file it refers to in the skill's own folder; none leads into FERRITE_HOME, all
+//! pass the read deny rules, and they are bounded.
 //! A skill's text is instructions, like `AGENTS.md`; `allowed-tools` only ever narrows the
 //! tools of a turn it runs (`/name`), so a cloned repository's skill cannot widen anything.
 
@@ -35,8 +36,6 @@ pub struct Skill {
     pub description: String,
     /// The skill's folder.
     pub dir: PathBuf,
-    /// Where its files must stay.
-    area: PathBuf,
     /// The instructions (`SKILL.md` after its front matter).
     pub body: String,
     /// `allowed-tools`: the tools a turn that runs the skill keeps (never more than it has).
@@ -146,7 +145,6 @@ pub fn discover(own: &OwnFiles, cwd: &Path) -> Vec<Skill> {
                 name,
                 description,
                 dir,
-                area,
                 body,
                 allowed_tools,
             },
@@ -239,7 +237,8 @@ pub fn files(skill: &Skill) -> Vec<String> {
     out
 }
 
-/// A file of the skill, `rel` to its folder: no absolute path or `..`, read under the policy.
+/// A file of the skill, `rel` to its folder: no absolute path or `..`, its target inside the
+/// skill's folder, read under the policy.
 pub fn read_file(own: &OwnFiles, skill: &Skill, rel: &str) -> Result<String, String> {
     let rel_path = Path::new(rel);
     if rel.is_empty()
@@ -253,8 +252,11 @@ pub fn read_file(own: &OwnFiles, skill: &Skill, rel: &str) -> Result<String, Str
         ));
     }
     let path = skill.dir.join(rel_path);
-    // The file must stay in the skill's area, like SKILL.md itself.
-    match own.read(&path, &skill.area, crate::own_files::MAX_BYTES) {
+    // The file must stay in the skill's own folder (where its link, if it is one, resolves):
+    // a project skill above the cwd must not hand out the repository's other files, which
+    // `read` would ask about as outside the workspace.
+    let folder = std::fs::canonicalize(&skill.dir).unwrap_or_else(|_| skill.dir.clone());
+    match own.read(&path, &folder, crate::own_files::MAX_BYTES) {
         Ok(t) if t.cut => Ok(format!(
             "{}\n[cut at 64 KiB: read {} with `read` for the rest]",
             t.text,

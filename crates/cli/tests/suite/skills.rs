@@ -171,3 +171,47 @@ async fn a_repository_skill_cannot_read_outside_the_repository() {
             .contains("SECRET-KEY-0451")
     );
 }
+
+/// A project skill above the cwd (the repository root's `.claude/skills`) may not hand the model a
+/// file outside its own folder through a link: `read` of that file would ask, since it is outside
+/// the workspace the editor opened.
+#[tokio::test]
+async fn a_skill_file_is_read_only_inside_the_skill_s_folder() {
+    let world = World::new();
+    let repo = world.ws();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(repo.join("app")).unwrap();
+    std::fs::write(repo.join("private.txt"), "PRIVATE-NOTES-7731").unwrap();
+    let dir = repo.join(".claude/skills/notes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\ndescription: Notes\n---\nRead guide.md.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("guide.md"), "GUIDE-TEXT").unwrap();
+    std::os::unix::fs::symlink(repo.join("private.txt"), dir.join("leak.md")).unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&repo.join("app")).await);
+    let call = |id: &str, file: &str| {
+        Script::new().tool_call(
+            id,
+            "skill",
+            json!({"name": "notes", "file": file}).to_string(),
+        )
+    };
+    fake.push(call("k1", "guide.md"));
+    fake.push(call("k2", "leak.md"));
+    fake.push(Script::new().text("done"));
+    prompt(&mut c, &s, "go").await;
+    let requests = fake.requests();
+    let (guide, _) = results(&requests[1].body).remove(0);
+    assert!(guide.contains("GUIDE-TEXT"), "{guide}");
+    let (leak, is_error) = results(&requests[2].body).remove(0);
+    assert!(is_error, "{leak}");
+    for r in &requests {
+        assert!(!r.body.to_string().contains("PRIVATE-NOTES-7731"));
+    }
+}
