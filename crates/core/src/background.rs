@@ -159,7 +159,7 @@ impl BackgroundJobs {
         };
         job.read += bytes.len() as u64;
         Ok(Piece {
-            output: strip_ansi(&String::from_utf8_lossy(&bytes)),
+            output: crate::ansi::strip(&String::from_utf8_lossy(&bytes)),
             more,
             ended,
         })
@@ -300,60 +300,9 @@ fn read_from(path: &Path, offset: u64) -> std::io::Result<(Vec<u8>, bool)> {
     Ok((buf, more))
 }
 
-/// `text` without terminal escape sequences (colours, cursor moves, titles): the model reads
-/// the words, not the styling.
-pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            // CSI: parameters, then one final byte in @..~.
-            Some('[') => {
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            // OSC: up to BEL or ESC \.
-            Some(']') => {
-                while let Some(c) = chars.next() {
-                    if c == '\u{7}' {
-                        break;
-                    }
-                    if c == '\u{1b}' && chars.peek() == Some(&'\\') {
-                        chars.next();
-                        break;
-                    }
-                }
-            }
-            // A character set choice (`ESC ( B`): three characters.
-            Some('(' | ')' | '*' | '+') => {
-                chars.next();
-            }
-            // A two-character escape (keypad mode, reset): both go.
-            Some(_) | None => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_are_stripped_and_words_kept() {
-        assert_eq!(
-            strip_ansi("\u{1b}[1;31merror\u{1b}[0m: bad\u{1b}]0;title\u{7} ok\u{1b}(B!"),
-            "error: bad ok!"
-        );
-        assert_eq!(strip_ansi("plain\ttext\n"), "plain\ttext\n");
-    }
 
     #[test]
     fn each_command_gets_a_directory_no_earlier_run_used() {

@@ -135,3 +135,59 @@ async fn any_other_client_gets_the_fenced_text_and_the_same_result() {
         "the model's result does not depend on the client"
     );
 }
+
+/// A command's output may hold any escape sequence (the model chose the command, a file it read
+/// chose the output). Colours reach the terminal view; sequences that act outside the drawn text
+/// (OSC 52 writes the clipboard, OSC 8 hides a link's target, OSC 0 sets the title, DCS, and
+/// their one-byte C1 forms) do not.
+#[tokio::test]
+async fn the_terminal_view_gets_colours_but_no_clipboard_link_or_title_sequences() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.request(
+        "initialize",
+        json!({"protocolVersion": 1,
+               "clientCapabilities": {"_meta": {"terminal_output": true}},
+               "clientInfo": {"name": "zed-shaped", "version": "0"}}),
+    )
+    .await
+    .ok();
+    let s = sid(&c.new_session(&world.ws()).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": s, "modeId": "full"}),
+    )
+    .await
+    .ok();
+    let command = "printf '\\033[31mred\\033[0m \\033]52;c;cm0gLXJmIH4=\\a\\033]8;;https://evil.example/\\033\\\\link\\033]8;;\\033\\\\ \\033]0;title\\007\\033Pq#0\\033\\\\ \\302\\2352;x\\a end\\n'";
+    fake.push(Script::new().tool_call("t1", "bash", json!({"command": command}).to_string()));
+    fake.push(Script::new().text("ok"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "run it"))
+        .await;
+    let (seen, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    let output: String = tool_updates(&seen)
+        .iter()
+        .filter_map(|u| {
+            u["_meta"]["terminal_output"]["data"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(output.contains("\u{1b}[31mred\u{1b}[0m"), "{output:?}");
+    assert!(
+        output.contains("link") && output.contains(" end"),
+        "{output:?}"
+    );
+    for bad in [
+        "\u{1b}]",
+        "\u{1b}P",
+        "\u{9d}",
+        "evil.example",
+        "cm0gLXJmIH4=",
+    ] {
+        assert!(!output.contains(bad), "{bad:?} in {output:?}");
+    }
+}

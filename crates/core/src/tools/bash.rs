@@ -253,7 +253,7 @@ fn result_text(out: &CommandOutput, timeout: Duration) -> String {
         return text;
     }
     // Colours and other terminal escapes are for terminals, not for the model.
-    let excerpt = crate::background::strip_ansi(&out.excerpt);
+    let excerpt = crate::ansi::strip(&out.excerpt);
     text.push_str(&excerpt);
     if !excerpt.ends_with('\n') {
         text.push('\n');
@@ -304,22 +304,36 @@ fn title(command: &str) -> String {
 }
 
 /// The recent output for streaming, with a flag so unchanged output isn't sent again.
-#[derive(Default)]
 struct Tail {
     text: String,
     changed: bool,
     dropped: bool,
-    /// Written since the last update, for terminal views (bounded by [`TERMINAL_DELTA_BYTES`]).
+    /// Written since the last update, for terminal views (bounded by [`TERMINAL_DELTA_BYTES`]),
+    /// without the sequences that act beyond the drawn text (`crate::ansi`).
     delta: String,
+    terminal: crate::ansi::Filter,
     /// Bytes of output left out of `delta` since the last update.
     delta_dropped: u64,
+}
+
+impl Default for Tail {
+    fn default() -> Self {
+        Self {
+            text: String::new(),
+            changed: false,
+            dropped: false,
+            delta: String::new(),
+            delta_dropped: 0,
+            terminal: crate::ansi::Filter::terminal(),
+        }
+    }
 }
 
 impl Tail {
     fn push(&mut self, chunk: &str) {
         self.text.push_str(chunk);
         self.changed = true;
-        self.delta.push_str(chunk);
+        self.terminal.push(chunk, &mut self.delta);
         if self.delta.len() > 2 * TERMINAL_DELTA_BYTES {
             let mut cut = self.delta.len() - TERMINAL_DELTA_BYTES;
             while !self.delta.is_char_boundary(cut) {
