@@ -132,6 +132,7 @@ impl Pump {
                 return;
             }
             if let Event::TurnEnded(outcome) = &ev.event {
+                self.terminals.turn_ended(&ev.session);
                 if let Some(request) = self.prompts.end(&ev.session, turn) {
                     self.out.result(&request, prompt_response(outcome)).await;
                 }

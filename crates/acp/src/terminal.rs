@@ -10,7 +10,7 @@
 //!
 //! Live turns only: a replay (`session/load`) shows the text each call ended with.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use agent_client_protocol::v1::schema as acp;
@@ -21,9 +21,10 @@ use serde_json::{Map, Value, json};
 
 use crate::mapping;
 
-/// The commands shown as terminals that are not finished, and whether each started.
+/// The commands shown as terminals that are not finished (session, call id), and whether each
+/// started running.
 #[derive(Default)]
-pub(crate) struct Terminals(Mutex<HashSet<(SessionId, String, bool)>>);
+pub(crate) struct Terminals(Mutex<HashMap<(SessionId, String), bool>>);
 
 fn meta(key: &str, value: Value) -> Map<String, Value> {
     let mut m = Map::new();
@@ -32,7 +33,7 @@ fn meta(key: &str, value: Value) -> Map<String, Value> {
 }
 
 impl Terminals {
-    fn set(&self) -> MutexGuard<'_, HashSet<(SessionId, String, bool)>> {
+    fn calls(&self) -> MutexGuard<'_, HashMap<(SessionId, String), bool>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -43,7 +44,7 @@ impl Terminals {
         match event {
             Event::ToolCall(v) if v.kind == ToolKind::Execute => {
                 let mapped = mapping::updates(event, false);
-                self.set().insert((session.clone(), v.id.clone(), false));
+                self.calls().insert((session.clone(), v.id.clone()), false);
                 Some(
                     mapped
                         .into_iter()
@@ -62,28 +63,30 @@ impl Terminals {
         }
     }
 
+    /// A turn of `session` ended: a call it left unfinished (its task aborted) is not kept.
+    /// The session's next turn starts only after this one's end.
+    pub fn turn_ended(&self, session: &SessionId) {
+        self.calls().retain(|(s, _), _| s != session);
+    }
+
     fn update(
         &self,
         session: &SessionId,
         v: &ToolCallUpdateView,
     ) -> Option<Vec<acp::SessionUpdate>> {
         use acp::SessionUpdate as U;
-        let mut set = self.set();
-        let started = if set.contains(&(session.clone(), v.id.clone(), true)) {
-            true
-        } else if set.contains(&(session.clone(), v.id.clone(), false)) {
-            false
-        } else {
-            return None;
-        };
-        let runs = v.terminal_output.is_some() || v.terminal_exit.is_some();
+        let key = (session.clone(), v.id.clone());
         let finished = matches!(v.status, Some(ToolStatus::Completed | ToolStatus::Failed));
-        set.remove(&(session.clone(), v.id.clone(), started));
-        let started = started || runs;
-        if !finished {
-            set.insert((session.clone(), v.id.clone(), started));
-        }
-        drop(set);
+        let started = {
+            let mut calls = self.calls();
+            let started = calls.get_mut(&key)?;
+            *started |= v.terminal_output.is_some() || v.terminal_exit.is_some();
+            let started = *started;
+            if finished {
+                calls.remove(&key);
+            }
+            started
+        };
         let id = acp::ToolCallId::new(v.id.clone());
         let mut out = Vec::new();
         if let Some(data) = &v.terminal_output {
