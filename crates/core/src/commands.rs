@@ -145,18 +145,21 @@ pub fn fingerprint(
 ) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
     // Only where skills are looked for matters here, not what may be read.
     let own = OwnFiles::new(home, &[], Err(String::new())).with_user_home(user_home);
-    let mut out = crate::skills::fingerprint(&own, cwd);
-    for (dir, _) in command_dirs(home, cwd) {
-        for (_, path) in prompt_files(&dir) {
+    let prompts = command_dirs(home, cwd)
+        .into_iter()
+        .flat_map(|(dir, _)| prompt_files(&dir).into_iter().map(|(_, path)| path));
+    crate::skills::skill_files(&own, cwd)
+        .into_iter()
+        .chain(prompts)
+        .map(|path| {
             let meta = std::fs::metadata(&path).ok();
-            out.push((
+            (
                 path,
                 meta.as_ref().map_or(0, std::fs::Metadata::len),
                 meta.and_then(|m| m.modified().ok()),
-            ));
-        }
-    }
-    out
+            )
+        })
+        .collect()
 }
 
 /// The prompt with the command attached, or unchanged when it names no prompt command.
@@ -204,12 +207,17 @@ fn invocation(content: &[UserContent]) -> Option<(String, String)> {
     };
     let rest = text.trim_start().strip_prefix('/')?;
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let valid = !name.is_empty()
+    valid_name(name).then(|| (name.to_owned(), args.trim().to_owned()))
+}
+
+/// A name a command or skill may have: letters, digits, `-` and `_`, at most 64 (what `/name`
+/// can run).
+pub(crate) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 64
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    valid.then(|| (name.to_owned(), args.trim().to_owned()))
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn is_builtin(name: &str) -> bool {

@@ -62,14 +62,6 @@ fn skill_dirs(own: &OwnFiles, cwd: &Path) -> Vec<(PathBuf, PathBuf)> {
     out
 }
 
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
 /// The candidate `SKILL.md` files, in order (not read).
 fn candidates(own: &OwnFiles, cwd: &Path) -> Vec<(PathBuf, PathBuf, PathBuf)> {
     let mut out = Vec::new();
@@ -118,7 +110,7 @@ pub fn discover(own: &OwnFiles, cwd: &Path) -> Vec<Skill> {
         let name = field("name")
             .or_else(|| dir.file_name().and_then(|n| n.to_str()).map(str::to_owned))
             .unwrap_or_default();
-        if !valid_name(&name) {
+        if !crate::commands::valid_name(&name) {
             tracing::warn!(path = %file.display(), "skill with an unusable name skipped");
             continue;
         }
@@ -153,22 +145,12 @@ pub fn discover(own: &OwnFiles, cwd: &Path) -> Vec<Skill> {
     by_name.into_values().collect()
 }
 
-/// A cheap fingerprint of the skills (paths, sizes, modification times), so the command list
-/// is sent again when one changes.
-pub fn fingerprint(
-    own: &OwnFiles,
-    cwd: &Path,
-) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+/// The `SKILL.md` files a workspace may have (not read): the command list follows them
+/// (`commands::fingerprint`).
+pub fn skill_files(own: &OwnFiles, cwd: &Path) -> Vec<PathBuf> {
     candidates(own, cwd)
         .into_iter()
-        .map(|(_, file, _)| {
-            let meta = std::fs::metadata(&file).ok();
-            (
-                file,
-                meta.as_ref().map_or(0, std::fs::Metadata::len),
-                meta.and_then(|m| m.modified().ok()),
-            )
-        })
+        .map(|(_, file, _)| file)
         .collect()
 }
 
