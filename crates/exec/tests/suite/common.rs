@@ -142,3 +142,42 @@ pub fn vm_hwm_kib() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
 }
+
+/// A command past its timeout is killed, and what it wrote before is kept (each platform's
+/// process tree).
+pub async fn timeout_kills_the_command_with(runner: &ExecRunner) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = spec(dir.path(), "echo started; sleep 100");
+    spec.timeout = std::time::Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let (output, _) = run(runner, spec).await;
+    let output = output.unwrap();
+    assert_eq!(output.exit, ferrite_core::exec::Exit::TimedOut);
+    assert_eq!(output.excerpt, "started\n");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// The leader exits while a background child still holds the output pipes open: the run does
+/// not wait for that child's EOF, and the child does not survive (each platform's process tree).
+pub async fn background_children_die_with_the_leader_with(runner: &ExecRunner) {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (output, _) = run(
+        runner,
+        spec(dir.path(), "sleep 100 & echo $! > pid; echo done"),
+    )
+    .await;
+    let output = output.unwrap();
+    assert_eq!(output.exit, ferrite_core::exec::Exit::Code(0));
+    assert_eq!(output.excerpt, "done\n");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_dead(read_pid(&dir.path().join("pid")).await).await;
+}

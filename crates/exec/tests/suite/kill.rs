@@ -4,23 +4,14 @@ use ferrite_core::exec::{CommandRunner, Exit};
 use pretty_assertions::assert_eq;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{alive, assert_dead, group_members, read_pid, run, runner, spec};
+use super::common::{
+    alive, assert_dead, background_children_die_with_the_leader_with, group_members, read_pid, run,
+    runner, spec, timeout_kills_the_command_with,
+};
 
 #[tokio::test]
 async fn timeout_kills_the_command() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut spec = spec(dir.path(), "echo started; sleep 100");
-    spec.timeout = Duration::from_millis(300);
-    let started = Instant::now();
-    let (output, _) = run(&runner(), spec).await;
-    let output = output.unwrap();
-    assert_eq!(output.exit, Exit::TimedOut);
-    assert_eq!(output.excerpt, "started\n");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    timeout_kills_the_command_with(&runner()).await;
 }
 
 /// Runs `command` (which writes its background child's pid to `pid`), cancels it once that pid
@@ -99,23 +90,7 @@ async fn cancel_kills_a_command_that_ignores_term_after_the_grace_period() {
 /// not wait for that child's EOF, and the child must not survive.
 #[tokio::test]
 async fn background_children_die_with_the_leader() {
-    let dir = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let (output, _) = run(
-        &runner(),
-        spec(dir.path(), "sleep 100 & echo $! > pid; echo done"),
-    )
-    .await;
-    let output = output.unwrap();
-    assert_eq!(output.exit, Exit::Code(0));
-    assert_eq!(output.excerpt, "done\n");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
-    let grandchild = read_pid(&dir.path().join("pid")).await;
-    assert_dead(grandchild).await;
+    background_children_die_with_the_leader_with(&runner()).await;
 }
 
 /// A process that left the group (`setsid`) or was double-forked away still dies with the

@@ -10,7 +10,10 @@ use ferrite_exec::{ExecRunner, Platform, ProcessTree, SandboxBackend};
 use pretty_assertions::assert_eq;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{assert_dead, helper_exe, read_pid, restricted, run, spec};
+use super::common::{
+    assert_dead, background_children_die_with_the_leader_with, helper_exe, read_pid, restricted,
+    run, spec, timeout_kills_the_command_with,
+};
 
 fn macos_like() -> ExecRunner {
     ExecRunner::new(helper_exe()).with_platform(Platform {
@@ -38,19 +41,7 @@ async fn group_mode_runs_commands_and_reports_exits() {
 
 #[tokio::test]
 async fn group_mode_timeout_kills_the_command() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut spec = spec(dir.path(), "echo started; sleep 100");
-    spec.timeout = Duration::from_millis(300);
-    let started = Instant::now();
-    let (output, _) = run(&macos_like(), spec).await;
-    let output = output.unwrap();
-    assert_eq!(output.exit, Exit::TimedOut);
-    assert_eq!(output.excerpt, "started\n");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    timeout_kills_the_command_with(&macos_like()).await;
 }
 
 /// Cancels `command` once it wrote its background child's pid to `pid`; returns the exit, the
@@ -98,22 +89,7 @@ async fn group_mode_kills_a_command_that_ignores_term_after_the_grace_period() {
 /// the run returns at once.
 #[tokio::test]
 async fn group_mode_background_children_die_with_the_leader() {
-    let dir = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let (output, _) = run(
-        &macos_like(),
-        spec(dir.path(), "sleep 100 & echo $! > pid; echo done"),
-    )
-    .await;
-    let output = output.unwrap();
-    assert_eq!(output.exit, Exit::Code(0));
-    assert_eq!(output.excerpt, "done\n");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_dead(read_pid(&dir.path().join("pid")).await).await;
+    background_children_die_with_the_leader_with(&macos_like()).await;
 }
 
 #[tokio::test]
