@@ -13,23 +13,9 @@ fn call(id: &str, tool: &str, input: Value) -> Script {
     Script::new().tool_call(id, tool, input.to_string())
 }
 
-/// The tool results the model got in request `n` (0-based), as text.
+/// The tool results the model got in request `n` (0-based).
 fn results_of(r: &Rig, n: usize) -> Vec<(String, bool)> {
-    let body = &r.fake.requests()[n].body;
-    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
-    last["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| {
-            let text = match &b["content"] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            (text, b["is_error"].as_bool().unwrap_or(false))
-        })
-        .collect()
+    tool_results(&r.fake.requests()[n].body)
 }
 
 async fn prompt(r: &mut Rig) -> Vec<Value> {

@@ -145,3 +145,21 @@ pub fn peak_rss_kb(pid: u32) -> u64 {
         .parse()
         .unwrap()
 }
+
+/// The tool results in the last message of an Anthropic request `body`, in order: each one's
+/// content (a string as it is, blocks as JSON) and whether it is an error.
+pub fn tool_results(body: &Value) -> Vec<(String, bool)> {
+    body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            let text = match &b["content"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (text, b["is_error"].as_bool().unwrap_or(false))
+        })
+        .collect()
+}

@@ -23,22 +23,6 @@ fn tool_names(body: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The text of the tool results in the last message of `body` (Anthropic), in order.
-fn results(body: &Value) -> Vec<(String, bool)> {
-    body["messages"].as_array().unwrap().last().unwrap()["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["type"] == "tool_result")
-        .map(|b| {
-            (
-                b["content"].to_string(),
-                b["is_error"].as_bool().unwrap_or(false),
-            )
-        })
-        .collect()
-}
-
 async fn prompt(c: &mut ferrite_test_support::AcpClient, s: &str, text: &str) {
     let id = c.send_request("session/prompt", text_prompt(s, text)).await;
     let (_, answer) = c.collect_until_answer(&id).await;
@@ -95,15 +79,15 @@ async fn a_claude_skill_is_listed_loaded_on_demand_and_run_as_a_command() {
         "the body is loaded on demand only"
     );
     assert!(tool_names(&requests[0].body).contains(&"skill".to_owned()));
-    let (body, is_error) = results(&requests[1].body).remove(0);
+    let (body, is_error) = tool_results(&requests[1].body).remove(0);
     assert!(
         !is_error && body.contains("Collect the changes since the last tag"),
         "{body}"
     );
     assert!(body.contains("template.md"), "its files are named: {body}");
-    let (template, _) = results(&requests[2].body).remove(0);
+    let (template, _) = tool_results(&requests[2].body).remove(0);
     assert!(template.contains("## Added"), "{template}");
-    let (outside, is_error) = results(&requests[3].body).remove(0);
+    let (outside, is_error) = tool_results(&requests[3].body).remove(0);
     assert!(
         is_error && outside.contains("inside the skill's folder"),
         "{outside}"
@@ -160,7 +144,7 @@ async fn a_repository_skill_cannot_read_outside_the_repository() {
         !first.contains("- linked:"),
         "a linked SKILL.md is not listed: {first}"
     );
-    let (leak, is_error) = results(&requests[1].body).remove(0);
+    let (leak, is_error) = tool_results(&requests[1].body).remove(0);
     assert!(is_error, "{leak}");
     for r in &requests {
         assert!(!r.body.to_string().contains("SECRET-KEY-0451"));
@@ -207,9 +191,9 @@ async fn a_skill_file_is_read_only_inside_the_skill_s_folder() {
     fake.push(Script::new().text("done"));
     prompt(&mut c, &s, "go").await;
     let requests = fake.requests();
-    let (guide, _) = results(&requests[1].body).remove(0);
+    let (guide, _) = tool_results(&requests[1].body).remove(0);
     assert!(guide.contains("GUIDE-TEXT"), "{guide}");
-    let (leak, is_error) = results(&requests[2].body).remove(0);
+    let (leak, is_error) = tool_results(&requests[2].body).remove(0);
     assert!(is_error, "{leak}");
     for r in &requests {
         assert!(!r.body.to_string().contains("PRIVATE-NOTES-7731"));
