@@ -268,3 +268,26 @@ async fn a_command_s_text_never_becomes_words_of_the_user() {
         }
     }
 }
+
+/// What the user approves says the command will keep running in the background: a model could
+/// otherwise have a command that looks like it ends (`python3 serve.py`) approved as a call and
+/// keep it running for the rest of the session.
+#[tokio::test]
+async fn the_permission_request_says_the_command_runs_in_the_background() {
+    let mut r = rig().await;
+    r.fake.push(call(
+        "c1",
+        "bash",
+        json!({"command": "sleep 86441", "background": true}),
+    ));
+    r.fake.push(Script::new().text("asked"));
+    let id = r.send_prompt_id().await;
+    let req = r.permission_request().await;
+    let shown = req["params"]["toolCall"]["content"].to_string();
+    assert!(shown.contains("sleep 86441"), "{shown}");
+    assert!(shown.contains("in the background"), "{shown}");
+    r.answer(&req, "reject_once").await;
+    let (_, answer) = r.client.collect_until_answer(&id).await;
+    answer.ok();
+    assert_eq!(processes_with("sleep 86441"), Vec::<String>::new());
+}

@@ -92,9 +92,17 @@ impl Tool for Bash {
 
     fn preview(&self, input: &Value, cwd: &Path) -> Vec<ToolContent> {
         let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+        // What is approved says how long it runs: a background command outlives the call.
+        let background = match input.get("background").and_then(Value::as_bool) {
+            Some(true) => {
+                ", in the background: it keeps running after this call, until it is stopped or \
+                 the session ends"
+            }
+            _ => "",
+        };
         vec![ToolContent::Text {
             text: format!(
-                "{}\n\nin {}",
+                "{}\n\nin {}{background}",
                 fenced(command, "sh"),
                 inline_code(&cwd.display().to_string())
             )
