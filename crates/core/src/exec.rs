@@ -143,6 +143,13 @@ pub struct CommandSpec {
     /// How much output to keep in memory for the model: the rest is only in the spill file.
     pub max_bytes: usize,
     pub max_lines: usize,
+    /// Bytes written to the command's standard input, which is then closed; `None` is
+    /// `/dev/null` (a hook reads its event here).
+    pub stdin: Option<std::sync::Arc<[u8]>>,
+    /// Whether standard error is kept apart ([`CommandOutput::stderr`]) instead of interleaved
+    /// with standard output in the excerpt: a hook answers in JSON on one and in words on the
+    /// other.
+    pub separate_stderr: bool,
 }
 
 /// How a command ended.
@@ -165,6 +172,9 @@ pub struct CommandOutput {
     pub total_lines: u64,
     pub spill_path: PathBuf,
     pub duration: Duration,
+    /// Standard error, bounded like the excerpt, when [`CommandSpec::separate_stderr`] (the
+    /// excerpt then holds standard output only); empty otherwise.
+    pub stderr: String,
 }
 
 /// What the sandbox can enforce on this machine.

@@ -45,6 +45,8 @@ use crate::tree::{KILL_GRACE, Tree};
 ///     env_remove: vec!["MY_PROVIDER_KEY".into()],
 ///     max_bytes: 16 * 1024,
 ///     max_lines: 400,
+///     stdin: None,
+///     separate_stderr: false,
 /// };
 /// let cancel = tokio_util::sync::CancellationToken::new();
 /// let output = runner.run(spec, cancel, &|chunk| { let _ = chunk; }).await?;
@@ -154,7 +156,11 @@ impl ExecRunner {
                     && !spec.env_remove.iter().any(|r| *r == name)
             }))
             .current_dir(&spec.cwd)
-            .stdin(Stdio::null())
+            .stdin(if spec.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Never: SIGKILL would leave the tree without its supervisor. A dropped run TERMs
@@ -257,7 +263,8 @@ impl ExecRunner {
                 "could not create an output file in {}: {err}",
                 spec.spill_dir.display()
             ))
-        })?;
+        })?
+        .with_separate_stderr(spec.separate_stderr);
         let mut child = command.spawn().map_err(|err| {
             ExecError::Spawn(format!(
                 "{} in {}: {err}",
@@ -267,6 +274,14 @@ impl ExecRunner {
         })?;
         // On an early drop the supervisor is told to stop the whole tree.
         let mut tree = Tree::new(&child);
+        if let (Some(bytes), Some(mut pipe)) = (spec.stdin.clone(), child.stdin.take()) {
+            // Written beside the output loop, so a command that prints before it reads cannot
+            // deadlock against us; one that never reads (or exits first) just closes the pipe.
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let _ = pipe.write_all(&bytes).await;
+            });
+        }
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(ExecError::Spawn(
                 "the command's output pipes are missing".to_owned(),
@@ -372,6 +387,7 @@ impl ExecRunner {
             total_lines: summary.total_lines,
             spill_path: summary.path,
             duration: started.elapsed(),
+            stderr: summary.stderr,
         })
     }
 }

@@ -42,6 +42,8 @@ pub(crate) struct OutputSink<'a> {
     pending: [Vec<u8>; 2],
     excerpt: String,
     excerpt_lines: usize,
+    /// Standard error kept apart from the excerpt (bounded by `max_bytes`), when asked for.
+    stderr: Option<String>,
     max_bytes: usize,
     max_lines: usize,
     truncated: bool,
@@ -61,6 +63,7 @@ pub(crate) struct SinkSummary {
     pub(crate) total_bytes: u64,
     pub(crate) total_lines: u64,
     pub(crate) head: Vec<u8>,
+    pub(crate) stderr: String,
 }
 
 impl<'a> OutputSink<'a> {
@@ -87,6 +90,7 @@ impl<'a> OutputSink<'a> {
             pending: [Vec::new(), Vec::new()],
             excerpt: String::new(),
             excerpt_lines: 0,
+            stderr: None,
             max_bytes,
             max_lines,
             truncated: false,
@@ -96,6 +100,12 @@ impl<'a> OutputSink<'a> {
             ends_with_newline: false,
             notes: Vec::new(),
         })
+    }
+
+    /// Keeps standard error apart from the excerpt (both still stream and spill together).
+    pub(crate) fn with_separate_stderr(mut self, separate: bool) -> Self {
+        self.stderr = separate.then(String::new);
+        self
     }
 
     pub(crate) async fn push(&mut self, stream: Stream, bytes: &[u8]) -> Pushed {
@@ -118,7 +128,7 @@ impl<'a> OutputSink<'a> {
         let rest = pending.split_off(complete);
         let whole = std::mem::replace(pending, rest);
         let text = String::from_utf8_lossy(&whole);
-        self.emit(&text);
+        self.emit(stream, &text);
         pushed
     }
 
@@ -127,7 +137,7 @@ impl<'a> OutputSink<'a> {
         for stream in [Stream::Stdout, Stream::Stderr] {
             let rest = std::mem::take(&mut self.pending[stream as usize]);
             if !rest.is_empty() {
-                self.emit(&String::from_utf8_lossy(&rest));
+                self.emit(stream, &String::from_utf8_lossy(&rest));
             }
         }
         if let Some(mut file) = self.spill.take()
@@ -155,6 +165,7 @@ impl<'a> OutputSink<'a> {
             total_bytes: self.total_bytes,
             total_lines,
             head: self.head,
+            stderr: self.stderr.unwrap_or_default(),
         }
     }
 
@@ -190,11 +201,19 @@ impl<'a> OutputSink<'a> {
         Pushed::Continue
     }
 
-    fn emit(&mut self, text: &str) {
+    fn emit(&mut self, stream: Stream, text: &str) {
         if text.is_empty() {
             return;
         }
         (self.on_output)(text);
+        if let (Stream::Stderr, Some(kept)) = (stream, self.stderr.as_mut()) {
+            let mut cut = text.len().min(self.max_bytes.saturating_sub(kept.len()));
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            kept.push_str(&text[..cut]);
+            return;
+        }
         if self.truncated {
             return;
         }

@@ -145,6 +145,8 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         env_remove: vec![],
         max_bytes: ctx.limits.max_bytes,
         max_lines: ctx.limits.max_lines,
+        stdin: None,
+        separate_stderr: false,
     };
 
     if input.background {
@@ -463,6 +465,7 @@ mod tests {
             total_lines: if truncated { 1_000 } else { 2 },
             spill_path: "/spill/call_1.out".into(),
             duration: Duration::from_millis(5),
+            stderr: String::new(),
         }
     }
 
@@ -494,6 +497,8 @@ mod tests {
                 env_remove: vec![],
                 max_bytes: 51_200,
                 max_lines: 2_000,
+                stdin: None,
+                separate_stderr: false,
             }]
         );
         assert!(env.spill.is_dir());

@@ -144,6 +144,7 @@ mod tests {
             total_lines,
             spill_path: "/spill/call_1.out".into(),
             duration: Duration::from_millis(5),
+            stderr: String::new(),
         }
     }
 

@@ -375,6 +375,7 @@ impl CommandRunner for FakeRunner {
                 total_lines: 1,
                 spill_path: spec.spill_dir.join("fake.out"),
                 duration: Duration::ZERO,
+                stderr: String::new(),
             })
         })
     }

@@ -33,6 +33,8 @@ pub fn spec(dir: &Path, command: &str) -> CommandSpec {
         env_remove: vec![],
         max_bytes: 4096,
         max_lines: 100,
+        stdin: None,
+        separate_stderr: false,
     }
 }
 

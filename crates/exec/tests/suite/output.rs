@@ -68,6 +68,37 @@ async fn command_runs_in_cwd_with_stdin_on_dev_null() {
     );
 }
 
+/// A hook reads its event on stdin and answers on stdout, with words on stderr: the bytes
+/// given arrive whole (more than a pipe holds, so the writer cannot block the reader), and the
+/// two output streams come back apart, in the read-only sandbox too.
+#[tokio::test]
+async fn stdin_is_fed_and_stderr_kept_apart_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = (0..20_000).map(|n| format!("{n}\n")).collect();
+    for sandbox in [
+        ferrite_core::exec::Sandbox::None,
+        super::common::restricted(&[], false),
+    ] {
+        let mut spec = spec(dir.path(), "echo before >&2; wc -l; echo after >&2; exit 2");
+        spec.stdin = Some(input.as_bytes().into());
+        spec.separate_stderr = true;
+        spec.sandbox = sandbox;
+        let (output, streamed) = run(&runner(), spec).await;
+        let output = output.unwrap();
+        assert_eq!(output.exit, Exit::Code(2));
+        assert_eq!(output.excerpt.trim(), "20000");
+        assert_eq!(output.stderr, "before\nafter\n");
+        assert!(streamed.contains("before") && streamed.contains("20000"));
+    }
+    // Without asking, stderr stays in the excerpt, as the model has always read it.
+    let (output, _) = run(&runner(), spec(dir.path(), "echo out; echo err >&2")).await;
+    let output = output.unwrap();
+    assert_eq!(
+        (output.excerpt.as_str(), output.stderr.as_str()),
+        ("out\nerr\n", "")
+    );
+}
+
 /// The agent's stdout is the JSON-RPC channel: a command writing to "its stdout", even through
 /// /dev/stdout, must land in the captured output and never on the agent's fd 1.
 #[tokio::test]
