@@ -177,6 +177,9 @@ pub struct Config {
     pub checkpoints: CheckpointsConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// `[hooks]` of each file, with whose it is (`crate::hooks::table`): the workspace file's
+    /// run only in a trusted workspace.
+    pub hooks: Vec<(crate::hooks::Origin, PathBuf, crate::hooks::HookTable)>,
     /// Things the workspace file tried that only the user file may do; shown in logs and `doctor`.
     pub warnings: Vec<String>,
     /// The workspace file that chose `model`, when the workspace (not the user) chose it.
@@ -217,6 +220,7 @@ impl Default for Config {
             model_set_by: None,
             workspace_models: vec![],
             mcp_servers: BTreeMap::new(),
+            hooks: vec![],
             warnings: vec![],
         }
     }

@@ -22,6 +22,7 @@ pub mod failure;
 pub mod file_changes;
 #[cfg(unix)]
 pub mod fsops;
+pub mod hooks;
 // No `openat` on Windows: the same API over path checks (weaker against races, see the file).
 #[cfg(windows)]
 #[path = "fsops_windows.rs"]
@@ -46,6 +47,7 @@ pub mod state;
 pub mod steering;
 pub mod time;
 pub mod tools;
+pub mod trust;
 pub mod turn;
 pub mod usage;
 pub mod web;

@@ -25,6 +25,8 @@ struct SessionCore {
     log: LogWriter,
     /// Whether the user was told that commands run unsandboxed (once per session).
     sandbox_warned: Arc<AtomicBool>,
+    /// What hooks and workspace trust remember for the session's life in this process.
+    extensions: Arc<crate::hooks::SessionFlags>,
     /// The session's MCP servers' tools.
     extra_tools: Option<Arc<dyn ToolProvider>>,
     /// Files the agent changed on disk, for the stale-buffer rule (`docs/acp.md`).
@@ -62,6 +64,7 @@ impl Session {
                 state,
                 log,
                 sandbox_warned: Default::default(),
+                extensions: Default::default(),
                 extra_tools,
                 disk_changes: Default::default(),
                 context_tokens,
@@ -154,6 +157,7 @@ fn turn_start(core: &SessionCore) -> TurnStart {
         web_search: s.web_search,
         extra_tools: core.extra_tools.clone(),
         sandbox_warned: core.sandbox_warned.clone(),
+        extensions: core.extensions.clone(),
     }
 }
 

@@ -11,6 +11,7 @@ mod compact;
 mod dispatch;
 mod env;
 mod exit_plan;
+mod hooks;
 mod intake;
 mod model_call;
 mod permission;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::checkpoints::TurnCheckpoint;
 use crate::content::UserContent;
 use crate::events::{TurnOptions, TurnOutcome};
+use crate::hooks::HookEvent;
 use crate::log::{StopReason, StoreError};
 use crate::model::StopKind;
 use crate::own_files::OwnFiles;
@@ -175,6 +177,7 @@ async fn run_stages(
         );
         rec.emit(crate::events::Event::Notice { text }).await;
     }
+    let hooks = Arc::new(hooks::for_turn(services, rec, &config, &own, &start, cancel).await);
     let parts = EnvParts {
         services,
         rec,
@@ -186,6 +189,7 @@ async fn run_stages(
         model_images: model.info.images,
         background: req.background.clone(),
         skills: skills.clone(),
+        hooks,
     };
     let mut env = match call_env(parts, &req, &model, checkpoint, cancel).await {
         Ok(env) => env,
@@ -206,6 +210,9 @@ async fn run_stages(
     system.push_str(&crate::skills::section(&skills));
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;
+    }
+    if let Some(outcome) = hooks::before_prompt(rec, &env, &start, &req.content, cancel).await? {
+        return Ok(outcome);
     }
     let steering = Steering {
         inbox: &req.inbox,
@@ -233,6 +240,7 @@ async fn request_loop(
     // Whether the editor was last shown the previous response's text: the next response's
     // text then starts a new paragraph, or the two run together (`update_plan` shows no card).
     let mut after_text = false;
+    let mut stop_continues = 0;
     for _ in 0..config.max_turn_requests {
         let threshold = config.compaction_threshold;
         // What the user sent while the last response and its tool calls ran, and the
@@ -258,6 +266,16 @@ async fn request_loop(
                 if matches!(response.stop, StopKind::EndTurn | StopKind::ToolUse) {
                     continue;
                 }
+            }
+            let ended = matches!(response.stop, StopKind::EndTurn | StopKind::ToolUse);
+            if ended
+                && let Some(note) =
+                    hooks::on_stop(rec, env, HookEvent::Stop, &mut stop_continues, cancel).await
+            {
+                rec.record(crate::log::EntryKind::UserMessage {
+                    content: vec![UserContent::Text { text: note.into() }],
+                })?;
+                continue;
             }
             return Ok(TurnOutcome::ended(match response.stop {
                 StopKind::EndTurn | StopKind::ToolUse => StopReason::EndTurn,

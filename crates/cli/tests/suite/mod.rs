@@ -13,6 +13,7 @@ mod file_safety;
 mod first_run;
 mod golden;
 mod home_modes;
+mod hooks;
 mod images;
 mod inproc;
 mod many_sessions;

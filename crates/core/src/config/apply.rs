@@ -114,6 +114,10 @@ impl Config {
             validate_mcp(&name, &s).map_err(invalid)?;
             self.mcp_servers.insert(name, s);
         }
+        if let Some(table) = raw.hooks {
+            self.hooks
+                .push((crate::hooks::Origin::User, path.to_owned(), table));
+        }
         Ok(())
     }
 
@@ -259,6 +263,11 @@ impl Config {
             self.warnings.push(format!(
                 "{shown}: `mcp_servers` ignored: only the user config may start MCP servers"
             ));
+        }
+        // Kept, but they run only once the user trusts the workspace (`crate::trust`).
+        if let Some(table) = raw.hooks {
+            self.hooks
+                .push((crate::hooks::Origin::Project, path.to_owned(), table));
         }
         Ok(())
     }

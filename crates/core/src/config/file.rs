@@ -35,6 +35,7 @@ pub(super) struct RawConfig {
     pub(super) providers: BTreeMap<String, ProviderConfig>,
     #[serde(default)]
     pub(super) mcp_servers: BTreeMap<String, McpServerConfig>,
+    pub(super) hooks: Option<crate::hooks::HookTable>,
 }
 
 #[derive(Debug, Default, Deserialize)]

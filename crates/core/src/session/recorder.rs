@@ -30,6 +30,7 @@ pub(crate) struct TurnStart {
     pub web_search: bool,
     pub extra_tools: Option<Arc<dyn ToolProvider>>,
     pub sandbox_warned: Arc<AtomicBool>,
+    pub extensions: Arc<crate::hooks::SessionFlags>,
 }
 
 /// Writes entries to the log (folding them into the state) and sends events to the editor.

@@ -240,7 +240,7 @@ async fn run_admitted(
             Ok(CallEnd::Cancelled)
         }
         Some(Ok(out)) => {
-            succeeded(rec, env, &ran, out).await?;
+            succeeded(rec, env, &ran, out, cancel).await?;
             Ok(CallEnd::Done)
         }
         Some(Err(ToolError::RespondToModel(msg))) => {
@@ -299,6 +299,7 @@ async fn succeeded(
     env: &CallEnv,
     ran: &Ran<'_>,
     mut out: ToolOutput,
+    cancel: &CancellationToken,
 ) -> Result<(), StoreError> {
     // What the user sees is built before the model's text gets nested instructions.
     let content = if !out.content.is_empty() {
@@ -312,6 +313,12 @@ async fn succeeded(
         && let Some(extra) = rec.nested_instructions(&env.own_files(), paths, &env.cwd, &env.roots)
     {
         out.text.push_str(&extra);
+    }
+    if let Some(said) =
+        super::hooks::after_call(rec, env, ran.name, ran.id, &ran.input, &out.text, cancel).await
+    {
+        out.text.push_str("\n\n");
+        out.text.push_str(&said);
     }
     finish_call(
         rec,

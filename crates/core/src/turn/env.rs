@@ -54,6 +54,10 @@ pub(crate) struct CallEnv {
     pub subagent_parallel: usize,
     /// The parts of every call's context.
     pub base: ToolBase,
+    /// The hooks that run in this turn (`crate::hooks`).
+    pub hooks: Arc<crate::hooks::Hooks>,
+    /// The session log's path (`transcript_path` of hook events).
+    pub transcript: PathBuf,
 }
 
 /// What a call's [`ToolContext`] is made of, apart from the call itself.
@@ -91,6 +95,7 @@ pub(super) struct EnvParts<'a> {
     pub model_images: bool,
     pub background: crate::background::BackgroundJobs,
     pub skills: Arc<Vec<crate::skills::Skill>>,
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 impl CallEnv {
@@ -139,6 +144,8 @@ impl CallEnv {
             checkpoint: None,
             subagent: None,
             subagent_parallel: config.subagent.max_parallel,
+            hooks: p.hooks.clone(),
+            transcript: services.store.path(rec.session_id()),
             base: ToolBase {
                 limits: OutputLimits {
                     max_bytes: config.tools.output_max_bytes,

@@ -7,6 +7,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::content::{ToolCallView, ToolContent, fenced};
+use crate::hooks::PreVerdict;
 use crate::ids::SessionId;
 use crate::permissions::{
     self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest,
@@ -56,10 +57,9 @@ pub(crate) async fn check(
         roots: &env.roots,
         shell: env.shell,
     };
-    let decision = match (
-        permissions::decide(&call, &rules),
-        env.protected.check(access, mode),
-    ) {
+    let protected = env.protected.check(access, mode);
+    let unprotected = matches!(protected, Verdict::Pass);
+    let decision = match (permissions::decide(&call, &rules), protected) {
         (Decision::Deny(why), _) | (_, Verdict::Refuse(why)) => Decision::Deny(why),
         (Decision::Allow, Verdict::Ask) if !harness.may_ask() => Decision::Deny(
             "reading Ferrite's own files needs the user's permission, and this session runs \
@@ -68,6 +68,23 @@ pub(crate) async fn check(
         ),
         (Decision::Allow | Decision::Ask, Verdict::Ask) => Decision::Ask,
         (d, Verdict::Pass) => d,
+    };
+    // PreToolUse hooks run for what the policy lets through: they can refuse it or have the
+    // user asked; their allow saves only the policy's question, never one about Ferrite's
+    // own files, and never overrides a deny. A hook that did not finish has the user asked.
+    let decision = match decision {
+        Decision::Deny(_) => decision,
+        d => match super::hooks::before_call(rec, env, tool, view, cancel).await {
+            None => d,
+            Some(said) => match (said.verdict, said.stop, said.failed) {
+                (Some(PreVerdict::Deny(why)), _, _) | (_, Some(why), _) => {
+                    return Gate::Refused(format!("Blocked by a PreToolUse hook: {why}"));
+                }
+                (Some(PreVerdict::Ask(_)), _, _) | (_, _, true) => Decision::Ask,
+                (Some(PreVerdict::Allow), _, _) if unprotected => Decision::Allow,
+                _ => d,
+            },
+        },
     };
     match decision {
         Decision::Allow => Gate::Run,

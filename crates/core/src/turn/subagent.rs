@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{ModelInfo, ReasoningStyle};
 use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus};
 use crate::events::Event;
+use crate::hooks::HookEvent;
 use crate::log::{EntryKind, StoreError};
 use crate::model::{
     AssistantPart, Message, ModelClient, ModelErrorKind, ModelEvent, ModelRequest, ToolResultPart,
@@ -224,6 +225,7 @@ async fn nested_loop(
             text: input.prompt.as_str().into(),
         }],
     }];
+    let mut continues = 0;
     for round in 0..MAX_REQUESTS {
         let last = round + 1 == MAX_REQUESTS;
         // The last request gets no tools: the subagent must answer with what it has.
@@ -245,6 +247,15 @@ async fn nested_loop(
             content: response.content.as_slice().into(),
         });
         if calls.is_empty() {
+            if let Some(note) =
+                super::hooks::on_stop(rec, env, HookEvent::SubagentStop, &mut continues, cancel)
+                    .await
+            {
+                messages.push(Message::User {
+                    content: vec![UserPart::Text { text: note.into() }],
+                });
+                continue;
+            }
             return Ok(Nested::Answer(answer_text(&response.content)));
         }
         let mut results = Vec::with_capacity(calls.len());
@@ -403,10 +414,18 @@ async fn inner_call(
     let result = tokio::select! {
         biased;
         () = cancel.cancelled() => return Ok(("Cancelled.".into(), true)),
-        r = tool.call(input, &ctx) => r,
+        r = tool.call(input.clone(), &ctx) => r,
     };
     Ok(match result {
-        Ok(out) => (out.text, false),
+        Ok(mut out) => {
+            let said =
+                super::hooks::after_call(rec, env, name, call_id, &input, &out.text, cancel).await;
+            if let Some(said) = said {
+                out.text.push_str("\n\n");
+                out.text.push_str(&said);
+            }
+            (out.text, false)
+        }
         Err(
             ToolError::RespondToModel(msg)
             | ToolError::Fatal(msg)

@@ -49,6 +49,7 @@ fn rig() -> Rig {
         model_images: true,
         background: Default::default(),
         skills: Default::default(),
+        hooks: Default::default(),
     });
     let exit_plan = ExitPlan::new(&session.recorder, &env);
     env.tools.add(Arc::new(exit_plan));

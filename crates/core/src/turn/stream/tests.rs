@@ -67,6 +67,7 @@ fn env(session: &TestSession) -> CallEnv {
         model_images: true,
         background: Default::default(),
         skills: Default::default(),
+        hooks: Default::default(),
     })
 }
 

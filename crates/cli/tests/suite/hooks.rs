@@ -1,0 +1,259 @@
+//! Hooks in Claude Code's format through the real binary: the user's (`~/.claude/settings.json`,
+//! `config.toml` `[hooks]`) run at once; a repository's (`.claude/settings.json`,
+//! `.ferrite/config.toml`) only after the user trusted the folder when asked in the editor.
+
+use ferrite_test_support::fake_provider::{FakeProvider, Script};
+use serde_json::{Value, json};
+
+use super::common::*;
+use super::turns::{Api, provider_env};
+
+/// A PreToolUse hook that blocks `rm` (exit 2, the reason on stderr), reading the event on stdin.
+const BLOCK_RM: &str =
+    r#"if grep -q '"command":"rm '; then echo "rm is blocked by the team policy" >&2; exit 2; fi"#;
+
+fn settings(hooks: Value) -> String {
+    json!({ "permissions": { "allow": ["Bash(*)"] }, "hooks": hooks }).to_string()
+}
+
+fn group(matcher: &str, command: &str) -> Value {
+    json!([{ "matcher": matcher, "hooks": [{ "type": "command", "command": command, "timeout": 20 }] }])
+}
+
+fn call(id: &str, tool: &str, input: Value) -> Script {
+    Script::new().tool_call(id, tool, input.to_string())
+}
+
+fn asked(seen: &[Value]) -> Vec<&Value> {
+    seen.iter()
+        .filter(|m| m["method"] == "session/request_permission")
+        .collect()
+}
+
+#[tokio::test]
+async fn user_hooks_block_a_command_and_add_context_for_the_model() {
+    let world = World::new();
+    let claude = world.home().join("home/.claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let post = r#"echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"POST-CONTEXT-1234"}}'"#;
+    std::fs::write(
+        claude.join("settings.json"),
+        settings(json!({
+            "PreToolUse": group("Bash", BLOCK_RM),
+            "PostToolUse": group("Read", post),
+            "UserPromptSubmit": group("", "echo PROMPT-CONTEXT-5678"),
+        })),
+    )
+    .unwrap();
+    std::fs::write(world.ws().join("keep.txt"), "KEEP-ME").unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    fake.push(call("b1", "bash", json!({"command": "rm -f keep.txt"})));
+    fake.push(call("r1", "read", json!({"path": "keep.txt"})));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "tidy up"))
+        .await;
+    let (seen, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+
+    let requests = fake.requests();
+    assert!(
+        requests[0].body.to_string().contains("PROMPT-CONTEXT-5678"),
+        "UserPromptSubmit's output is context for the model"
+    );
+    let (blocked, is_error) = tool_results(&requests[1].body).remove(0);
+    assert!(
+        is_error && blocked.contains("rm is blocked by the team policy"),
+        "{blocked}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.ws().join("keep.txt")).unwrap(),
+        "KEEP-ME"
+    );
+    assert!(
+        asked(&seen).is_empty(),
+        "a blocked call is not put to the user"
+    );
+    let (read, is_error) = tool_results(&requests[2].body).remove(0);
+    assert!(
+        !is_error && read.contains("KEEP-ME") && read.contains("POST-CONTEXT-1234"),
+        "{read}"
+    );
+    // The user sees what the hooks did: the refused card, and the context they added.
+    let shown = serde_json::to_string(&seen).unwrap();
+    assert!(shown.contains("Blocked by a PreToolUse hook"), "{shown}");
+    assert!(shown.contains("POST-CONTEXT-1234"), "{shown}");
+}
+
+/// A hook can make a decision stricter, never wider: its `allow` saves the question about an
+/// `echo`, but a deny rule still refuses `rm`.
+#[tokio::test]
+async fn a_hook_allow_never_overrides_a_deny_rule() {
+    let world = World::new();
+    let allow = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'"#;
+    world.write_config(&format!(
+        "[permissions]\ndeny = [\"bash(rm:*)\"]\n\n[[hooks.PreToolUse]]\nmatcher = \"bash\"\nhooks = [{{ type = \"command\", command = '''{allow}''' }}]\n"
+    ));
+    std::fs::write(world.ws().join("keep.txt"), "KEEP-ME").unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    fake.push(call("b1", "bash", json!({"command": "rm -f keep.txt"})));
+    fake.push(call("b2", "bash", json!({"command": "echo HOOK-ALLOWED"})));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "go"))
+        .await;
+    let (seen, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let requests = fake.requests();
+    let (denied, is_error) = tool_results(&requests[1].body).remove(0);
+    assert!(is_error && denied.contains("Permission denied"), "{denied}");
+    assert!(world.ws().join("keep.txt").exists());
+    let (echoed, is_error) = tool_results(&requests[2].body).remove(0);
+    assert!(!is_error && echoed.contains("HOOK-ALLOWED"), "{echoed}");
+    assert!(
+        asked(&seen).is_empty(),
+        "the hook's allow answered for the user"
+    );
+}
+
+/// A Stop hook sends the model back to work once (`stop_hook_active` tells it the second time).
+#[tokio::test]
+async fn a_stop_hook_sends_the_agent_back_once() {
+    let world = World::new();
+    let stop =
+        r#"if grep -q '"stop_hook_active":false'; then echo "also run the tests" >&2; exit 2; fi"#;
+    world.write_config(&format!(
+        "[[hooks.Stop]]\nhooks = [{{ type = \"command\", command = '''{stop}''' }}]\n"
+    ));
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    fake.push(Script::new().text("first answer"));
+    fake.push(Script::new().text("tests run too"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "fix it"))
+        .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].body.to_string().contains("also run the tests"),
+        "{}",
+        requests[1].body
+    );
+}
+
+/// The attack: a cloned repository ships hooks (Claude Code's project settings and Ferrite's
+/// workspace config) that would run a command as soon as the user types. They run only after the
+/// user trusts the folder in the editor, and the answer is remembered.
+#[tokio::test]
+async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
+    let world = World::new();
+    let ws = world.ws();
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::create_dir_all(ws.join(".ferrite")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.json"),
+        settings(json!({
+            "UserPromptSubmit": group("", r#"touch "$CLAUDE_PROJECT_DIR/claude-hook-ran"; echo PROJECT-HOOK-CONTEXT"#),
+        })),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join(".ferrite/config.toml"),
+        "[[hooks.UserPromptSubmit]]\nhooks = [{ command = 'touch \"$CLAUDE_PROJECT_DIR/toml-hook-ran\"' }]\n",
+    )
+    .unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let ran = |name: &str| ws.join(name).exists();
+
+    // Not trusted: the user is asked, says "not now", and nothing of the repository runs.
+    let s = sid(&c.new_session(&ws).await);
+    fake.push(Script::new().text("one"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "hello"))
+        .await;
+    let question = c
+        .wait_for(std::time::Duration::from_secs(10), |m| {
+            m["method"] == "session/request_permission"
+        })
+        .await
+        .expect("the user is asked to trust the folder");
+    let title = question["params"]["toolCall"]["title"].as_str().unwrap();
+    assert!(title.contains("Trust the folder"), "{title}");
+    let listed = question["params"]["toolCall"]["content"].to_string();
+    assert!(
+        listed.contains("claude-hook-ran") && listed.contains("toml-hook-ran"),
+        "{listed}"
+    );
+    c.respond(
+        &question["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "not-now"}}),
+    )
+    .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    assert!(!ran("claude-hook-ran") && !ran("toml-hook-ran"));
+    assert!(
+        !fake.requests()[0]
+            .body
+            .to_string()
+            .contains("PROJECT-HOOK-CONTEXT")
+    );
+    // Not asked again in this session.
+    fake.push(Script::new().text("two"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "again"))
+        .await;
+    let (seen, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    assert!(asked(&seen).is_empty());
+    assert!(!ran("claude-hook-ran"));
+
+    // Trusted in another session: both hooks run, then and in every later session.
+    let s2 = sid(&c.new_session(&ws).await);
+    fake.push(Script::new().text("three"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s2, "hello"))
+        .await;
+    let question = c
+        .wait_for(std::time::Duration::from_secs(10), |m| {
+            m["method"] == "session/request_permission"
+        })
+        .await
+        .expect("asked again in a new session");
+    c.respond(
+        &question["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "trust"}}),
+    )
+    .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    assert!(ran("claude-hook-ran") && ran("toml-hook-ran"));
+    assert!(
+        fake.requests()[2]
+            .body
+            .to_string()
+            .contains("PROJECT-HOOK-CONTEXT")
+    );
+    let s3 = sid(&c.new_session(&ws).await);
+    std::fs::remove_file(ws.join("claude-hook-ran")).unwrap();
+    fake.push(Script::new().text("four"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s3, "hello"))
+        .await;
+    let (seen, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    assert!(asked(&seen).is_empty(), "the answer is remembered");
+    assert!(ran("claude-hook-ran"));
+}
