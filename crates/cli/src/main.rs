@@ -61,6 +61,11 @@ enum Command {
     Doctor,
     /// List the usable models: id, provider, context window, where the facts come from.
     Models,
+    /// Trust the folder (its repository): its hooks and agents may run (`docs/extending.md`).
+    Trust {
+        /// The folder; the current directory when absent.
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// What an editor runs to authenticate: the arguments of the terminal auth method are appended
@@ -162,6 +167,7 @@ fn main() -> ExitCode {
         },
         Command::Doctor => commands::doctor::run(&home, &env),
         Command::Models => commands::models::run(home, env),
+        Command::Trust { dir } => commands::doctor::trust(&home, &env, dir),
     };
     match result {
         Ok(code) => code,

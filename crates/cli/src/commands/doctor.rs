@@ -174,6 +174,9 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             "  commands in `auto` and `plan` mode will be refused; `ask` runs them unsandboxed after approval"
         )?;
     }
+    if let Some(cwd) = cwd.as_deref() {
+        write_hooks(&mut out, home, env, &config, cwd)?;
+    }
 
     if problems == 0 {
         writeln!(out, "\nAll good.")?;
@@ -182,4 +185,71 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
         writeln!(out, "\n{problems} problem(s) found.")?;
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// The hooks a session here would have, and the repository's that wait for trust.
+fn write_hooks(
+    out: &mut impl Write,
+    home: &Path,
+    env: &Env,
+    config: &Config,
+    cwd: &Path,
+) -> std::io::Result<()> {
+    let (hooks, trusted) = ferrite_core::hooks::of_workspace(home, config, cwd, env.home());
+    let ws = ferrite_core::trust::workspace_of(cwd);
+    let trust = if trusted { "trusted" } else { "not trusted" };
+    writeln!(out, "workspace: {} ({trust})", ws.display())?;
+    if hooks.active.is_empty() && hooks.inert.is_empty() {
+        writeln!(out, "hooks: none")?;
+    }
+    for h in &hooks.active {
+        writeln!(
+            out,
+            "hook: {} `{}` ({})",
+            h.event.name(),
+            h.command,
+            h.file.display()
+        )?;
+    }
+    for h in &hooks.inert {
+        writeln!(
+            out,
+            "hook NOT RUN (folder not trusted; `ferrite trust` turns it on): {} `{}` ({})",
+            h.event.name(),
+            h.command,
+            h.file.display()
+        )?;
+    }
+    for p in &hooks.problems {
+        writeln!(out, "  warning: {p}")?;
+    }
+    Ok(())
+}
+
+/// `ferrite trust [DIR]`: what the folder brings that would run, then trusts it.
+pub fn trust(home: &Path, env: &Env, dir: Option<std::path::PathBuf>) -> anyhow::Result<ExitCode> {
+    let dir = match dir {
+        Some(d) => d,
+        None => std::env::current_dir()?,
+    };
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+    let config = Config::load(home, Some(&dir))?;
+    let (hooks, _) = ferrite_core::hooks::of_workspace(home, &config, &dir, env.home());
+    let ws = ferrite_core::trust::trust(home, &dir)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "Trusted {}.", ws.display())?;
+    for h in hooks.inert.iter().chain(&hooks.active) {
+        if h.origin == ferrite_core::hooks::Origin::Project {
+            writeln!(
+                out,
+                "  now on: {} hook `{}` ({})",
+                h.event.name(),
+                h.command,
+                h.file.display()
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

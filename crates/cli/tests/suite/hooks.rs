@@ -257,3 +257,44 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     assert!(asked(&seen).is_empty(), "the answer is remembered");
     assert!(ran("claude-hook-ran"));
 }
+
+fn cli(world: &World, args: &[&str]) -> String {
+    let out = std::process::Command::new(BIN)
+        .args(args)
+        .current_dir(world.ws())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("FERRITE_HOME", world.home())
+        .env("HOME", world.home().join("home"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `ferrite doctor` lists a repository's hooks as not run until `ferrite trust`.
+#[test]
+fn doctor_lists_untrusted_hooks_and_trust_turns_them_on() {
+    let world = World::new();
+    std::fs::create_dir_all(world.ws().join(".claude")).unwrap();
+    std::fs::write(
+        world.ws().join(".claude/settings.json"),
+        settings(json!({ "Stop": group("", "echo PROJECT-STOP") })),
+    )
+    .unwrap();
+    let before = cli(&world, &["doctor"]);
+    assert!(before.contains("(not trusted)"), "{before}");
+    assert!(
+        before.contains("hook NOT RUN") && before.contains("echo PROJECT-STOP"),
+        "{before}"
+    );
+    let trusted = cli(&world, &["trust"]);
+    assert!(
+        trusted.contains("now on: Stop hook `echo PROJECT-STOP`"),
+        "{trusted}"
+    );
+    let after = cli(&world, &["doctor"]);
+    assert!(
+        after.contains("(trusted)") && after.contains("hook: Stop `echo PROJECT-STOP`"),
+        "{after}"
+    );
+}
