@@ -183,19 +183,3 @@ mod tests {
         assert!(hook(Some("edit")).matches(Some("edit")));
     }
 }
-
-/// The hooks of the workspace of `cwd` as a turn there would have them (no deny rules of the
-/// session: for `ferrite doctor` and `ferrite trust`, which only list them), and whether the
-/// workspace is trusted.
-pub fn of_workspace(
-    home: &std::path::Path,
-    config: &crate::config::Config,
-    cwd: &std::path::Path,
-    user_home: Option<&std::path::Path>,
-) -> (Hooks, bool) {
-    let trusted = crate::trust::is_trusted(home, cwd);
-    let roots = [cwd.to_owned()];
-    let own = crate::own_files::OwnFiles::new(home, &roots, Ok(Default::default()))
-        .with_user_home(user_home);
-    (table::load(&config.hooks, &own, cwd, trusted), trusted)
-}

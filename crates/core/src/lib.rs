@@ -4,6 +4,7 @@
 //! ([`model::ModelClient`], ...) that the other crates implement and `cli` wires together.
 
 pub mod access;
+pub mod agents;
 pub mod ansi;
 pub mod attachments;
 pub mod background;

@@ -245,6 +245,11 @@ impl ToolRegistry {
         self.tools.iter().find(|t| t.name() == name)
     }
 
+    /// The names of the tools, in the order they were added.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name().to_owned()).collect()
+    }
+
     /// The tool `name`, if it can be called in `mode`.
     pub fn callable(&self, name: &str, mode: Mode) -> Option<&Arc<dyn Tool>> {
         self.get(name).filter(|t| t.callable(mode))

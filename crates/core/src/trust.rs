@@ -53,6 +53,24 @@ pub fn trust(home: &Path, cwd: &Path) -> std::io::Result<PathBuf> {
     Ok(ws)
 }
 
+/// What the workspace of `cwd` brings (hooks, with the user's; agents, with the user's) as a
+/// turn there would find them, without the session's deny rules (for `ferrite doctor` and
+/// `ferrite trust`, which only list them), and whether it is trusted.
+pub fn extensions_of(
+    home: &Path,
+    config: &crate::config::Config,
+    cwd: &Path,
+    user_home: Option<&Path>,
+) -> (crate::hooks::Hooks, crate::agents::Agents, bool) {
+    let trusted = is_trusted(home, cwd);
+    let roots = [cwd.to_owned()];
+    let own = crate::own_files::OwnFiles::new(home, &roots, Ok(Default::default()))
+        .with_user_home(user_home);
+    let hooks = crate::hooks::table::load(&config.hooks, &own, cwd, trusted);
+    let agents = crate::agents::discover(&own, cwd, trusted);
+    (hooks, agents, trusted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -177,7 +177,7 @@ async fn run_stages(
         );
         rec.emit(crate::events::Event::Notice { text }).await;
     }
-    let hooks = Arc::new(hooks::for_turn(services, rec, &config, &own, &start, cancel).await);
+    let extensions = hooks::for_turn(services, rec, &config, &own, &start, cancel).await;
     let parts = EnvParts {
         services,
         rec,
@@ -189,7 +189,8 @@ async fn run_stages(
         model_images: model.info.images,
         background: req.background.clone(),
         skills: skills.clone(),
-        hooks,
+        hooks: Arc::new(extensions.hooks),
+        agents: Arc::new(extensions.agents.active),
     };
     let mut env = match call_env(parts, &req, &model, checkpoint, cancel).await {
         Ok(env) => env,
@@ -309,6 +310,7 @@ async fn call_env(
     // The assistant harness has no tools to give a subagent.
     if env.tools.get("read").is_some() {
         env.subagent = Some(resolve::subagent_model(config, model, connector));
+        env.agent_models = resolve::agent_models(config, model, connector, &env.agents);
     }
     if let Some(provider) = extra_tools {
         let tools = tokio::select! {

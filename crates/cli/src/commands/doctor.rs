@@ -195,7 +195,8 @@ fn write_hooks(
     config: &Config,
     cwd: &Path,
 ) -> std::io::Result<()> {
-    let (hooks, trusted) = ferrite_core::hooks::of_workspace(home, config, cwd, env.home());
+    let (hooks, agents, trusted) =
+        ferrite_core::trust::extensions_of(home, config, cwd, env.home());
     let ws = ferrite_core::trust::workspace_of(cwd);
     let trust = if trusted { "trusted" } else { "not trusted" };
     writeln!(out, "workspace: {} ({trust})", ws.display())?;
@@ -223,6 +224,17 @@ fn write_hooks(
     for p in &hooks.problems {
         writeln!(out, "  warning: {p}")?;
     }
+    for a in &agents.active {
+        writeln!(out, "agent: {} ({})", a.name, a.file.display())?;
+    }
+    for a in &agents.inert {
+        writeln!(
+            out,
+            "agent NOT USED (folder not trusted; `ferrite trust` turns it on): {} ({})",
+            a.name,
+            a.file.display()
+        )?;
+    }
     Ok(())
 }
 
@@ -236,7 +248,7 @@ pub fn trust(home: &Path, env: &Env, dir: Option<std::path::PathBuf>) -> anyhow:
         .canonicalize()
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     let config = Config::load(home, Some(&dir))?;
-    let (hooks, _) = ferrite_core::hooks::of_workspace(home, &config, &dir, env.home());
+    let (hooks, agents, _) = ferrite_core::trust::extensions_of(home, &config, &dir, env.home());
     let ws = ferrite_core::trust::trust(home, &dir)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "Trusted {}.", ws.display())?;
@@ -249,6 +261,11 @@ pub fn trust(home: &Path, env: &Env, dir: Option<std::path::PathBuf>) -> anyhow:
                 h.command,
                 h.file.display()
             )?;
+        }
+    }
+    for a in agents.inert.iter().chain(&agents.active) {
+        if a.origin == ferrite_core::hooks::Origin::Project {
+            writeln!(out, "  now on: agent `{}` ({})", a.name, a.file.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,3 +1,4 @@
+mod agents;
 mod approvals;
 mod background;
 mod checkpoints;

@@ -335,6 +335,14 @@ impl Config {
 
 /// The models a workspace file may choose: the user's own `model` and `subagent.model`, and
 /// the user's `workspace_models` (ids, or `provider/*` for every model of a provider).
+impl Config {
+    /// Whether something a repository brings (a workspace file, a project agent) may use
+    /// `model`: the models of this configuration and those `workspace_models` lists.
+    pub fn workspace_may_use(&self, model: &str) -> bool {
+        WorkspaceModels::of(self).allows(model)
+    }
+}
+
 struct WorkspaceModels {
     own: Vec<String>,
     listed: Vec<String>,

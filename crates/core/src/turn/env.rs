@@ -56,6 +56,10 @@ pub(crate) struct CallEnv {
     pub base: ToolBase,
     /// The hooks that run in this turn (`crate::hooks`).
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// The custom agents `task` may hand work to (`crate::agents`).
+    pub agents: Arc<Vec<crate::agents::AgentDef>>,
+    /// The models of the agents that name one (resolved when the turn starts).
+    pub agent_models: Vec<(String, SubagentModel)>,
     /// The session log's path (`transcript_path` of hook events).
     pub transcript: PathBuf,
 }
@@ -96,6 +100,7 @@ pub(super) struct EnvParts<'a> {
     pub background: crate::background::BackgroundJobs,
     pub skills: Arc<Vec<crate::skills::Skill>>,
     pub hooks: Arc<crate::hooks::Hooks>,
+    pub agents: Arc<Vec<crate::agents::AgentDef>>,
 }
 
 impl CallEnv {
@@ -145,6 +150,8 @@ impl CallEnv {
             subagent: None,
             subagent_parallel: config.subagent.max_parallel,
             hooks: p.hooks.clone(),
+            agents: p.agents.clone(),
+            agent_models: vec![],
             transcript: services.store.path(rec.session_id()),
             base: ToolBase {
                 limits: OutputLimits {
@@ -189,7 +196,7 @@ impl CallEnv {
     pub fn specs(&self, rec: &Recorder) -> Vec<ToolSpec> {
         let mut specs = self.tools.specs_in(self.mode(rec));
         if self.subagent.is_some() {
-            specs.push(super::subagent::spec());
+            specs.push(super::subagent::spec(&self.agents));
         }
         specs
     }

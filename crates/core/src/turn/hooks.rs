@@ -25,8 +25,15 @@ use super::sandbox::ModeAwareRunner;
 /// What one hook may print that is kept (the answer's text is cut further).
 const MAX_OUTPUT_BYTES: usize = 64 * 1024;
 
-/// The hooks of this turn. The project's are active when the workspace is trusted; when it is
-/// not and they exist, the user is asked once per session (or told, where no one can be asked).
+/// What the workspace adds to this turn: hooks and custom agents.
+pub(super) struct Extensions {
+    pub hooks: Hooks,
+    pub agents: crate::agents::Agents,
+}
+
+/// The hooks and agents of this turn. The project's are in use when the workspace is trusted;
+/// when it is not and it brings some, the user is asked once per session (or told, where no one
+/// can be asked).
 pub(super) async fn for_turn(
     services: &Services,
     rec: &Recorder,
@@ -34,20 +41,36 @@ pub(super) async fn for_turn(
     own: &crate::own_files::OwnFiles,
     start: &TurnStart,
     cancel: &CancellationToken,
-) -> Hooks {
-    let trusted = crate::trust::is_trusted(&services.home, &start.cwd);
-    let hooks = crate::hooks::table::load(&config.hooks, own, &start.cwd, trusted);
-    for p in &hooks.problems {
+) -> Extensions {
+    let load = |trusted: bool| Extensions {
+        hooks: crate::hooks::table::load(&config.hooks, own, &start.cwd, trusted),
+        agents: crate::agents::discover(own, &start.cwd, trusted),
+    };
+    let found = load(crate::trust::is_trusted(&services.home, &start.cwd));
+    for p in &found.hooks.problems {
         tracing::warn!("hooks: {p}");
     }
-    if hooks.inert.is_empty() || start.extensions.trust_settled.swap(true, Ordering::Relaxed) {
-        return hooks;
+    let inert = found.hooks.inert.is_empty() && found.agents.inert.is_empty();
+    if inert || start.extensions.trust_settled.swap(true, Ordering::Relaxed) {
+        return found;
     }
-    let listed: Vec<String> = hooks.inert.iter().map(describe).collect();
+    let listed: Vec<String> = found
+        .hooks
+        .inert
+        .iter()
+        .map(describe)
+        .chain(
+            found
+                .agents
+                .inert
+                .iter()
+                .map(|a| format!("agent `{}` ({})", a.name, a.file.display())),
+        )
+        .collect();
     if ask_trust(services, rec, start, &listed, config, cancel).await {
-        return crate::hooks::table::load(&config.hooks, own, &start.cwd, true);
+        return load(true);
     }
-    hooks
+    found
 }
 
 /// A hook in one line, for the user.
@@ -96,8 +119,9 @@ async fn ask_trust(
         locations: vec![],
         content: vec![ToolContent::Text {
             text: format!(
-                "This folder brings commands that run on your machine when you trust it:\n\n{list}\n\n\
-                 Trust it only if you trust who wrote it. Until then they stay off."
+                "This folder brings hooks (commands that run on your machine) or agents (prompts \
+                 that steer subagents with your tools) that are used once you trust it:\n\n\
+                 {list}\n\nTrust it only if you trust who wrote it. Until then they stay off."
             )
             .into(),
         }],
@@ -132,17 +156,19 @@ async fn ask_trust(
         match crate::trust::trust(&services.home, &start.cwd) {
             Ok(ws) => (
                 ToolStatus::Completed,
-                format!("Trusted {}: its hooks are on.", ws.display()),
+                format!("Trusted {}: its hooks and agents are on.", ws.display()),
             ),
             Err(e) => (
                 ToolStatus::Failed,
-                format!("The answer could not be saved ({e}); the folder's hooks stay off."),
+                format!(
+                    "The answer could not be saved ({e}); the folder's hooks and agents stay off."
+                ),
             ),
         }
     } else {
         (
             ToolStatus::Failed,
-            "Not trusted: the folder's hooks stay off in this session.".to_owned(),
+            "Not trusted: the folder's hooks and agents stay off in this session.".to_owned(),
         )
     };
     rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {

@@ -115,21 +115,54 @@ pub(super) fn subagent_model(
     else {
         return own();
     };
-    let catalog = &turn.catalog;
-    let chosen = catalog.resolve(id).ok().and_then(|info| {
-        let provider = catalog.provider(&info.provider)?;
-        let client = connector?
-            .connect(provider, catalog.key(&provider.name))
-            .ok()?;
-        Some(SubagentModel { client, info })
-    });
-    chosen.unwrap_or_else(|| {
+    connect(turn, connector, id).unwrap_or_else(|| {
         tracing::warn!(
             model = id,
             "subagent.model cannot be used; subagents use the turn's model"
         );
         own()
     })
+}
+
+/// The model `id` of the turn's catalog, connected; `None` when it cannot be used.
+fn connect(
+    turn: &TurnModel,
+    connector: Option<&Arc<dyn ModelConnector>>,
+    id: &str,
+) -> Option<SubagentModel> {
+    let catalog = &turn.catalog;
+    let info = catalog.resolve(id).ok()?;
+    let provider = catalog.provider(&info.provider)?;
+    let client = connector?
+        .connect(provider, catalog.key(&provider.name))
+        .ok()?;
+    Some(SubagentModel { client, info })
+}
+
+/// The models of the custom agents that name one, by agent. A project's agent may use only a
+/// model a workspace file could choose (`workspace_models`): trusting a folder is not handing
+/// it the bill. An agent whose model cannot be used gets the subagent model.
+pub(super) fn agent_models(
+    config: &Config,
+    turn: &TurnModel,
+    connector: Option<&Arc<dyn ModelConnector>>,
+    agents: &[crate::agents::AgentDef],
+) -> Vec<(String, SubagentModel)> {
+    let mut out = Vec::new();
+    for a in agents {
+        let Some(id) = a.model.as_deref() else {
+            continue;
+        };
+        if a.origin == crate::hooks::Origin::Project && !config.workspace_may_use(id) {
+            tracing::warn!(agent = %a.name, model = id, "a project agent's model is not one the user config allows; it uses the subagent model");
+            continue;
+        }
+        match connect(turn, connector, id) {
+            Some(m) => out.push((a.name.clone(), m)),
+            None => tracing::warn!(agent = %a.name, model = id, "the agent's model cannot be used"),
+        }
+    }
+    out
 }
 
 /// The permission rules of a turn: config's plus the workspace's stored "always" answers,

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::AgentDef;
 use crate::catalog::{ModelInfo, ReasoningStyle};
 use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus};
 use crate::events::Event;
@@ -56,19 +57,45 @@ struct Input {
     prompt: String,
     /// Tool names it may use (a subset of yours); default read-only.
     tools: Option<Vec<String>>,
+    /// The specialised agent to hand the task to (its own instructions and tools).
+    subagent_type: Option<String>,
 }
 
-pub(crate) fn spec() -> ToolSpec {
+/// The `task` tool. `subagent_type` is offered only where there are custom agents, each named
+/// with its description: a session without agents sends the same tool as ever.
+pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
+    let mut description = "Hand a self-contained investigation to a subagent with its own, empty \
+        context: it gets only `prompt` (say everything it needs to know), works with \
+        read-only tools (read, grep, find, ls) unless `tools` names others you have, and \
+        answers once. Use it for searches across a large codebase or questions whose \
+        exploration would fill your context; several `task` calls in one response run \
+        at the same time. You receive only its final answer."
+        .to_owned();
+    let mut input_schema = crate::tools::input_schema::<Input>();
+    if agents.is_empty() {
+        if let Some(props) = input_schema
+            .get_mut("properties")
+            .and_then(Value::as_object_mut)
+        {
+            props.remove("subagent_type");
+        }
+    } else {
+        description.push_str(
+            "\n\nSpecialised agents (`subagent_type`; they have their own instructions and \
+             tools):",
+        );
+        for a in agents {
+            description.push_str(&format!("\n- {}: {}", a.name, a.description));
+        }
+        let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+        if let Some(p) = input_schema.pointer_mut("/properties/subagent_type") {
+            p["enum"] = serde_json::json!(names);
+        }
+    }
     ToolSpec {
         name: NAME.into(),
-        description: "Hand a self-contained investigation to a subagent with its own, empty \
-            context: it gets only `prompt` (say everything it needs to know), works with \
-            read-only tools (read, grep, find, ls) unless `tools` names others you have, and \
-            answers once. Use it for searches across a large codebase or questions whose \
-            exploration would fill your context; several `task` calls in one response run \
-            at the same time. You receive only its final answer."
-            .into(),
-        input_schema: crate::tools::input_schema::<Input>(),
+        description,
+        input_schema,
     }
 }
 
@@ -83,6 +110,11 @@ pub(crate) async fn run(
     let parsed: Result<Input, String> =
         serde_json::from_str(arguments).map_err(|e| format!("invalid `task` arguments: {e}"));
     let title = match &parsed {
+        Ok(Input {
+            description,
+            subagent_type: Some(agent),
+            ..
+        }) => format!("Subagent ({agent}): {description}"),
         Ok(i) => format!("Subagent: {}", i.description),
         Err(_) => "Subagent".to_owned(),
     };
@@ -112,14 +144,40 @@ pub(crate) async fn run(
         finish_call(rec, id, msg, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
     };
-    let allowed = allowed_tools(env, input.tools.as_deref());
+    let agent = match input.subagent_type.as_deref() {
+        None => None,
+        Some(name) => match env.agents.iter().find(|a| a.name == name) {
+            Some(a) => Some(a),
+            None => {
+                let known: Vec<&str> = env.agents.iter().map(|a| a.name.as_str()).collect();
+                let msg = format!(
+                    "There is no agent `{name}`; {}.",
+                    if known.is_empty() {
+                        "leave `subagent_type` out".to_owned()
+                    } else {
+                        format!("use one of: {}", known.join(", "))
+                    }
+                );
+                finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+                return Ok(CallEnd::Done);
+            }
+        },
+    };
+    let model = agent
+        .and_then(|a| env.agent_models.iter().find(|(n, _)| *n == a.name))
+        .map_or(model, |(_, m)| m.clone());
+    let allowed = match agent {
+        // An agent's `tools` (else every tool of the turn), narrowed by the call's own list.
+        Some(a) => agent_tools(env, a, input.tools.as_deref()),
+        None => allowed_tools(env, input.tools.as_deref()),
+    };
     let mut progress: Vec<String> = Vec::new();
     let outcome = nested_loop(
         rec,
         env,
         &view,
         &model,
-        &input,
+        (&input, agent),
         &allowed,
         &mut progress,
         cancel,
@@ -187,6 +245,19 @@ enum Nested {
 
 /// The tools the subagent may use: those named (default: the read-only ones) that the parent has,
 /// never `task` itself or `exit_plan`.
+/// The tools of a custom agent's subagent: its `tools` (all of the turn's when it names none),
+/// only those the turn has, and only those the call names when it names some.
+fn agent_tools(env: &CallEnv, agent: &AgentDef, named: Option<&[String]>) -> Vec<String> {
+    let base: Vec<String> = match &agent.tools {
+        Some(list) => list.clone(),
+        None => env.tools.names(),
+    };
+    allowed_tools(env, Some(&base))
+        .into_iter()
+        .filter(|t| named.is_none_or(|n| n.iter().any(|x| x == t)))
+        .collect()
+}
+
 fn allowed_tools(env: &CallEnv, named: Option<&[String]>) -> Vec<String> {
     let wanted: Vec<String> = match named {
         Some(list) => list.to_vec(),
@@ -204,7 +275,7 @@ async fn nested_loop(
     env: &CallEnv,
     card: &ToolCallView,
     model: &SubagentModel,
-    input: &Input,
+    (input, agent): (&Input, Option<&AgentDef>),
     allowed: &[String],
     progress: &mut Vec<String>,
     cancel: &CancellationToken,
@@ -213,13 +284,17 @@ async fn nested_loop(
         .iter()
         .filter_map(|n| env.tools.get(n).map(|t| t.spec()))
         .collect();
-    let system = format!(
+    let mut system = format!(
         "You are a subagent of Ferrite, a coding agent. You get one task from the main agent and \
          answer it once, completely and concisely: the main agent sees only your final answer, \
          not your tool calls. Use your tools to look before you conclude; cite files and lines. \
          Workspace: {}",
         env.cwd.display()
     );
+    if let Some(a) = agent {
+        system.push_str("\n\n");
+        system.push_str(&a.prompt);
+    }
     let mut messages = vec![Message::User {
         content: vec![UserPart::Text {
             text: input.prompt.as_str().into(),
@@ -456,7 +531,7 @@ mod tests {
     #[test]
     fn the_schema_is_derived_from_the_input() {
         assert_eq!(
-            super::spec().input_schema,
+            super::spec(&[]).input_schema,
             json!({
                 "type": "object",
                 "properties": {

@@ -50,6 +50,7 @@ fn rig() -> Rig {
         background: Default::default(),
         skills: Default::default(),
         hooks: Default::default(),
+        agents: Default::default(),
     });
     let exit_plan = ExitPlan::new(&session.recorder, &env);
     env.tools.add(Arc::new(exit_plan));

@@ -68,6 +68,7 @@ fn env(session: &TestSession) -> CallEnv {
         background: Default::default(),
         skills: Default::default(),
         hooks: Default::default(),
+        agents: Default::default(),
     })
 }
 
