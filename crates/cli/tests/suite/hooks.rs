@@ -298,3 +298,33 @@ fn doctor_lists_untrusted_hooks_and_trust_turns_them_on() {
         "{after}"
     );
 }
+
+/// A hook runs as the session's commands do: in `plan` mode it cannot write, and it never sees
+/// the provider's key.
+#[tokio::test]
+async fn hooks_run_sandboxed_in_the_session_s_mode_without_keys() {
+    let world = World::new();
+    world.write_config(
+        "[[hooks.UserPromptSubmit]]\nhooks = [{ command = '''echo \"KEY=${ANTHROPIC_API_KEY:-none}\"; touch \"$CLAUDE_PROJECT_DIR/written\" && echo WROTE; exit 0''' }]\n",
+    );
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": s, "modeId": "plan"}),
+    )
+    .await
+    .ok();
+    fake.push(Script::new().text("planned"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "plan it"))
+        .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let body = fake.requests()[0].body.to_string();
+    assert!(body.contains("KEY=none"), "{body}");
+    assert!(!body.contains("test-anthropic-key") && !body.contains("WROTE"), "{body}");
+    assert!(!world.ws().join("written").exists());
+}
