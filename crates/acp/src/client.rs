@@ -8,6 +8,7 @@ pub(crate) struct Client {
     notices: AtomicBool,
     fs_read: AtomicBool,
     terminal_output: AtomicBool,
+    elicitation_form: AtomicBool,
 }
 
 impl Client {
@@ -17,6 +18,16 @@ impl Client {
         self.terminal_output
             .store(terminal_output, Ordering::Relaxed);
         self.initialized.store(true, Ordering::Release);
+    }
+
+    /// Set before `set` (which marks the client initialized).
+    pub fn set_elicitation_form(&self, form: bool) {
+        self.elicitation_form.store(form, Ordering::Relaxed);
+    }
+
+    /// The client advertised `elicitation.form`: `elicitation/create` in form mode.
+    pub fn elicitation_form(&self) -> bool {
+        self.elicitation_form.load(Ordering::Relaxed)
     }
 
     pub fn initialized(&self) -> bool {

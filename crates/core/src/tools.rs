@@ -1,6 +1,7 @@
 //! The tools the model can call. Each tool is a [`Tool`]; the registry is what one turn offers.
 //! A failing tool is input for the model ([`ToolError::RespondToModel`]), not a Rust failure.
 
+mod ask_user;
 mod background;
 mod bash;
 mod edit;
@@ -30,6 +31,7 @@ use crate::ids::SessionId;
 use crate::model::ToolSpec;
 use crate::modes::Mode;
 
+pub use ask_user::{ASK_USER, AskUserTool};
 pub use background::{BASH_KILL, BASH_OUTPUT, BashKill, BashOutput};
 pub use bash::Bash;
 pub use edit::Edit;
@@ -182,6 +184,8 @@ pub struct ToolContext<'a> {
     /// The session's skills (`skill`), and the policy their files are read under.
     pub skills: Arc<Vec<crate::skills::Skill>>,
     pub own_files: crate::own_files::OwnFiles,
+    /// Who puts `ask_user`'s questions to the user (`crate::elicit`).
+    pub elicitor: Option<Arc<dyn crate::elicit::Elicitor>>,
 }
 
 pub trait Tool: Send + Sync {

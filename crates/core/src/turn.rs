@@ -199,6 +199,12 @@ async fn run_stages(
     if !skills.is_empty() {
         env.tools.add(Arc::new(crate::tools::SkillTool));
     }
+    // Only where the editor can show a question (and the session has the tools to act on
+    // the answer).
+    if env.base.elicitor.as_ref().is_some_and(|e| e.available()) && env.tools.get("read").is_some()
+    {
+        env.tools.add(Arc::new(crate::tools::AskUserTool));
+    }
     if let Some(keep) = narrowed {
         // Never wider than the session: tools it does not have stay out whatever is named.
         env.tools.retain(&keep);

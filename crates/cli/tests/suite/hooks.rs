@@ -325,6 +325,9 @@ async fn hooks_run_sandboxed_in_the_session_s_mode_without_keys() {
     assert_eq!(answer.ok()["stopReason"], "end_turn");
     let body = fake.requests()[0].body.to_string();
     assert!(body.contains("KEY=none"), "{body}");
-    assert!(!body.contains("test-anthropic-key") && !body.contains("WROTE"), "{body}");
+    assert!(
+        !body.contains("test-anthropic-key") && !body.contains("WROTE"),
+        "{body}"
+    );
     assert!(!world.ws().join("written").exists());
 }

@@ -1,5 +1,6 @@
 mod agents;
 mod approvals;
+mod ask_user;
 mod background;
 mod checkpoints;
 mod cli;
