@@ -28,6 +28,8 @@ pub struct SessionState {
     pub model: Option<String>,
     pub effort: Effort,
     pub web_search: bool,
+    /// The custom agent the session works as, chosen by the user (`crate::agents`).
+    pub agent: Option<String>,
     pub title: Option<String>,
     pub plan: Vec<PlanEntry>,
     /// The conversational entries in order (settings entries are folded into the fields above).
@@ -54,6 +56,7 @@ impl SessionState {
             model: None,
             effort: Effort::Default,
             web_search: false,
+            agent: None,
             title: None,
             plan: vec![],
             history: vec![],
@@ -92,6 +95,7 @@ impl SessionState {
             EntryKind::Model { model } => self.model = Some(model),
             EntryKind::Effort { effort } => self.effort = effort,
             EntryKind::WebSearch { enabled } => self.web_search = enabled,
+            EntryKind::Agent { agent } => self.agent = agent,
             EntryKind::Title { title } => self.title = Some(title),
             EntryKind::Usage {
                 context_tokens,
@@ -205,6 +209,7 @@ impl SessionState {
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
+                | EntryKind::Agent { .. }
                 | EntryKind::Title { .. } => {}
             }
         }
@@ -353,6 +358,7 @@ impl SessionState {
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
+                | EntryKind::Agent { .. }
                 | EntryKind::Title { .. } => {}
             }
         }

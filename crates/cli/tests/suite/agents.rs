@@ -171,3 +171,69 @@ async fn a_repository_s_agent_is_used_only_in_a_trusted_folder() {
     );
     assert_eq!(sorted_tools(&requests[3].body), ["bash"]);
 }
+
+/// Where the editor shows session options, the user picks an agent for the whole session: its
+/// instructions and only its tools, kept when the session is loaded again. Sessions without
+/// agents show no such option.
+#[tokio::test]
+async fn the_user_picks_a_custom_agent_for_the_session() {
+    let world = World::new();
+    std::fs::create_dir_all(world.home().join("agents")).unwrap();
+    std::fs::write(world.home().join("agents/reviewer.md"), REVIEWER).unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let new = c.new_session(&world.ws()).await;
+    let s = sid(&new);
+    assert_eq!(option_value(&new["configOptions"], "agent"), "default");
+    let set = c
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": s, "configId": "agent", "value": "reviewer"}),
+        )
+        .await
+        .ok();
+    assert_eq!(option_value(&set["configOptions"], "agent"), "reviewer");
+    let bad = c
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": s, "configId": "agent", "value": "nobody"}),
+        )
+        .await;
+    assert!(
+        bad.message().contains("no agent `nobody`"),
+        "{}",
+        bad.message()
+    );
+    fake.push(Script::new().text("reviewed"));
+    run_prompt(&mut c, &s).await;
+    let body = &fake.requests()[0].body;
+    assert!(body.to_string().contains("REVIEWER-PROMPT-9931"), "{body}");
+    assert_eq!(sorted_tools(body), ["grep", "read"]);
+
+    // Loaded in a new process, the session still works as the agent.
+    drop(c);
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let loaded = c
+        .request(
+            "session/load",
+            json!({"sessionId": s, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await
+        .ok();
+    assert_eq!(option_value(&loaded["configOptions"], "agent"), "reviewer");
+
+    // A workspace without agents: no agent option.
+    let plain = World::new();
+    let mut c = plain.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let new = c.new_session(&plain.ws()).await;
+    assert!(
+        !new["configOptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["id"] == "agent")
+    );
+}
