@@ -128,6 +128,35 @@ impl ferrite_core::clientfs::ClientFs for AcpClientFs {
             }
         })
     }
+
+    fn writes(&self) -> bool {
+        self.caller.strong_count() > 0 && self.client.fs_write()
+    }
+
+    fn write_text_file(
+        &self,
+        session: &SessionId,
+        path: &std::path::Path,
+        content: String,
+    ) -> BoxFuture<'_, Result<(), String>> {
+        let session = session.clone();
+        let path = path.to_owned();
+        Box::pin(async move {
+            let caller = self.caller.upgrade().ok_or("the server is shutting down")?;
+            let params = acp::WriteTextFileRequest::new(
+                acp::SessionId::new(session.as_str()),
+                path,
+                content,
+            );
+            let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+            match caller.call(&session, "fs/write_text_file", params).await {
+                Ok(_) => Ok(()),
+                Err(CallError::Rejected(e)) => Err(format!("it refused ({e})")),
+                Err(CallError::Cancelled) => Err("cancelled".into()),
+                Err(CallError::Gone) => Err("the server is shutting down".into()),
+            }
+        })
+    }
 }
 
 pub(crate) fn client_fs(

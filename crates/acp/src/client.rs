@@ -9,6 +9,7 @@ pub(crate) struct Client {
     fs_read: AtomicBool,
     terminal_output: AtomicBool,
     elicitation_form: AtomicBool,
+    fs_write: AtomicBool,
 }
 
 impl Client {
@@ -23,6 +24,15 @@ impl Client {
     /// Set before `set` (which marks the client initialized).
     pub fn set_elicitation_form(&self, form: bool) {
         self.elicitation_form.store(form, Ordering::Relaxed);
+    }
+
+    /// Set before `set`: the client advertised `fs.writeTextFile`.
+    pub fn set_fs_write(&self, write: bool) {
+        self.fs_write.store(write, Ordering::Relaxed);
+    }
+
+    pub fn fs_write(&self) -> bool {
+        self.fs_write.load(Ordering::Relaxed)
     }
 
     /// The client advertised `elicitation.form`: `elicitation/create` in form mode.

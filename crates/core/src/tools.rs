@@ -307,3 +307,34 @@ pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
     }
     r
 }
+
+/// The editor, when `write`/`edit` of `path` go through it (`clientfs::delegate_write`).
+pub(crate) fn delegated_writer(
+    ctx: &ToolContext<'_>,
+    path: &std::path::Path,
+) -> Option<Arc<dyn crate::clientfs::ClientFs>> {
+    ctx.client_fs.clone().filter(|c| {
+        crate::clientfs::delegate_write(ctx.fs_delegation, c.writes(), path, &ctx.roots)
+    })
+}
+
+/// Has the editor write `content` to `path` (`fs/write_text_file`); its refusal is the call's
+/// error, and nothing was written.
+pub(crate) async fn write_through(
+    ctx: &ToolContext<'_>,
+    client: &dyn crate::clientfs::ClientFs,
+    path: &std::path::Path,
+    shown: &str,
+    content: &str,
+) -> Result<(), ToolError> {
+    let write = client.write_text_file(ctx.recorder.session(), path, content.to_owned());
+    tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => Err(ToolError::Cancelled(format!(
+            "Cancelled while the editor wrote {shown}."
+        ))),
+        r = write => r.map_err(|e| ToolError::RespondToModel(format!(
+            "The editor could not write {shown}: {e}. The file is unchanged."
+        ))),
+    }
+}

@@ -55,6 +55,7 @@ pub(crate) async fn initialize(
     let caps = &p.request.client_capabilities;
     let notices = caps.session.as_ref().is_some_and(|c| c.notices.is_some());
     s.client.set_elicitation_form(p.elicitation_form);
+    s.client.set_fs_write(caps.fs.write_text_file);
     s.client
         .set(notices, caps.fs.read_text_file, p.terminal_output);
     let (_, catalog) = s
