@@ -20,14 +20,7 @@ fn task_tool(body: &Value) -> Value {
 }
 
 fn sorted_tools(body: &Value) -> Vec<String> {
-    let mut names: Vec<String> = body["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| t["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut names = tool_names(body);
     names.sort();
     names
 }
@@ -39,15 +32,6 @@ fn task(agent: &str) -> Script {
         json!({"description": "review", "prompt": "Review src/lib.rs", "subagent_type": agent})
             .to_string(),
     )
-}
-
-async fn run_prompt(c: &mut ferrite_test_support::AcpClient, s: &str) -> Vec<Value> {
-    let id = c
-        .send_request("session/prompt", text_prompt(s, "review it"))
-        .await;
-    let (seen, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
-    seen
 }
 
 #[tokio::test]
@@ -62,7 +46,7 @@ async fn a_custom_agent_is_offered_to_task_and_runs_with_its_prompt_and_tools() 
     fake.push(task("reviewer"));
     fake.push(Script::new().text("LGTM-FROM-REVIEWER"));
     fake.push(Script::new().text("done"));
-    let seen = run_prompt(&mut c, &s).await;
+    let seen = prompt_to_end(&mut c, &s, "review it").await;
 
     let requests = fake.requests();
     let offered = task_tool(&requests[0].body);
@@ -156,7 +140,7 @@ async fn a_repository_s_agent_is_used_only_in_a_trusted_folder() {
     fake.push(task("helper"));
     fake.push(Script::new().text("helped"));
     fake.push(Script::new().text("done"));
-    let seen = run_prompt(&mut c, &s2).await;
+    let seen = prompt_to_end(&mut c, &s2, "review it").await;
     assert!(
         !seen
             .iter()
@@ -206,7 +190,7 @@ async fn the_user_picks_a_custom_agent_for_the_session() {
         bad.message()
     );
     fake.push(Script::new().text("reviewed"));
-    run_prompt(&mut c, &s).await;
+    prompt_to_end(&mut c, &s, "review it").await;
     let body = &fake.requests()[0].body;
     assert!(body.to_string().contains("REVIEWER-PROMPT-9931"), "{body}");
     assert_eq!(sorted_tools(body), ["grep", "read"]);

@@ -7,15 +7,6 @@ use serde_json::{Value, json};
 use super::common::*;
 use super::turns::{Api, provider_env};
 
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 async fn client(
     world: &World,
     fake: &FakeProvider,
