@@ -221,3 +221,47 @@ async fn the_user_picks_a_custom_agent_for_the_session() {
             .any(|o| o["id"] == "agent")
     );
 }
+
+/// An agent's `model` picks its subagent's model; a repository's agent may name only a model the
+/// user config lets a workspace choose, and otherwise gets the subagent model.
+#[tokio::test]
+async fn an_agent_s_model_is_used_and_a_project_agent_s_only_if_the_user_allows_it() {
+    let world = World::new();
+    std::fs::create_dir_all(world.home().join("agents")).unwrap();
+    std::fs::write(
+        world.home().join("agents/small.md"),
+        "---\nname: small\ndescription: Quick answers\nmodel: openai/gpt-5-mini\n---\nBe brief.\n",
+    )
+    .unwrap();
+    let project = world.ws().join(".claude/agents");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("pricey.md"),
+        "---\nname: pricey\ndescription: Costly\nmodel: openai/gpt-5\n---\nThink hard.\n",
+    )
+    .unwrap();
+    let trusted = std::process::Command::new(BIN)
+        .arg("trust")
+        .current_dir(world.ws())
+        .env("FERRITE_HOME", world.home())
+        .output()
+        .unwrap();
+    assert!(trusted.status.success());
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    fake.push(task("small"));
+    fake.push(Script::new().text("brief"));
+    fake.push(task("pricey"));
+    fake.push(Script::new().text("thought"));
+    fake.push(Script::new().text("done"));
+    prompt_to_end(&mut c, &s, "go").await;
+    let reqs = fake.requests();
+    assert_eq!(reqs[1].path, "/v1/responses", "the user's agent's model");
+    assert_eq!(reqs[1].body["model"], "gpt-5-mini");
+    assert_eq!(
+        reqs[3].path, "/v1/messages",
+        "the project's agent may not pick an unlisted model: the subagent model"
+    );
+}
