@@ -82,6 +82,16 @@ async fn user_hooks_block_a_command_and_add_context_for_the_model() {
     let shown = serde_json::to_string(&seen).unwrap();
     assert!(shown.contains("Blocked by a PreToolUse hook"), "{shown}");
     assert!(shown.contains("POST-CONTEXT-1234"), "{shown}");
+    // The hooks' output is in their answers; no file per hook run is left behind.
+    let spill = world.home().join("sessions").join(&s).join("tool-output");
+    assert!(
+        spill.is_dir(),
+        "the hooks ran through the runner, which made {spill:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&spill)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A hook can make a decision stricter, never wider: its `allow` saves the question about an
