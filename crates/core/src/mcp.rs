@@ -46,7 +46,7 @@ pub enum McpTransport {
 /// to start or died). Delivered as an ACP `notice` where the client supports it.
 pub type NoticeSink = Arc<dyn Fn(String) + Send + Sync>;
 
-/// A session's extra tools.
+/// A session's MCP servers: their tools, prompts and resources.
 pub trait ToolProvider: Send + Sync {
     /// The tools available now. Waits for servers that are still starting, up to their startup
     /// timeout; a server that failed is simply absent (its failure was already noticed).

@@ -318,11 +318,19 @@ impl ToolProvider for McpServers {
         arguments: Vec<(String, String)>,
     ) -> BoxFuture<'a, Result<Vec<McpPromptMessage>, String>> {
         Box::pin(async move {
-            self.wait_all().await;
-            let found = self
-                .prompt_commands()
-                .into_iter()
-                .find(|(prompt, _, _)| prompt.command == command);
+            let find = || {
+                self.prompt_commands()
+                    .into_iter()
+                    .find(|(prompt, _, _)| prompt.command == command)
+            };
+            // A server still starting is waited for only when no running one offers it.
+            let found = match find() {
+                Some(found) => Some(found),
+                None => {
+                    self.wait_all().await;
+                    find()
+                }
+            };
             let Some((_, server, real)) = found else {
                 return Err(format!("no running MCP server offers `/{command}`"));
             };
@@ -343,8 +351,13 @@ impl ToolProvider for McpServers {
         uri: &'a str,
     ) -> BoxFuture<'a, Option<Result<Vec<McpResourcePart>, String>>> {
         Box::pin(async move {
-            self.wait_all().await;
-            let server = self.resource_server(uri)?;
+            let server = match self.resource_server(uri) {
+                Some(server) => server,
+                None => {
+                    self.wait_all().await;
+                    self.resource_server(uri)?
+                }
+            };
             let what = format!("read `{uri}`");
             let result = self
                 .bounded(&server, &what, server.read_resource(uri))

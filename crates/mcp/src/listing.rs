@@ -58,8 +58,13 @@ impl Resources {
     }
 }
 
-/// `uri`'s scheme, lower-cased; `None` for a local file (`file:`), which is never a server's
-/// to read in place of the workspace, and for anything without a scheme.
+/// Schemes no server claims as a whole, only URI by URI: local files are never a server's to
+/// read in place of the workspace, and a server listing one web page must not be sent every
+/// web link the user attaches.
+const UNCLAIMABLE_SCHEMES: &[&str] = &["file", "http", "https"];
+
+/// `uri`'s scheme, lower-cased, when a server may claim it; `None` for anything without a
+/// scheme.
 fn scheme(uri: &str) -> Option<String> {
     let (scheme, _) = uri.split_once(':')?;
     let valid = !scheme.is_empty()
@@ -67,7 +72,7 @@ fn scheme(uri: &str) -> Option<String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     let scheme = scheme.to_ascii_lowercase();
-    (valid && scheme != "file").then_some(scheme)
+    (valid && !UNCLAIMABLE_SCHEMES.contains(&scheme.as_str())).then_some(scheme)
 }
 
 /// Lists what the server's capabilities advertise.
@@ -187,16 +192,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn schemes_of_listed_resources_and_templates_are_claimed_but_never_file() {
+    fn schemes_of_listed_resources_and_templates_are_claimed_but_never_files_or_the_web() {
         let mut r = Resources::default();
         r.add_uri("test://greeting".into());
         r.add_scheme_of("Notes://{id}");
         r.add_uri("file:///etc/passwd".into());
+        r.add_uri("https://example.com/page".into());
         assert!(r.lists("test://greeting"));
         assert!(r.claims_scheme("test://other"));
         assert!(r.claims_scheme("notes://7"));
         assert!(!r.claims_scheme("file:///etc/shadow"));
-        assert!(!r.claims_scheme("https://example.com"));
+        assert!(r.lists("https://example.com/page"));
+        assert!(!r.claims_scheme("https://example.com/other"));
         assert!(!r.claims_scheme("no-scheme"));
     }
 
