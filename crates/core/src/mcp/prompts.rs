@@ -141,15 +141,7 @@ fn text_block(text: String) -> UserContent {
 /// An image or an embedded resource, within the budget; one over it is left out (and counted).
 fn keep_block(block: UserContent, budget: &mut Budget) -> Option<UserContent> {
     match block {
-        UserContent::Image {
-            mime_type,
-            data,
-            uri,
-        } => budget.binary(data.len()).then(|| UserContent::Image {
-            mime_type,
-            data,
-            uri,
-        }),
+        UserContent::Image { ref data, .. } => budget.binary(data.len()).then_some(block),
         UserContent::Resource {
             uri,
             text,
