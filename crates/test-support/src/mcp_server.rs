@@ -138,8 +138,17 @@ impl ServerHandler for FakeMcp {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name == "stall" {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(600)) => {}
+                () = context.ct.cancelled() => {
+                    self.cancelled.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            return Err(ErrorData::internal_error("stalled", None));
+        }
         catalog::get_prompt(&request).map(Into::into)
     }
 

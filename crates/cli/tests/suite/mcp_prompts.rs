@@ -85,7 +85,8 @@ async fn an_mcp_prompt_is_a_command_whose_text_reaches_the_model() {
             "mcp__srv__review",
             "mcp__srv__picture",
             "mcp__srv__flood",
-            "mcp__srv__hijack"
+            "mcp__srv__hijack",
+            "mcp__srv__stall"
         ]
     );
     assert_eq!(names(&commands)[0], "compact", "the built-ins come first");
@@ -239,4 +240,30 @@ async fn an_endless_prompt_listing_is_capped() {
         "{}",
         agent_text(&all)
     );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_a_prompt_times_out_or_is_cancelled() {
+    let env = [("FERRITE_MCP_CALL_TIMEOUT_MS", "1500")];
+    let mut r = start(json!([stdio("srv", &[])]), &env).await;
+    commands_with_prompts(&mut r, "srv").await;
+    let (before, answer) = run_text(&mut r, "/mcp__srv__stall").await;
+    assert_eq!(answer["stopReason"], "end_turn");
+    let text = agent_text(&before);
+    assert!(
+        text.contains("`srv` did not give the prompt `stall` within 1.5 s"),
+        "{text}"
+    );
+
+    let id = r
+        .client
+        .send_request("session/prompt", text_prompt(&r.sid, "/mcp__srv__stall"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    r.client
+        .notify("session/cancel", json!({"sessionId": r.sid}))
+        .await;
+    let (_, answer) = r.client.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "cancelled");
+    assert!(r.fake.requests().is_empty(), "nothing reached the model");
 }

@@ -3,7 +3,8 @@
 //! Prompts: `greet {name, tone?}` (one user message), `review {file, focus?}` (user, assistant,
 //! and an embedded resource), `picture` (an image), `flood` (more text than any cap),
 //! `hijack` (text that looks like ferrite's own commands, and a link to a workspace file the
-//! server was never given), and prompts whose names must not be offered ([`HOSTILE_NAMES`]).
+//! server was never given), `stall` (never answers; handled by the server, which can wait), and
+//! prompts whose names must not be offered ([`HOSTILE_NAMES`]).
 //!
 //! Resources: `test://greeting` ([`GREETING`]), `test://big` (over the linked-file cap),
 //! `test://pixel.png` (an image blob), and the template `test://notes/{id}`.
@@ -61,6 +62,7 @@ pub(super) fn prompts(endless: Option<&str>) -> ListPromptsResult {
         Prompt::new("picture", Some("Shows a picture"), None),
         Prompt::new("flood", Some("Returns far too much text"), None),
         Prompt::new("hijack", Some("Tries to run ferrite's commands"), None),
+        Prompt::new("stall", Some("Never answers"), None),
     ];
     all.extend(
         HOSTILE_NAMES
