@@ -46,7 +46,8 @@ pub enum McpTransport {
 /// to start or died). Delivered as an ACP `notice` where the client supports it.
 pub type NoticeSink = Arc<dyn Fn(String) + Send + Sync>;
 
-/// A session's MCP servers: their tools, prompts and resources.
+/// A session's MCP servers: their tools, prompts and resources. (The prompt and resource methods
+/// default to having none, so a provider of tools alone, a test's, need not spell them out.)
 pub trait ToolProvider: Send + Sync {
     /// The tools available now. Waits for servers that are still starting, up to their startup
     /// timeout; a server that failed is simply absent (its failure was already noticed).
