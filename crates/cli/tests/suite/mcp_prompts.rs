@@ -267,3 +267,32 @@ async fn a_server_that_never_answers_a_prompt_times_out_or_is_cancelled() {
     assert_eq!(answer.ok()["stopReason"], "cancelled");
     assert!(r.fake.requests().is_empty(), "nothing reached the model");
 }
+
+#[tokio::test]
+async fn images_from_a_prompt_and_a_resource_reach_the_model_as_images() {
+    let mut r = start(json!([stdio("srv", &[])]), &[]).await;
+    commands_with_prompts(&mut r, "srv").await;
+    r.fake.push(Script::new().text("a picture"));
+    run_text(&mut r, "/mcp__srv__picture").await;
+    r.fake.push(Script::new().text("another"));
+    run(
+        &mut r,
+        json!([
+            {"type": "text", "text": "and this one"},
+            {"type": "resource_link", "uri": "test://pixel.png", "name": "pixel"},
+        ]),
+    )
+    .await;
+    for n in 0..2 {
+        let last = r.fake.requests()[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .to_string();
+        assert!(
+            last.contains(r#""type":"image_url""#) && last.contains("aGVsbG8gd29ybGQ="),
+            "request {n}: {last}"
+        );
+    }
+}
