@@ -163,8 +163,9 @@ fn keep_block(block: UserContent, budget: &mut Budget) -> Option<UserContent> {
                 mime_type,
             })
         }
-        // A server's link is named, never followed: it is text here ([`McpContent::Text`]).
         UserContent::Text { text } => budget.text(&text).map(text_block),
+        // A server's link is named, never followed: as a link block, the workspace-file
+        // expansion after this stage would read it.
         UserContent::ResourceLink { uri, name, .. } => budget
             .text(&format!("[resource link: {name} <{uri}>]"))
             .map(text_block),
