@@ -200,8 +200,18 @@ pub fn is_read_only(content: &[UserContent]) -> bool {
     invocation(content).is_some_and(|(name, _)| name == "review")
 }
 
+/// Whether `name` runs a built-in, a prompt file or a skill: those win over an MCP prompt of
+/// the same name.
+pub(crate) fn is_taken(name: &str, own: &OwnFiles, cwd: &Path) -> bool {
+    is_builtin(name)
+        || find_prompt_file(own, cwd, name).is_some()
+        || crate::skills::discover(own, cwd)
+            .iter()
+            .any(|s| s.name == name)
+}
+
 /// `/<name> args` at the start of the prompt's first text block.
-fn invocation(content: &[UserContent]) -> Option<(String, String)> {
+pub(crate) fn invocation(content: &[UserContent]) -> Option<(String, String)> {
     let Some(UserContent::Text { text }) = content.first() else {
         return None;
     };

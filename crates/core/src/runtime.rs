@@ -231,10 +231,12 @@ impl Runtime {
                 title: snap.title,
                 usage: snap.usage,
                 notices,
-                commands: crate::commands::available(
-                    &self.services.own_files(std::slice::from_ref(&snap.cwd)),
-                    &snap.cwd,
-                ),
+                commands: {
+                    let own = self.services.own_files(std::slice::from_ref(&snap.cwd));
+                    let mut commands = crate::commands::available(&own, &snap.cwd);
+                    crate::mcp::prompts::add_commands(&mut commands, &snap.mcp_prompts);
+                    commands
+                },
                 cwd: snap.cwd,
             });
         }

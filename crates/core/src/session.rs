@@ -132,6 +132,11 @@ impl Session {
         self.lock().log.release()
     }
 
+    /// The MCP servers, to ask for their prompts.
+    pub fn extra_tools(&self) -> Option<Arc<dyn ToolProvider>> {
+        self.lock().extra_tools.clone()
+    }
+
     /// The MCP servers, taken to be stopped (close).
     pub fn take_extra_tools(&self) -> Option<Arc<dyn ToolProvider>> {
         self.lock().extra_tools.take()

@@ -13,6 +13,7 @@ mod env;
 mod exit_plan;
 mod hooks;
 mod intake;
+mod mcp_intake;
 mod model_call;
 mod permission;
 mod resolve;
@@ -144,7 +145,11 @@ async fn run_stages(
         Err(_) => Err("the config or the permission rules could not be read".into()),
     };
     let own = OwnFiles::new(&services.home, &start.roots, deny).with_user_home(services.env.home());
-    let intake = intake::record_prompt(&own, rec, &req.content, &start)?;
+    let content = match mcp_intake::expand(rec, &start, &own, &req.content, cancel).await? {
+        Ok(content) => content,
+        Err(outcome) => return Ok(outcome),
+    };
+    let intake = intake::record_prompt(&own, rec, &content, &start)?;
     intake::name_session(rec, &req.content, &start, &intake).await?;
     let resolve::Settings { config, rules } = match settings {
         Ok(s) => s,

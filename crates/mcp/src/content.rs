@@ -63,7 +63,7 @@ fn block_text(block: &ContentBlock) -> String {
 }
 
 /// A line for a block kind newer than this code (rmcp's content enums are non-exhaustive).
-fn unsupported(block: &impl serde::Serialize) -> String {
+pub(crate) fn unsupported(block: &impl serde::Serialize) -> String {
     let kind = serde_json::to_value(block)
         .ok()
         .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))

@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ferrite_core::env::Env;
-use ferrite_core::mcp::{McpLauncher, McpServerSpec, NoticeSink, ToolProvider};
+use ferrite_core::mcp::{
+    McpLauncher, McpPrompt, McpPromptMessage, McpResourcePart, McpServerSpec, NoticeSink,
+    ToolProvider,
+};
 use ferrite_core::tools::Tool;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
@@ -13,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::names;
-use crate::server::Server;
+use crate::server::{CallError, Server};
 use crate::tool::McpTool;
 
 /// Starts MCP servers for sessions. Build one in `cli` and hand it to core as an
@@ -195,6 +198,73 @@ impl McpServers {
         }
     }
 
+    /// Waits for every server still starting.
+    async fn wait_all(&self) {
+        for slot in &self.slots {
+            self.wait_ready(slot).await;
+        }
+    }
+
+    /// The prompts of the running servers, in the order of the servers, each with its server
+    /// and its real name. Names are made unique the way tool names are.
+    fn prompt_commands(&self) -> Vec<(McpPrompt, Arc<Server>, String)> {
+        let mut taken = HashSet::new();
+        let mut out = Vec::new();
+        for server in self.ready_servers() {
+            if server.is_closed() {
+                continue;
+            }
+            for prompt in &server.listing.prompts {
+                if let Some(command) = crate::prompts::command(&server.name, prompt, &taken) {
+                    taken.insert(command.command.clone());
+                    out.push((command, server.clone(), prompt.name.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The running server that offers `uri`: the one that lists it, else the first that lists
+    /// resources of its scheme.
+    fn resource_server(&self, uri: &str) -> Option<Arc<Server>> {
+        let servers: Vec<Arc<Server>> = self
+            .ready_servers()
+            .into_iter()
+            .filter(|s| !s.is_closed())
+            .collect();
+        let exact = servers.iter().find(|s| s.listing.resources.lists(uri));
+        exact
+            .or_else(|| {
+                servers
+                    .iter()
+                    .find(|s| s.listing.resources.claims_scheme(uri))
+            })
+            .cloned()
+    }
+
+    /// `call`, bounded by the call timeout; errors in words for the user.
+    async fn bounded<T>(
+        &self,
+        server: &Server,
+        what: &str,
+        call: impl std::future::Future<Output = Result<T, CallError>>,
+    ) -> Result<T, String> {
+        let name = &server.name;
+        match tokio::time::timeout(self.call_timeout, call).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(CallError::NotRunning(reason))) => {
+                Err(format!("MCP server `{name}` is not running: {reason}"))
+            }
+            Ok(Err(CallError::Failed(reason))) => {
+                Err(format!("MCP server `{name}` failed to {what}: {reason}"))
+            }
+            Err(_) => Err(format!(
+                "MCP server `{name}` did not {what} within {} s",
+                self.call_timeout.as_secs_f64()
+            )),
+        }
+    }
+
     fn ready_servers(&self) -> Vec<Arc<Server>> {
         self.slots
             .iter()
@@ -228,6 +298,71 @@ impl ToolProvider for McpServers {
                 .into_iter()
                 .map(|t| t as Arc<dyn Tool>)
                 .collect()
+        })
+    }
+
+    fn started(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.wait_all())
+    }
+
+    fn prompts(&self) -> Vec<McpPrompt> {
+        self.prompt_commands()
+            .into_iter()
+            .map(|(prompt, _, _)| prompt)
+            .collect()
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        command: &'a str,
+        arguments: Vec<(String, String)>,
+    ) -> BoxFuture<'a, Result<Vec<McpPromptMessage>, String>> {
+        Box::pin(async move {
+            let find = || {
+                self.prompt_commands()
+                    .into_iter()
+                    .find(|(prompt, _, _)| prompt.command == command)
+            };
+            // A server still starting is waited for only when no running one offers it.
+            let found = match find() {
+                Some(found) => Some(found),
+                None => {
+                    self.wait_all().await;
+                    find()
+                }
+            };
+            let Some((_, server, real)) = found else {
+                return Err(format!("no running MCP server offers `/{command}`"));
+            };
+            let arguments = arguments
+                .into_iter()
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
+                .collect();
+            let what = format!("give the prompt `{real}`");
+            let result = self
+                .bounded(&server, &what, server.get_prompt(&real, arguments))
+                .await?;
+            Ok(crate::prompts::messages(result))
+        })
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Option<Result<Vec<McpResourcePart>, String>>> {
+        Box::pin(async move {
+            let server = match self.resource_server(uri) {
+                Some(server) => server,
+                None => {
+                    self.wait_all().await;
+                    self.resource_server(uri)?
+                }
+            };
+            let what = format!("read `{uri}`");
+            let result = self
+                .bounded(&server, &what, server.read_resource(uri))
+                .await;
+            Some(result.map(crate::prompts::resource_parts))
         })
     }
 

@@ -8,7 +8,9 @@
 
 mod content;
 mod launcher;
+mod listing;
 pub mod names;
+mod prompts;
 mod server;
 mod tool;
 

@@ -14,13 +14,17 @@ use process_wrap::tokio::ProcessGroup;
 use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    GetPromptRequestParams, GetPromptResult, Implementation, ReadResourceRequestParams,
+    ReadResourceResult,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
+
+use crate::listing::{self, Listing};
 
 /// How long a closing server gets to exit on its own before its process group is killed:
 /// rmcp's stdio shutdown waits up to 3 s after closing stdin, then up to 3 s after SIGTERM.
@@ -33,6 +37,8 @@ const STDERR_SETTLE: Duration = Duration::from_millis(500);
 pub(crate) struct Server {
     pub(crate) name: String,
     pub(crate) tools: Vec<rmcp::model::Tool>,
+    /// Its prompts and resources, as listed when it started.
+    pub(crate) listing: Listing,
     peer: Peer<RoleClient>,
     running: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     group: Option<ProcessGroupGuard>,
@@ -98,10 +104,17 @@ impl Server {
                     .await);
             }
         };
-        tracing::info!(server = %spec.name, tools = tools.len(), "MCP server started");
+        let listing = listing::list(running.peer(), &spec.name, &notices).await;
+        tracing::info!(
+            server = %spec.name,
+            tools = tools.len(),
+            prompts = listing.prompts.len(),
+            "MCP server started"
+        );
         Ok(Self {
             name: spec.name.clone(),
             tools,
+            listing,
             peer: running.peer().clone(),
             running: Mutex::new(Some(running)),
             group,
@@ -124,7 +137,35 @@ impl Server {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        match self.peer.call_tool(params).await {
+        let result = self.peer.call_tool(params).await;
+        self.classify(result).await
+    }
+
+    /// `prompts/get` of `prompt` (its real name) with `arguments`.
+    pub(crate) async fn get_prompt(
+        &self,
+        prompt: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<GetPromptResult, CallError> {
+        self.check_alive().await?;
+        let params = GetPromptRequestParams::new(prompt).with_arguments(arguments);
+        let result = self.peer.get_prompt(params).await;
+        self.classify(result).await
+    }
+
+    /// `resources/read` of `uri`.
+    pub(crate) async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, CallError> {
+        self.check_alive().await?;
+        let result = self
+            .peer
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await;
+        self.classify(result).await
+    }
+
+    /// An error answer is the request's failure; a closed transport means the server is gone.
+    async fn classify<T>(&self, result: Result<T, ServiceError>) -> Result<T, CallError> {
+        match result {
             Ok(result) => Ok(result),
             Err(ServiceError::McpError(e)) => Err(CallError::Failed(e.message.to_string())),
             Err(e)
@@ -149,6 +190,11 @@ impl Server {
             ));
         }
         Ok(())
+    }
+
+    /// Whether the server is known to be gone (no waiting, no notice).
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.gone).is_some() || self.peer.is_transport_closed()
     }
 
     /// Records that the server is gone, kills what is left of its process group, and tells the

@@ -7,8 +7,13 @@
 //! were cancelled), `env {name}` (a variable of the server's environment), `pid` (the server's pid and its grandchild's, for process-group checks),
 //! `image`, `resource`, `dotted.name` and a tool whose name is too long for providers.
 //!
+//! Prompts and resources: see [`catalog`].
+//!
 //! Binary flags: `--never-initialize` (reads stdin, never answers), `--exit-at-start` (writes
-//! a reason on stderr and exits 2), `--grandchild` (starts a `sleep` child in its process group).
+//! a reason on stderr and exits 2), `--grandchild` (starts a `sleep` child in its process group),
+//! `--endless-prompts` (a prompt listing whose every page names a next one).
+
+pub mod catalog;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -21,9 +26,10 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ResourceContents, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -48,6 +54,7 @@ pub struct FakeMcp {
     transport: Transport,
     grandchild: Option<u32>,
     cancelled: Arc<AtomicUsize>,
+    endless_prompts: bool,
 }
 
 impl FakeMcp {
@@ -56,6 +63,7 @@ impl FakeMcp {
             transport,
             grandchild: None,
             cancelled: Arc::default(),
+            endless_prompts: false,
         }
     }
 }
@@ -108,8 +116,64 @@ fn tools() -> Vec<Tool> {
 
 impl ServerHandler for FakeMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("fake-mcp-server", "0.0.0"))
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .build();
+        ServerConfig::new(caps).with_server_info(Implementation::new("fake-mcp-server", "0.0.0"))
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let cursor = request.and_then(|r| r.cursor).unwrap_or_default();
+        Ok(catalog::prompts(
+            self.endless_prompts.then_some(cursor.as_str()),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name == "stall" {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(600)) => {}
+                () = context.ct.cancelled() => {
+                    self.cancelled.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            return Err(ErrorData::internal_error("stalled", None));
+        }
+        catalog::get_prompt(&request).map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(catalog::resources())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(catalog::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        catalog::read(&request.uri).map(Into::into)
     }
 
     async fn list_tools(
@@ -203,6 +267,7 @@ pub async fn run_stdio(args: Vec<String>) {
         return;
     }
     let mut server = FakeMcp::new(Transport::Stdio);
+    server.endless_prompts = has("--endless-prompts");
     if has("--grandchild") {
         // Not touching our stdout: that is the JSON-RPC pipe. Never waited for on purpose: it
         // is there to be killed with the process group.

@@ -11,20 +11,21 @@ use serde_json::{Value, json};
 use super::common::*;
 use super::turns::{Api, provider_env};
 
-fn stdio(name: &str, args: &[&str]) -> Value {
+pub(super) fn stdio(name: &str, args: &[&str]) -> Value {
     json!({"name": name, "command": stdio_server_bin(), "args": args, "env": []})
 }
 
-struct Rig {
-    world: World,
-    fake: FakeProvider,
-    client: AcpClient,
-    sid: String,
+pub(super) struct Rig {
+    pub(super) world: World,
+    pub(super) fake: FakeProvider,
+    pub(super) client: AcpClient,
+    pub(super) sid: String,
     /// Messages that arrived while the session was being set up.
-    early: Vec<Value>,
+    pub(super) early: Vec<Value>,
 }
 
-async fn start(servers: Value, env_extra: &[(&str, &str)]) -> Rig {
+/// A session in `auto` mode with `servers`, on a fake provider.
+pub(super) async fn start(servers: Value, env_extra: &[(&str, &str)]) -> Rig {
     let world = World::new();
     let fake = FakeProvider::start().await.unwrap();
     let mut env = provider_env(&fake, Api::Chat);

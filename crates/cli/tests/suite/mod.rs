@@ -20,6 +20,7 @@ mod images;
 mod inproc;
 mod many_sessions;
 mod mcp;
+mod mcp_prompts;
 mod models;
 mod ordering;
 mod own_files;

@@ -57,6 +57,8 @@ pub(super) struct Snapshot {
     pub title: Option<String>,
     pub cwd: std::path::PathBuf,
     pub running: bool,
+    /// The prompts of its MCP servers that are running, for the command list.
+    pub mcp_prompts: Vec<crate::mcp::McpPrompt>,
 }
 
 /// The submit side of a session's queue pair.

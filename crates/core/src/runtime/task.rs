@@ -171,6 +171,7 @@ pub(super) async fn session_task(
         cancelled: Vec::new(),
         background: Default::default(),
         commands_seen,
+        mcp_prompts_seen: Vec::new(),
     };
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
     commands_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -223,6 +224,8 @@ struct SessionTask {
     background: crate::background::BackgroundJobs,
     /// The prompt files as last seen, to tell the editor when its commands changed.
     commands_seen: Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>,
+    /// The MCP servers' prompts as last sent.
+    mcp_prompts_seen: Vec<crate::mcp::McpPrompt>,
 }
 
 /// A prompt taken while another turn ran: admitted (its `TurnEnded` is owed), not started.
@@ -288,6 +291,7 @@ impl SessionTask {
             }
             Op::Snapshot { reply } => {
                 let running = self.running.is_some();
+                let mcp_prompts = self.mcp_prompts();
                 let _ = reply.send(self.core.read(|state| Snapshot {
                     settings: self.ctx.settings(state),
                     usage: self.ctx.usage(state),
@@ -296,6 +300,7 @@ impl SessionTask {
                     title: state.title.clone(),
                     cwd: state.cwd.clone(),
                     running,
+                    mcp_prompts,
                 }));
             }
             Op::Refresh => {
@@ -427,16 +432,28 @@ impl SessionTask {
         }
     }
 
-    /// Tells the editor when the prompt files (its `/` commands) changed on disk.
+    /// The prompts of the session's MCP servers that are running now.
+    fn mcp_prompts(&self) -> Vec<crate::mcp::McpPrompt> {
+        self.core
+            .extra_tools()
+            .map(|servers| servers.prompts())
+            .unwrap_or_default()
+    }
+
+    /// Tells the editor when its `/` commands changed: prompt files on disk, or the prompts of
+    /// MCP servers (they start in the background, after the session's first list was sent).
     async fn poll_commands(&mut self) {
         let now =
             crate::commands::fingerprint(&self.services.home, self.services.env.home(), &self.cwd);
-        if now == self.commands_seen {
+        let mcp_now = self.mcp_prompts();
+        if now == self.commands_seen && mcp_now == self.mcp_prompts_seen {
             return;
         }
         self.commands_seen = now;
         let own = self.services.own_files(std::slice::from_ref(&self.cwd));
-        let commands = crate::commands::available(&own, &self.cwd);
+        let mut commands = crate::commands::available(&own, &self.cwd);
+        crate::mcp::prompts::add_commands(&mut commands, &mcp_now);
+        self.mcp_prompts_seen = mcp_now;
         let _ = self
             .events
             .send(SessionEvent {

@@ -1,4 +1,5 @@
 mod common;
 mod http;
 mod lifecycle;
+mod prompts;
 mod stdio;
