@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::content::{
     Location, PlanEntry, PlanPriority, PlanStatus, ToolCallUpdateView, ToolCallView, ToolContent,
     ToolKind, ToolStatus, UserContent,

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::{Event, SessionEvent, TurnOutcome};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;

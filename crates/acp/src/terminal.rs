@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::content::{ToolCallUpdateView, ToolKind, ToolStatus};
 use ferrite_core::events::Event;
 use ferrite_core::ids::SessionId;

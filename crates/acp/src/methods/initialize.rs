@@ -1,7 +1,7 @@
 //! `initialize`, `authenticate`, `logout`.
 
-use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::ProtocolVersion;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::catalog::Catalog;
 use ferrite_core::modes::Harness;
 use serde::{Deserialize, Deserializer};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::Event;
 use ferrite_core::ids::SessionId;
 use ferrite_core::modes::Harness;
