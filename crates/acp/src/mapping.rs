@@ -15,7 +15,7 @@ use ferrite_core::content::{
     ToolKind, ToolStatus, UserContent,
 };
 use ferrite_core::display::visible;
-use ferrite_core::events::{Event, Settings};
+use ferrite_core::events::{CompactionStage, Event, Settings};
 use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
 use ferrite_core::mcp::{McpServerSpec, McpTransport};
@@ -256,9 +256,34 @@ fn plan(entries: &[PlanEntry]) -> acp::Plan {
     )
 }
 
+/// Which of the `session/update`s a client must advertise before it is sent them it did
+/// advertise in `initialize`. A client without them is sent what ferrite sent before they
+/// existed (a `plan`, an agent message marked as a notice).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Takes {
+    /// `clientCapabilities.session.notices`: `notice`.
+    pub notices: bool,
+    /// `clientCapabilities.plan`: `plan_update` / `plan_removed`.
+    pub plans: bool,
+    /// `clientCapabilities.session.compaction`: `compaction_update` / `compaction_summary_chunk`.
+    pub compaction: bool,
+}
+
+impl Takes {
+    /// What every client takes.
+    pub const BASE: Takes = Takes {
+        notices: false,
+        plans: false,
+        compaction: false,
+    };
+}
+
+/// The id of the one plan ferrite keeps per session: `update_plan`'s checklist.
+pub const CHECKLIST_PLAN_ID: &str = "checklist";
+
 /// The `session/update` updates an event becomes (most become one; a replayed user message with
 /// several blocks becomes several chunks; a turn's end becomes none).
-pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
+pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
     use acp::SessionUpdate as U;
     match event {
         Event::UserMessage { content } => content
@@ -275,6 +300,13 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
         // What is only for terminal views (`crate::terminal`) is not sent to other clients.
         Event::ToolCallUpdate(v) if terminal_only(v) => vec![],
         Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
+        // An emptied checklist is a plan that is gone.
+        Event::Plan { entries } if takes.plans && entries.is_empty() => {
+            vec![U::PlanRemoved(acp::PlanRemoved::new(CHECKLIST_PLAN_ID))]
+        }
+        Event::Plan { entries } if takes.plans => vec![U::PlanUpdate(acp::PlanUpdate::new(
+            acp::PlanUpdateContent::items(CHECKLIST_PLAN_ID, plan(entries).entries),
+        ))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::ModeChanged { mode } => {
             vec![U::CurrentModeUpdate(acp::CurrentModeUpdate::new(mode.id()))]
@@ -290,12 +322,7 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
         Event::Usage { used, size, cost } => vec![U::UsageUpdate(
             acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
         )],
-        Event::Notice { text } if notices => {
-            vec![U::Notice(acp::Notice::new(
-                acp::NoticeSeverity::Warning,
-                text.clone(),
-            ))]
-        }
+        Event::Notice { text } if takes.notices => notice(text).into_iter().collect(),
         // Marked, so a client can tell it from the conversation (it may come between turns);
         // a paragraph of its own in a Markdown client, each of its lines one too.
         Event::Notice { text } => vec![U::AgentMessageChunk(
@@ -305,10 +332,59 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
             )))
             .meta(notice_meta()),
         )],
+        Event::Compaction { id, stage } if takes.compaction => compaction(id, stage),
+        // As before compactions had updates: a notice when one is done, nothing else.
+        Event::Compaction { stage, .. } => match stage {
+            CompactionStage::Completed { notice, .. } => updates(
+                &Event::Notice {
+                    text: notice.clone(),
+                },
+                takes,
+            ),
+            CompactionStage::Started
+            | CompactionStage::Failed { .. }
+            | CompactionStage::Cancelled => vec![],
+        },
         Event::Commands { commands } => vec![U::AvailableCommandsUpdate(
             acp::AvailableCommandsUpdate::new(available_commands(commands)),
         )],
         Event::TurnEnded(_) => vec![],
+    }
+}
+
+/// A `notice`: its first line is the title (a title must stand alone and not be empty), the
+/// rest its description. Ferrite's notices are warnings (something did not go as asked).
+fn notice(text: &str) -> Option<acp::SessionUpdate> {
+    let text = text.trim();
+    let (title, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let rest = rest.trim();
+    (!title.trim().is_empty()).then(|| {
+        acp::SessionUpdate::Notice(
+            acp::Notice::new(acp::NoticeSeverity::Warning, title.trim().to_owned())
+                .description((!rest.is_empty()).then(|| rest.to_owned())),
+        )
+    })
+}
+
+/// A compaction as ACP tells it: an upsert when it starts and when it ends, and the summary the
+/// model continues from as a chunk before the end.
+fn compaction(id: &str, stage: &CompactionStage) -> Vec<acp::SessionUpdate> {
+    use acp::SessionUpdate as U;
+    let update = |status| U::CompactionUpdate(acp::CompactionUpdate::new(id.to_owned(), status));
+    match stage {
+        CompactionStage::Started => vec![update(acp::CompactionStatus::InProgress)],
+        CompactionStage::Completed { summary, .. } => vec![
+            U::CompactionSummaryChunk(acp::CompactionSummaryChunk::new(
+                id.to_owned(),
+                text_block(summary),
+            )),
+            update(acp::CompactionStatus::Completed),
+        ],
+        CompactionStage::Failed { error } => vec![U::CompactionUpdate(
+            acp::CompactionUpdate::new(id.to_owned(), acp::CompactionStatus::Failed)
+                .error(error.clone()),
+        )],
+        CompactionStage::Cancelled => vec![update(acp::CompactionStatus::Cancelled)],
     }
 }
 
@@ -514,7 +590,7 @@ mod tests {
 
     #[test]
     fn text_chunk_shape() {
-        let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, false);
+        let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, Takes::BASE);
         let line = update_line(
             &SessionId::parse("s1").unwrap(),
             u.into_iter().next().unwrap(),
@@ -528,7 +604,7 @@ mod tests {
 
     #[test]
     fn mode_update_uses_current_mode_id() {
-        let u = updates(&Event::ModeChanged { mode: Mode::Auto }, false);
+        let u = updates(&Event::ModeChanged { mode: Mode::Auto }, Takes::BASE);
         let line = update_line(
             &SessionId::parse("s").unwrap(),
             u.into_iter().next().unwrap(),

@@ -139,12 +139,11 @@ impl Pump {
                 return;
             }
         }
-        let notices = self.client.notices();
         let updates = match self.client.terminal_output() {
             true => self.terminals.updates(&ev.session, &ev.event),
             false => None,
         }
-        .unwrap_or_else(|| mapping::updates(&ev.event, notices));
+        .unwrap_or_else(|| mapping::updates(&ev.event, self.client.takes()));
         for u in updates {
             self.out.update(&ev.session, u).await;
         }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use crate::content::{PlanEntry, ToolCallUpdateView, UserContent};
-use crate::events::Event;
+use crate::events::{CompactionStage, Event};
 use crate::ids::SessionId;
 use crate::log::{EntryKind, Header, LoadedLog};
 use crate::model::{AssistantPart, Message, ToolResultPart, UserPart};
@@ -127,6 +127,7 @@ impl SessionState {
         let mut after_text = false;
         // `update_plan` calls replay as their `plan` update only, as they were shown live.
         let mut hidden: HashSet<&str> = HashSet::new();
+        let mut compactions = 0;
         for (i, kind) in self.history.iter().enumerate() {
             match kind {
                 EntryKind::UserMessage { content } | EntryKind::Command { content } => {
@@ -136,9 +137,16 @@ impl SessionState {
                     })
                 }
                 // The marker the user saw when it happened (without the token counts).
-                EntryKind::Compaction { .. } => out.push(Event::Notice {
-                    text: COMPACTED_MARKER.into(),
-                }),
+                EntryKind::Compaction { summary } => {
+                    compactions += 1;
+                    out.push(Event::Compaction {
+                        id: crate::events::compaction_id(compactions),
+                        stage: CompactionStage::Completed {
+                            summary: summary.clone(),
+                            notice: COMPACTED_MARKER.into(),
+                        },
+                    })
+                }
                 EntryKind::Assistant { content } => {
                     let mut separate = std::mem::take(&mut after_text);
                     for part in content.iter() {

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::meta;
 use crate::fail::Fail;
+use crate::mapping::Takes;
 use crate::params::meta_str;
 use crate::reply::Json;
 use crate::state::Server;
@@ -47,9 +48,14 @@ pub(crate) async fn initialize(
     p: InitializeParams,
 ) -> Result<acp::InitializeResponse, Fail> {
     let caps = &p.request.client_capabilities;
-    let notices = caps.session.as_ref().is_some_and(|c| c.notices.is_some());
+    let session = caps.session.as_ref();
+    let takes = Takes {
+        notices: session.is_some_and(|c| c.notices.is_some()),
+        plans: caps.plan.is_some(),
+        compaction: session.is_some_and(|c| c.compaction.is_some()),
+    };
     s.client
-        .set(notices, caps.fs.read_text_file, p.terminal_output);
+        .set(takes, caps.fs.read_text_file, p.terminal_output);
     let (_, catalog) = s
         .runtime
         .services()

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::meta;
 use crate::fail::Fail;
-use crate::mapping;
+use crate::mapping::{self, Takes};
 use crate::params::session_id;
 use crate::reply::{After, Followed, Json};
 use crate::state::Server;
@@ -82,9 +82,9 @@ pub(crate) async fn load(
 ) -> Result<Followed<acp::LoadSessionResponse>, Fail> {
     let (opened, unsupported) = open(s, p, true).await?;
     let sid = opened.handle.id().clone();
-    let notices = s.client.notices();
+    let takes = s.client.takes();
     for event in &opened.replay {
-        for u in mapping::updates(event, notices) {
+        for u in mapping::updates(event, takes) {
             s.out.update(&sid, u).await;
         }
     }
@@ -142,7 +142,7 @@ fn after_open(
     title: Option<String>,
 ) -> Vec<After> {
     let update = |u| After::update(id, u);
-    let mut then: Vec<After> = mapping::updates(&opened.usage, false)
+    let mut then: Vec<After> = mapping::updates(&opened.usage, Takes::BASE)
         .into_iter()
         .map(update)
         .collect();
@@ -154,13 +154,13 @@ fn after_open(
     then.push(update(acp::SessionUpdate::AvailableCommandsUpdate(
         acp::AvailableCommandsUpdate::new(mapping::available_commands(&opened.commands)),
     )));
-    let notices = s.client.notices();
+    let takes = s.client.takes();
     for name in unsupported_mcp {
         let text = format!(
             "MCP server `{name}` was not started: its transport (SSE) is not supported; use stdio or HTTP."
         );
         then.extend(
-            mapping::updates(&Event::Notice { text }, notices)
+            mapping::updates(&Event::Notice { text }, takes)
                 .into_iter()
                 .map(update),
         );

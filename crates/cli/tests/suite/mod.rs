@@ -1,3 +1,4 @@
+mod advertised_updates;
 mod agents;
 mod approvals;
 mod background;
