@@ -20,6 +20,7 @@ use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
 use ferrite_core::mcp::{McpServerSpec, McpTransport};
 use ferrite_core::modes::{Effort, Mode};
+use ferrite_core::prompt::{ClientPrompt, ClientPromptMode};
 
 /// A prompt's blocks in ferrite's terms. Audio is refused: ferrite does not advertise it.
 pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>, String> {
@@ -525,6 +526,30 @@ pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<Str
     (specs, unsupported)
 }
 
+/// A client's `systemPrompt` in ferrite's terms. The schema: a mode ferrite does not know and
+/// content other than text are refused (never taken as `append`), and so is an empty prompt.
+pub fn system_prompt(p: acp::SystemPrompt) -> Result<ClientPrompt, String> {
+    let mode = match p.mode {
+        acp::SystemPromptMode::Append => ClientPromptMode::Append,
+        acp::SystemPromptMode::Override => ClientPromptMode::Override,
+        _ => return Err("unsupported `systemPrompt.mode`; use append or override".into()),
+    };
+    let mut texts = Vec::with_capacity(p.content.len());
+    for block in p.content {
+        match block {
+            acp::ContentBlock::Text(t) => texts.push(t.text),
+            _ => return Err("`systemPrompt.content` takes only text blocks".into()),
+        }
+    }
+    if texts.iter().all(|t| t.trim().is_empty()) {
+        return Err("`systemPrompt.content` is empty".into());
+    }
+    Ok(ClientPrompt {
+        mode,
+        text: texts.join("\n\n"),
+    })
+}
+
 /// Which option a `session/set_config_option` changes, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OptionChange {
@@ -646,6 +671,28 @@ mod tests {
         assert_eq!(v["rawInput"], json!({"command": "a\\u{202e}b", "n": 1}));
         let card = serde_json::to_value(tool_call(&view)).unwrap();
         assert_eq!(card["title"], v["title"]);
+    }
+
+    #[test]
+    fn system_prompts_are_text_in_a_known_mode() {
+        let text = |t: &str| acp::ContentBlock::Text(acp::TextContent::new(t.to_owned()));
+        let p = acp::SystemPrompt::new(vec![text("a"), text("b")])
+            .mode(acp::SystemPromptMode::Override);
+        assert_eq!(
+            system_prompt(p),
+            Ok(ClientPrompt {
+                mode: ClientPromptMode::Override,
+                text: "a\n\nb".into()
+            })
+        );
+        let unknown: acp::SystemPrompt = serde_json::from_value(
+            json!({"mode": "_replace_all", "content": [{"type": "text", "text": "a"}]}),
+        )
+        .unwrap();
+        assert!(system_prompt(unknown).is_err());
+        assert!(system_prompt(acp::SystemPrompt::new(vec![])).is_err());
+        let image = acp::ContentBlock::Image(acp::ImageContent::new("AAAA", "image/png"));
+        assert!(system_prompt(acp::SystemPrompt::new(vec![image])).is_err());
     }
 
     #[test]

@@ -65,6 +65,7 @@ respond_as_serialized!(
     acp::NewSessionResponse,
     acp::LoadSessionResponse,
     acp::ResumeSessionResponse,
+    acp::ForkSessionResponse,
     acp::SetSessionConfigOptionResponse,
 );
 

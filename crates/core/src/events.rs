@@ -148,6 +148,9 @@ pub enum SettingChange {
     Model(String),
     Effort(Effort),
     WebSearch(bool),
+    /// The additional workspace roots (each an existing absolute directory).
+    Directories(Vec<std::path::PathBuf>),
+    SystemPrompt(crate::prompt::ClientPrompt),
 }
 
 /// Why a request to a session was refused: always the request's fault (JSON-RPC -32602). A log

@@ -30,6 +30,8 @@ pub struct SessionState {
     pub web_search: bool,
     pub title: Option<String>,
     pub plan: Vec<PlanEntry>,
+    /// The client's system-level instructions (ACP `systemPrompt`), if it gave any.
+    pub system_prompt: Option<crate::prompt::ClientPrompt>,
     /// The conversational entries in order (settings entries are folded into the fields above).
     pub history: Vec<EntryKind>,
     /// Tokens in context after the last model call (0 before any).
@@ -56,6 +58,7 @@ impl SessionState {
             web_search: false,
             title: None,
             plan: vec![],
+            system_prompt: None,
             history: vec![],
             context_tokens: 0,
             cost_usd: None,
@@ -93,6 +96,10 @@ impl SessionState {
             EntryKind::Effort { effort } => self.effort = effort,
             EntryKind::WebSearch { enabled } => self.web_search = enabled,
             EntryKind::Title { title } => self.title = Some(title),
+            EntryKind::Directories {
+                additional_directories,
+            } => self.additional_directories = additional_directories,
+            EntryKind::SystemPrompt { prompt } => self.system_prompt = Some(prompt),
             EntryKind::Usage {
                 context_tokens,
                 cost_usd,
@@ -213,7 +220,9 @@ impl SessionState {
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
-                | EntryKind::Title { .. } => {}
+                | EntryKind::Title { .. }
+                | EntryKind::Directories { .. }
+                | EntryKind::SystemPrompt { .. } => {}
             }
         }
         out
@@ -361,7 +370,9 @@ impl SessionState {
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
-                | EntryKind::Title { .. } => {}
+                | EntryKind::Title { .. }
+                | EntryKind::Directories { .. }
+                | EntryKind::SystemPrompt { .. } => {}
             }
         }
         flush(&mut out, &mut open_calls, &mut results, &mut images);

@@ -207,7 +207,7 @@ async fn run_stages(
             .take()
             .filter(|_| keep.iter().any(|k| k == "task"));
     }
-    let mut system = crate::prompt::system_prompt(&own, &start.cwd);
+    let mut system = crate::prompt::system_prompt(&own, &start.cwd, start.client_prompt.as_ref());
     system.push_str(&crate::skills::section(&skills));
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;

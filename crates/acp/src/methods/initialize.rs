@@ -89,7 +89,14 @@ fn capabilities() -> acp::AgentCapabilities {
                 .resume(acp::SessionResumeCapabilities::new())
                 .close(acp::SessionCloseCapabilities::new())
                 .delete(acp::SessionDeleteCapabilities::new())
-                .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
+                .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new())
+                .system_prompt(
+                    acp::SessionSystemPromptCapabilities::new().mode(
+                        acp::SessionSystemPromptModeCapabilities::new()
+                            .override_(acp::SessionSystemPromptOverrideCapabilities::new()),
+                    ),
+                )
+                .fork(acp::SessionForkCapabilities::new()),
         )
         .auth(acp::AgentAuthCapabilities::new().logout(acp::LogoutCapabilities::new()))
 }

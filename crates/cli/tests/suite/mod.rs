@@ -31,6 +31,7 @@ mod rendering;
 mod retries;
 mod rules;
 mod sandbox_escape;
+mod session_setup;
 mod sessions;
 mod settings;
 mod skills;

@@ -31,6 +31,8 @@ pub(crate) struct TurnStart {
     pub extra_tools: Option<Arc<dyn ToolProvider>>,
     pub sandbox_warned: Arc<AtomicBool>,
     pub extensions: Arc<crate::hooks::SessionFlags>,
+    /// The client's system-level instructions (ACP `systemPrompt`).
+    pub client_prompt: Option<crate::prompt::ClientPrompt>,
 }
 
 /// Writes entries to the log (folding them into the state) and sends events to the editor.
