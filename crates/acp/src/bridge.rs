@@ -128,6 +128,35 @@ impl ferrite_core::clientfs::ClientFs for AcpClientFs {
             }
         })
     }
+
+    fn writes(&self) -> bool {
+        self.caller.strong_count() > 0 && self.client.fs_write()
+    }
+
+    fn write_text_file(
+        &self,
+        session: &SessionId,
+        path: &std::path::Path,
+        content: String,
+    ) -> BoxFuture<'_, Result<(), String>> {
+        let session = session.clone();
+        let path = path.to_owned();
+        Box::pin(async move {
+            let caller = self.caller.upgrade().ok_or("the server is shutting down")?;
+            let params = acp::WriteTextFileRequest::new(
+                acp::SessionId::new(session.as_str()),
+                path,
+                content,
+            );
+            let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+            match caller.call(&session, "fs/write_text_file", params).await {
+                Ok(_) => Ok(()),
+                Err(CallError::Rejected(e)) => Err(format!("it refused ({e})")),
+                Err(CallError::Cancelled) => Err("cancelled".into()),
+                Err(CallError::Gone) => Err("the server is shutting down".into()),
+            }
+        })
+    }
 }
 
 pub(crate) fn client_fs(
@@ -135,6 +164,95 @@ pub(crate) fn client_fs(
     client: &Arc<Client>,
 ) -> Arc<dyn ferrite_core::clientfs::ClientFs> {
     Arc::new(AcpClientFs {
+        caller: Arc::downgrade(caller),
+        client: client.clone(),
+    })
+}
+
+/// The core's [`ferrite_core::elicit::Elicitor`], backed by `elicitation/create` in form mode:
+/// the question is one field, `answer` (free text, one of the options, or several).
+pub(crate) struct AcpElicitor {
+    pub caller: Weak<Caller>,
+    pub client: Arc<Client>,
+}
+
+/// The form of a question: ACP's restricted JSON Schema of one property.
+fn form_schema(field: &ferrite_core::elicit::Field) -> serde_json::Value {
+    use ferrite_core::elicit::Field;
+    let answer = match field {
+        Field::Text => serde_json::json!({"type": "string", "title": "Answer"}),
+        Field::Choice(options) => {
+            serde_json::json!({"type": "string", "title": "Answer", "enum": options})
+        }
+        Field::Choices(options) => serde_json::json!({
+            "type": "array",
+            "title": "Answers",
+            "items": {"type": "string", "enum": options},
+        }),
+    };
+    serde_json::json!({
+        "type": "object",
+        "properties": {"answer": answer},
+        "required": ["answer"],
+    })
+}
+
+/// The answer's values: a string, or the strings of an array (anything else is its JSON).
+fn answer_values(content: Option<&serde_json::Value>) -> Vec<String> {
+    match content.and_then(|c| c.get("answer")) {
+        None | Some(serde_json::Value::Null) => vec![],
+        Some(serde_json::Value::String(s)) => vec![s.clone()],
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .collect(),
+        Some(other) => vec![other.to_string()],
+    }
+}
+
+impl ferrite_core::elicit::Elicitor for AcpElicitor {
+    fn available(&self) -> bool {
+        self.caller.strong_count() > 0 && self.client.elicitation_form()
+    }
+
+    fn ask(
+        &self,
+        session: &SessionId,
+        question: ferrite_core::elicit::Question,
+    ) -> BoxFuture<'_, Result<ferrite_core::elicit::Reply, String>> {
+        use ferrite_core::elicit::Reply;
+        let session = session.clone();
+        Box::pin(async move {
+            let caller = self.caller.upgrade().ok_or("the server is shutting down")?;
+            let mut params = serde_json::json!({
+                "sessionId": session.as_str(),
+                "mode": "form",
+                "message": ferrite_core::display::visible(&question.message),
+                "requestedSchema": form_schema(&question.field),
+            });
+            if let Some(call) = &question.tool_call {
+                params["toolCallId"] = serde_json::Value::String(call.clone());
+            }
+            match caller.call(&session, "elicitation/create", params).await {
+                Ok(v) => match v.get("action").and_then(serde_json::Value::as_str) {
+                    Some("accept") => Ok(Reply::Answered(answer_values(v.get("content")))),
+                    Some("decline") => Ok(Reply::Declined),
+                    Some("cancel") => Ok(Reply::Cancelled),
+                    _ => Err("the editor's answer could not be read".to_owned()),
+                },
+                Err(CallError::Rejected(e)) => Err(format!("the editor refused: {e}")),
+                Err(CallError::Cancelled) => Ok(Reply::Cancelled),
+                Err(CallError::Gone) => Err("the server is shutting down".into()),
+            }
+        })
+    }
+}
+
+pub(crate) fn elicitor(
+    caller: &Arc<Caller>,
+    client: &Arc<Client>,
+) -> Arc<dyn ferrite_core::elicit::Elicitor> {
+    Arc::new(AcpElicitor {
         caller: Arc::downgrade(caller),
         client: client.clone(),
     })

@@ -11,6 +11,8 @@ pub(crate) struct Client {
     takes: Mutex<Takes>,
     fs_read: AtomicBool,
     terminal_output: AtomicBool,
+    elicitation_form: AtomicBool,
+    fs_write: AtomicBool,
 }
 
 impl Client {
@@ -20,6 +22,25 @@ impl Client {
         self.terminal_output
             .store(terminal_output, Ordering::Relaxed);
         self.initialized.store(true, Ordering::Release);
+    }
+
+    /// Set before `set` (which marks the client initialized).
+    pub fn set_elicitation_form(&self, form: bool) {
+        self.elicitation_form.store(form, Ordering::Relaxed);
+    }
+
+    /// Set before `set`: the client advertised `fs.writeTextFile`.
+    pub fn set_fs_write(&self, write: bool) {
+        self.fs_write.store(write, Ordering::Relaxed);
+    }
+
+    pub fn fs_write(&self) -> bool {
+        self.fs_write.load(Ordering::Relaxed)
+    }
+
+    /// The client advertised `elicitation.form`: `elicitation/create` in form mode.
+    pub fn elicitation_form(&self) -> bool {
+        self.elicitation_form.load(Ordering::Relaxed)
     }
 
     pub fn initialized(&self) -> bool {

@@ -472,7 +472,7 @@ pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
         acp::SessionConfigSelectOption::new("on", "On")
             .description("The provider's hosted web search".to_owned()),
     ];
-    vec![
+    let mut options = vec![
         acp::SessionConfigOption::select("mode", "Mode", s.mode.id(), mode_opts)
             .category(acp::SessionConfigOptionCategory::Mode),
         acp::SessionConfigOption::select("model", "Model", s.model.clone(), model_opts)
@@ -490,8 +490,27 @@ pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
             if s.web_search { "on" } else { "off" },
             web_opts,
         ),
-    ]
+    ];
+    // Only where there are custom agents: other sessions show the options they always did.
+    if !s.agents.is_empty() {
+        let mut agent_opts = vec![
+            acp::SessionConfigSelectOption::new(NO_AGENT, "Ferrite")
+                .description("No custom agent".to_owned()),
+        ];
+        agent_opts.extend(s.agents.iter().map(|(name, description)| {
+            acp::SessionConfigSelectOption::new(name.clone(), shown(name))
+                .description(shown(description))
+        }));
+        let current = s.agent.clone().unwrap_or_else(|| NO_AGENT.to_owned());
+        options.push(acp::SessionConfigOption::select(
+            "agent", "Agent", current, agent_opts,
+        ));
+    }
+    options
 }
+
+/// The `agent` option's value for "no custom agent".
+const NO_AGENT: &str = "default";
 
 /// MCP servers from an ACP request in ferrite's terms. SSE servers are not supported (ferrite
 /// advertises only HTTP); their names are returned so the user can be told.
@@ -554,6 +573,7 @@ pub fn system_prompt(p: acp::SystemPrompt) -> Result<ClientPrompt, String> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OptionChange {
     Mode(Mode),
+    Agent(Option<String>),
     Model(String),
     Effort(Effort),
     WebSearch(bool),
@@ -566,6 +586,9 @@ pub fn parse_option(config_id: &str, value: &str) -> Result<OptionChange, String
             .map(OptionChange::Mode)
             .map_err(|e| e.to_string()),
         "model" => Ok(OptionChange::Model(value.to_owned())),
+        "agent" => Ok(OptionChange::Agent(
+            (value != NO_AGENT).then(|| value.to_owned()),
+        )),
         "reasoning_effort" => value
             .parse()
             .map(OptionChange::Effort)
@@ -594,6 +617,8 @@ mod tests {
             models: vec![("a/m".into(), "M".into())],
             effort: Effort::Default,
             web_search: false,
+            agent: None,
+            agents: vec![],
         }
     }
 

@@ -109,6 +109,10 @@ fn install_bridges(server: &Server) {
     if services.client_fs.set(fs).is_err() {
         tracing::warn!("a client file system was already installed");
     }
+    let elicitor = crate::bridge::elicitor(&server.caller, &server.client);
+    if services.elicitor.set(elicitor).is_err() {
+        tracing::warn!("an elicitor was already installed");
+    }
     if services
         .approver
         .set(crate::bridge::approver(&server.caller))

@@ -19,6 +19,29 @@ pub trait ClientFs: Send + Sync {
         session: &SessionId,
         path: &Path,
     ) -> BoxFuture<'_, Result<String, String>>;
+    /// Whether the client advertised `fs.writeTextFile`.
+    fn writes(&self) -> bool {
+        false
+    }
+    /// Has the editor write `content` to `path` (its buffer, then the file).
+    fn write_text_file(
+        &self,
+        _session: &SessionId,
+        _path: &Path,
+        _content: String,
+    ) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Err("the editor does not write files".to_owned()) })
+    }
+}
+
+/// Whether `write`/`edit` of `path` goes through the editor (`fs_delegation = "review"`): a
+/// file in the workspace whose folder exists (the editor creates no folders), where the client
+/// writes files.
+pub fn delegate_write(policy: FsDelegation, writes: bool, path: &Path, roots: &[PathBuf]) -> bool {
+    policy == FsDelegation::Review
+        && writes
+        && roots.iter().any(|r| path.starts_with(r))
+        && path.parent().is_some_and(Path::is_dir)
 }
 
 /// What the agent itself did to files in this session, so a stale editor buffer is not
@@ -60,7 +83,7 @@ pub fn use_client(
     match policy {
         FsDelegation::Never => false,
         FsDelegation::Always => true,
-        FsDelegation::UnsavedOnly => !changes.disk_is_newer(path),
+        FsDelegation::UnsavedOnly | FsDelegation::Review => !changes.disk_is_newer(path),
     }
 }
 

@@ -22,6 +22,9 @@ pub enum FsDelegation {
     UnsavedOnly,
     Never,
     Always,
+    /// Reads as `unsaved_only`, and `write`/`edit` go through the editor's
+    /// `fs/write_text_file`, so its review of agent edits (Zed's Keep/Reject) tracks them.
+    Review,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

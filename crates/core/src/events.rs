@@ -129,6 +129,10 @@ pub struct Settings {
     pub models: Vec<(String, String)>,
     pub effort: Effort,
     pub web_search: bool,
+    /// The custom agent the session works as; `None`: Ferrite itself.
+    pub agent: Option<String>,
+    /// `(name, description)` of the custom agents the user may choose (none: no choice shown).
+    pub agents: Vec<(String, String)>,
 }
 
 /// Per-turn knobs from `session/prompt` `_meta` (`docs/acp.md`).
@@ -145,6 +149,8 @@ pub struct TurnOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SettingChange {
     Mode(Mode),
+    /// Work as this custom agent (`None`: as Ferrite itself).
+    Agent(Option<String>),
     Model(String),
     Effort(Effort),
     WebSearch(bool),

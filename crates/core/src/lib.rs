@@ -16,6 +16,7 @@ pub mod config;
 pub mod content;
 pub mod credentials;
 pub mod display;
+pub mod elicit;
 pub mod env;
 pub mod events;
 pub mod exec;

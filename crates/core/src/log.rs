@@ -129,6 +129,10 @@ pub enum EntryKind {
     WebSearch {
         enabled: bool,
     },
+    /// The custom agent the session works as (`crate::agents`); `None`: Ferrite itself.
+    Agent {
+        agent: Option<String>,
+    },
     Title {
         title: String,
     },

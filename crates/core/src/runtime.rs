@@ -275,7 +275,15 @@ impl Runtime {
         let parent = state.parent.clone();
         let title = state.title.clone();
         let cwd = state.cwd.clone();
-        let ctx = SessionCtx { catalog, ceiling };
+        let agents = crate::turn::agents_of(&self.services, &cwd)
+            .into_iter()
+            .map(|a| (a.name, a.description))
+            .collect();
+        let ctx = SessionCtx {
+            catalog,
+            ceiling,
+            agents,
+        };
         let settings = ctx.settings(&state);
         let usage = ctx.usage(&state);
         let events = if replay { state.replay() } else { vec![] };

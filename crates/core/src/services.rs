@@ -32,6 +32,8 @@ pub struct Services {
     pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
     /// The editor's file system; set by the ACP server once it runs.
     pub client_fs: std::sync::OnceLock<Arc<dyn crate::clientfs::ClientFs>>,
+    /// Asks the user questions in the editor (`ask_user`), where the client can.
+    pub elicitor: std::sync::OnceLock<Arc<dyn crate::elicit::Elicitor>>,
     /// Hands memory the allocator keeps but no longer uses back to the system; called on a
     /// blocking thread once the agent rests after a turn (`runtime::memory`; the binary sets
     /// it: it owns the allocator).
@@ -53,6 +55,7 @@ impl Services {
             web: None,
             approver: std::sync::OnceLock::new(),
             client_fs: std::sync::OnceLock::new(),
+            elicitor: std::sync::OnceLock::new(),
             release_memory: || {},
             image_decodes: Default::default(),
         }

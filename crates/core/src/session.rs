@@ -158,6 +158,7 @@ fn turn_start(core: &SessionCore) -> TurnStart {
         extra_tools: core.extra_tools.clone(),
         sandbox_warned: core.sandbox_warned.clone(),
         extensions: core.extensions.clone(),
+        agent: s.agent.clone(),
         client_prompt: s.system_prompt.clone(),
     }
 }

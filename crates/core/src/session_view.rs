@@ -29,7 +29,12 @@ pub(crate) fn usage_for(state: &SessionState, catalog: &Catalog) -> Event {
 }
 
 /// A session's settings as the editor sees them.
-pub(crate) fn settings_for(state: &SessionState, catalog: &Catalog, ceiling: Mode) -> Settings {
+pub(crate) fn settings_for(
+    state: &SessionState,
+    catalog: &Catalog,
+    ceiling: Mode,
+    agents: &[(String, String)],
+) -> Settings {
     let mut models: Vec<(String, String)> = catalog
         .usable_models()
         .into_iter()
@@ -55,5 +60,7 @@ pub(crate) fn settings_for(state: &SessionState, catalog: &Catalog, ceiling: Mod
         models,
         effort: state.effort,
         web_search: state.web_search,
+        agent: state.agent.clone(),
+        agents: agents.to_vec(),
     }
 }

@@ -28,6 +28,8 @@ pub struct SessionState {
     pub model: Option<String>,
     pub effort: Effort,
     pub web_search: bool,
+    /// The custom agent the session works as, chosen by the user (`crate::agents`).
+    pub agent: Option<String>,
     pub title: Option<String>,
     pub plan: Vec<PlanEntry>,
     /// The client's system-level instructions (ACP `systemPrompt`), if it gave any.
@@ -56,6 +58,7 @@ impl SessionState {
             model: None,
             effort: Effort::Default,
             web_search: false,
+            agent: None,
             title: None,
             plan: vec![],
             system_prompt: None,
@@ -95,6 +98,7 @@ impl SessionState {
             EntryKind::Model { model } => self.model = Some(model),
             EntryKind::Effort { effort } => self.effort = effort,
             EntryKind::WebSearch { enabled } => self.web_search = enabled,
+            EntryKind::Agent { agent } => self.agent = agent,
             EntryKind::Title { title } => self.title = Some(title),
             EntryKind::Directories {
                 additional_directories,
@@ -220,6 +224,7 @@ impl SessionState {
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
+                | EntryKind::Agent { .. }
                 | EntryKind::Title { .. }
                 | EntryKind::Directories { .. }
                 | EntryKind::SystemPrompt { .. } => {}
@@ -370,6 +375,7 @@ impl SessionState {
                 | EntryKind::Model { .. }
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
+                | EntryKind::Agent { .. }
                 | EntryKind::Title { .. }
                 | EntryKind::Directories { .. }
                 | EntryKind::SystemPrompt { .. } => {}

@@ -1,6 +1,7 @@
 //! The tools the model can call. Each tool is a [`Tool`]; the registry is what one turn offers.
 //! A failing tool is input for the model ([`ToolError::RespondToModel`]), not a Rust failure.
 
+mod ask_user;
 mod background;
 mod bash;
 mod edit;
@@ -30,6 +31,7 @@ use crate::ids::SessionId;
 use crate::model::ToolSpec;
 use crate::modes::Mode;
 
+pub use ask_user::{ASK_USER, AskUserTool};
 pub use background::{BASH_KILL, BASH_OUTPUT, BashKill, BashOutput};
 pub use bash::Bash;
 pub use edit::Edit;
@@ -182,6 +184,8 @@ pub struct ToolContext<'a> {
     /// The session's skills (`skill`), and the policy their files are read under.
     pub skills: Arc<Vec<crate::skills::Skill>>,
     pub own_files: crate::own_files::OwnFiles,
+    /// Who puts `ask_user`'s questions to the user (`crate::elicit`).
+    pub elicitor: Option<Arc<dyn crate::elicit::Elicitor>>,
 }
 
 pub trait Tool: Send + Sync {
@@ -302,4 +306,35 @@ pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
         r.add(t);
     }
     r
+}
+
+/// The editor, when `write`/`edit` of `path` go through it (`clientfs::delegate_write`).
+pub(crate) fn delegated_writer(
+    ctx: &ToolContext<'_>,
+    path: &std::path::Path,
+) -> Option<Arc<dyn crate::clientfs::ClientFs>> {
+    ctx.client_fs.clone().filter(|c| {
+        crate::clientfs::delegate_write(ctx.fs_delegation, c.writes(), path, &ctx.roots)
+    })
+}
+
+/// Has the editor write `content` to `path` (`fs/write_text_file`); its refusal is the call's
+/// error, and nothing was written.
+pub(crate) async fn write_through(
+    ctx: &ToolContext<'_>,
+    client: &dyn crate::clientfs::ClientFs,
+    path: &std::path::Path,
+    shown: &str,
+    content: &str,
+) -> Result<(), ToolError> {
+    let write = client.write_text_file(ctx.recorder.session(), path, content.to_owned());
+    tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => Err(ToolError::Cancelled(format!(
+            "Cancelled while the editor wrote {shown}."
+        ))),
+        r = write => r.map_err(|e| ToolError::RespondToModel(format!(
+            "The editor could not write {shown}: {e}. The file is unchanged."
+        ))),
+    }
 }

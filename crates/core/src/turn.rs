@@ -199,6 +199,12 @@ async fn run_stages(
     if !skills.is_empty() {
         env.tools.add(Arc::new(crate::tools::SkillTool));
     }
+    // Only where the editor can show a question (and the session has the tools to act on
+    // the answer).
+    if env.base.elicitor.as_ref().is_some_and(|e| e.available()) && env.tools.get("read").is_some()
+    {
+        env.tools.add(Arc::new(crate::tools::AskUserTool));
+    }
     if let Some(keep) = narrowed {
         // Never wider than the session: tools it does not have stay out whatever is named.
         env.tools.retain(&keep);
@@ -209,6 +215,24 @@ async fn run_stages(
     }
     let mut system = crate::prompt::system_prompt(&own, &start.cwd, start.client_prompt.as_ref());
     system.push_str(&crate::skills::section(&skills));
+    // The custom agent the user chose: its instructions, and only its tools.
+    if let Some(agent) = start
+        .agent
+        .as_deref()
+        .and_then(|n| env.agents.iter().find(|a| a.name == n))
+    {
+        system.push_str(&format!(
+            "\n\n# Working as the `{}` agent\n\n{}\n",
+            agent.name, agent.prompt
+        ));
+        if let Some(keep) = &agent.tools {
+            env.tools.retain(keep);
+            env.subagent = env
+                .subagent
+                .take()
+                .filter(|_| keep.iter().any(|k| k == "task"));
+        }
+    }
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;
     }
@@ -325,4 +349,20 @@ async fn call_env(
     let exit_plan = exit_plan::ExitPlan::new(rec, &env);
     env.tools.add(Arc::new(exit_plan));
     Ok(env)
+}
+
+/// The custom agents of the workspace of `cwd` a session there may work as (the project's only
+/// when it is trusted), read under the workspace's deny rules: the editor lists them.
+pub(crate) fn agents_of(
+    services: &Services,
+    cwd: &std::path::Path,
+) -> Vec<crate::agents::AgentDef> {
+    let Ok(resolve::Settings { rules, .. }) = resolve::settings(&services.home, cwd) else {
+        return vec![];
+    };
+    let roots = [cwd.to_owned()];
+    let own =
+        OwnFiles::new(&services.home, &roots, rules.in_force()).with_user_home(services.env.home());
+    let trusted = crate::trust::is_trusted(&services.home, cwd);
+    crate::agents::discover(&own, cwd, trusted).active
 }

@@ -21,6 +21,8 @@ pub(crate) struct InitializeParams {
     terminal_auth: bool,
     /// `clientCapabilities._meta.terminal_output`: commands drawn as terminals.
     terminal_output: bool,
+    /// `clientCapabilities.elicitation.form`: the client shows forms (`ask_user`).
+    elicitation_form: bool,
 }
 
 impl<'de> Deserialize<'de> for InitializeParams {
@@ -34,11 +36,15 @@ impl<'de> Deserialize<'de> for InitializeParams {
             .pointer("/clientCapabilities/_meta/terminal_output")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let elicitation_form = raw
+            .pointer("/clientCapabilities/elicitation/form")
+            .is_some_and(Value::is_object);
         let request = serde_json::from_value(raw).map_err(serde::de::Error::custom)?;
         Ok(Self {
             request,
             terminal_auth,
             terminal_output,
+            elicitation_form,
         })
     }
 }
@@ -54,6 +60,8 @@ pub(crate) async fn initialize(
         plans: caps.plan.is_some(),
         compaction: session.is_some_and(|c| c.compaction.is_some()),
     };
+    s.client.set_elicitation_form(p.elicitation_form);
+    s.client.set_fs_write(caps.fs.write_text_file);
     s.client
         .set(takes, caps.fs.read_text_file, p.terminal_output);
     let (_, catalog) = s

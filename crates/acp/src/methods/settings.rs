@@ -48,6 +48,7 @@ pub(crate) async fn set_config_option(
     };
     let change = match mapping::parse_option(&req.config_id.0, &value).map_err(Fail::params)? {
         OptionChange::Mode(m) => SettingChange::Mode(m),
+        OptionChange::Agent(a) => SettingChange::Agent(a),
         OptionChange::Model(m) => SettingChange::Model(m),
         OptionChange::Effort(e) => SettingChange::Effort(e),
         OptionChange::WebSearch(w) => SettingChange::WebSearch(w),

@@ -109,3 +109,87 @@ async fn fs_delegation_never_reads_the_disk() {
     );
     assert!(tool_results(&fake, 1)[0].contains("on disk"));
 }
+
+/// `fs_delegation = "review"`: `edit` and `write` go through `fs/write_text_file`, so the
+/// editor's review of agent edits tracks them; the editor's refusal leaves the file unchanged.
+#[tokio::test]
+async fn review_delegation_writes_through_the_editor() {
+    let world = World::new();
+    world.write_config("fs_delegation = \"review\"\n");
+    let file = world.ws().join("main.rs");
+    std::fs::write(&file, "fn a() {}\n").unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let (mut c, s) = client_with_fs(&world, &fake).await;
+    fake.push(Script::new().tool_call(
+        "e1",
+        "edit",
+        r#"{"path":"main.rs","old_string":"fn a","new_string":"fn b"}"#,
+    ));
+    fake.push(Script::new().tool_call(
+        "w1",
+        "write",
+        r#"{"path":"notes.txt","content":"hello\n"}"#,
+    ));
+    fake.push(Script::new().tool_call(
+        "e2",
+        "edit",
+        r#"{"path":"main.rs","old_string":"fn b","new_string":"fn c"}"#,
+    ));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "change it"))
+        .await;
+    let mut writes = vec![];
+    loop {
+        let m = c
+            .next_message(Duration::from_secs(20))
+            .await
+            .expect("a message");
+        if m.get("method") == Some(&json!("fs/write_text_file")) {
+            let p = &m["params"];
+            assert_eq!(p["sessionId"], s.as_str());
+            let path = p["path"].as_str().unwrap().to_owned();
+            let content = p["content"].as_str().unwrap().to_owned();
+            if writes.len() < 2 {
+                // The editor applies it (to its buffer, then the file).
+                std::fs::write(&path, &content).unwrap();
+                c.respond(&m["id"], json!({})).await;
+            } else {
+                c.respond_error(&m["id"], -32603, "the user rejected the edit")
+                    .await;
+            }
+            writes.push((path, content));
+        } else if m.get("id") == Some(&id) && m.get("method").is_none() {
+            assert_eq!(m["result"]["stopReason"], "end_turn", "{m}");
+            break;
+        }
+    }
+    let ws = world.ws();
+    assert_eq!(
+        writes,
+        [
+            (
+                ws.join("main.rs").display().to_string(),
+                "fn b() {}\n".to_owned()
+            ),
+            (
+                ws.join("notes.txt").display().to_string(),
+                "hello\n".to_owned()
+            ),
+            (
+                ws.join("main.rs").display().to_string(),
+                "fn c() {}\n".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn b() {}\n");
+    let results = tool_results(&fake, 3);
+    assert!(
+        results
+            .last()
+            .unwrap()
+            .contains("The editor could not write main.rs"),
+        "{results:?}"
+    );
+    assert!(c.violations().is_empty(), "{:?}", c.violations());
+}

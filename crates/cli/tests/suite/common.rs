@@ -163,3 +163,25 @@ pub fn tool_results(body: &Value) -> Vec<(String, bool)> {
         })
         .collect()
 }
+
+/// The names of the tools a model request offered, in order (none when it offered none).
+pub fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Sends a prompt and returns what came before its answer, which must end the turn normally.
+pub async fn prompt_to_end(c: &mut AcpClient, session: &str, text: &str) -> Vec<Value> {
+    let id = c
+        .send_request("session/prompt", text_prompt(session, text))
+        .await;
+    let (seen, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    seen
+}

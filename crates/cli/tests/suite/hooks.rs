@@ -53,11 +53,7 @@ async fn user_hooks_block_a_command_and_add_context_for_the_model() {
     fake.push(call("b1", "bash", json!({"command": "rm -f keep.txt"})));
     fake.push(call("r1", "read", json!({"path": "keep.txt"})));
     fake.push(Script::new().text("done"));
-    let id = c
-        .send_request("session/prompt", text_prompt(&s, "tidy up"))
-        .await;
-    let (seen, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let seen = prompt_to_end(&mut c, &s, "tidy up").await;
 
     let requests = fake.requests();
     assert!(
@@ -86,6 +82,16 @@ async fn user_hooks_block_a_command_and_add_context_for_the_model() {
     let shown = serde_json::to_string(&seen).unwrap();
     assert!(shown.contains("Blocked by a PreToolUse hook"), "{shown}");
     assert!(shown.contains("POST-CONTEXT-1234"), "{shown}");
+    // The hooks' output is in their answers; no file per hook run is left behind.
+    let spill = world.home().join("sessions").join(&s).join("tool-output");
+    assert!(
+        spill.is_dir(),
+        "the hooks ran through the runner, which made {spill:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&spill)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A hook can make a decision stricter, never wider: its `allow` saves the question about an
@@ -105,11 +111,7 @@ async fn a_hook_allow_never_overrides_a_deny_rule() {
     fake.push(call("b1", "bash", json!({"command": "rm -f keep.txt"})));
     fake.push(call("b2", "bash", json!({"command": "echo HOOK-ALLOWED"})));
     fake.push(Script::new().text("done"));
-    let id = c
-        .send_request("session/prompt", text_prompt(&s, "go"))
-        .await;
-    let (seen, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let seen = prompt_to_end(&mut c, &s, "go").await;
     let requests = fake.requests();
     let (denied, is_error) = tool_results(&requests[1].body).remove(0);
     assert!(is_error && denied.contains("Permission denied"), "{denied}");
@@ -137,11 +139,7 @@ async fn a_stop_hook_sends_the_agent_back_once() {
     let s = sid(&c.new_session(&world.ws()).await);
     fake.push(Script::new().text("first answer"));
     fake.push(Script::new().text("tests run too"));
-    let id = c
-        .send_request("session/prompt", text_prompt(&s, "fix it"))
-        .await;
-    let (_, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    prompt_to_end(&mut c, &s, "fix it").await;
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
     assert!(
@@ -318,13 +316,12 @@ async fn hooks_run_sandboxed_in_the_session_s_mode_without_keys() {
     .await
     .ok();
     fake.push(Script::new().text("planned"));
-    let id = c
-        .send_request("session/prompt", text_prompt(&s, "plan it"))
-        .await;
-    let (_, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    prompt_to_end(&mut c, &s, "plan it").await;
     let body = fake.requests()[0].body.to_string();
     assert!(body.contains("KEY=none"), "{body}");
-    assert!(!body.contains("test-anthropic-key") && !body.contains("WROTE"), "{body}");
+    assert!(
+        !body.contains("test-anthropic-key") && !body.contains("WROTE"),
+        "{body}"
+    );
     assert!(!world.ws().join("written").exists());
 }

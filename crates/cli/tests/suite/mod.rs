@@ -1,6 +1,7 @@
 mod advertised_updates;
 mod agents;
 mod approvals;
+mod ask_user;
 mod background;
 mod checkpoints;
 mod cli;

@@ -14,21 +14,6 @@ const SKILL_MD: &str = "---\nname: release-notes\ndescription: Write release not
 log\nallowed-tools: read, grep\n---\nCollect the changes since the last tag and write \
 RELEASE_NOTES.md. Focus: $ARGUMENTS\nSee template.md for the layout.\n";
 
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-async fn prompt(c: &mut ferrite_test_support::AcpClient, s: &str, text: &str) {
-    let id = c.send_request("session/prompt", text_prompt(s, text)).await;
-    let (_, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
-}
-
 #[tokio::test]
 async fn a_claude_skill_is_listed_loaded_on_demand_and_run_as_a_command() {
     let world = World::new();
@@ -67,7 +52,7 @@ async fn a_claude_skill_is_listed_loaded_on_demand_and_run_as_a_command() {
         json!({"name": "release-notes", "file": "../../../../etc/hostname"}),
     ));
     fake.push(Script::new().text("loaded"));
-    prompt(&mut c, &s, "write the notes").await;
+    prompt_to_end(&mut c, &s, "write the notes").await;
     let requests = fake.requests();
     let first = requests[0].body.to_string();
     assert!(
@@ -95,7 +80,7 @@ async fn a_claude_skill_is_listed_loaded_on_demand_and_run_as_a_command() {
 
     // `/release-notes v2` runs it as the prompt, with only the tools it allows.
     fake.push(Script::new().text("notes written"));
-    prompt(&mut c, &s, "/release-notes v2").await;
+    prompt_to_end(&mut c, &s, "/release-notes v2").await;
     let last = fake.requests().last().unwrap().body.clone();
     let text = last.to_string();
     assert!(text.contains("RELEASE_NOTES.md. Focus: v2"), "{text}");
@@ -189,7 +174,7 @@ async fn a_skill_file_is_read_only_inside_the_skill_s_folder() {
     fake.push(call("k1", "guide.md"));
     fake.push(call("k2", "leak.md"));
     fake.push(Script::new().text("done"));
-    prompt(&mut c, &s, "go").await;
+    prompt_to_end(&mut c, &s, "go").await;
     let requests = fake.requests();
     let (guide, _) = tool_results(&requests[1].body).remove(0);
     assert!(guide.contains("GUIDE-TEXT"), "{guide}");

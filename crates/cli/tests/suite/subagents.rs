@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use ferrite_test_support::fake_provider::Script;
 use ferrite_test_support::updates;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::common::*;
 use super::permissions::start;
@@ -15,17 +15,6 @@ fn task_call(id: &str, description: &str, prompt: &str) -> (String, String, Stri
         "task".to_owned(),
         json!({"description": description, "prompt": prompt}).to_string(),
     )
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test]

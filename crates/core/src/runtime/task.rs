@@ -30,11 +30,13 @@ const COMMANDS_POLL: Duration = Duration::from_secs(2);
 pub(super) struct SessionCtx {
     pub catalog: Catalog,
     pub ceiling: Mode,
+    /// `(name, description)` of the custom agents the user may choose in this workspace.
+    pub agents: Vec<(String, String)>,
 }
 
 impl SessionCtx {
     pub(super) fn settings(&self, state: &SessionState) -> Settings {
-        settings_for(state, &self.catalog, self.ceiling)
+        settings_for(state, &self.catalog, self.ceiling, &self.agents)
     }
 
     pub(super) fn usage(&self, state: &SessionState) -> Event {
@@ -52,6 +54,16 @@ impl SessionCtx {
             .as_deref()
             .and_then(|m| self.catalog.resolve(m).ok());
         match change {
+            SettingChange::Agent(agent) => {
+                if let Some(name) = agent
+                    && !self.agents.iter().any(|(n, _)| n == name)
+                {
+                    return Err(Refusal::Invalid(format!("there is no agent `{name}` here")));
+                }
+                Ok(vec![EntryKind::Agent {
+                    agent: agent.clone(),
+                }])
+            }
             SettingChange::Mode(m) => {
                 if *m > self.ceiling {
                     return Err(Refusal::Invalid(format!(

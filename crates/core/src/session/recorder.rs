@@ -31,6 +31,8 @@ pub(crate) struct TurnStart {
     pub extra_tools: Option<Arc<dyn ToolProvider>>,
     pub sandbox_warned: Arc<AtomicBool>,
     pub extensions: Arc<crate::hooks::SessionFlags>,
+    /// The custom agent the user chose for the session.
+    pub agent: Option<String>,
     /// The client's system-level instructions (ACP `systemPrompt`).
     pub client_prompt: Option<crate::prompt::ClientPrompt>,
 }

@@ -119,7 +119,24 @@ impl Tool for Edit {
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
             let written = path.clone();
-            let out = blocking(move || edit_file(&path, &shown, &input)).await;
+            let editor = crate::tools::delegated_writer(ctx, &path);
+            let commit = if editor.is_some() {
+                Commit::Editor
+            } else {
+                Commit::Disk
+            };
+            let (p, s) = (path.clone(), shown.clone());
+            let out = match blocking(move || edit_file(&p, &s, &input, commit)).await {
+                Ok((out, new_text)) => match &editor {
+                    Some(client) => {
+                        crate::tools::write_through(ctx, client.as_ref(), &path, &shown, &new_text)
+                            .await
+                            .map(|()| out)
+                    }
+                    None => Ok(out),
+                },
+                Err(e) => Err(e),
+            };
             if out.is_ok() {
                 ctx.recorder.wrote(&written);
             }
@@ -140,7 +157,21 @@ fn no_change(input: &Input) -> Option<String> {
         .then(|| "old_string and new_string are the same, so there is nothing to change.".into())
 }
 
-fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, ToolError> {
+/// Who writes an edit's result: this process, or the editor (`fs_delegation = "review"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Commit {
+    Disk,
+    Editor,
+}
+
+/// Applies the edit to the file's text, writes it when `commit` is [`Commit::Disk`], and
+/// returns what the model and the editor are shown, and the new text.
+fn edit_file(
+    path: &Path,
+    shown: &str,
+    input: &Input,
+    commit: Commit,
+) -> Result<(ToolOutput, String), ToolError> {
     let respond = ToolError::RespondToModel;
     if let Some(why) = no_change(input) {
         return Err(respond(why));
@@ -164,9 +195,11 @@ fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, Tool
         input.replace_all,
     )
     .map_err(|e| respond(e.message(shown, &old_text, &input.old_string)))?;
-    crate::fsops::open_write(path, crate::fsops::Parents::MustExist)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, applied.new_text.as_bytes()))
-        .map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
+    if commit == Commit::Disk {
+        crate::fsops::open_write(path, crate::fsops::Parents::MustExist)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, applied.new_text.as_bytes()))
+            .map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
+    }
 
     let text = format!(
         "Edited {shown}: replaced {} ({}).\n{}",
@@ -174,10 +207,15 @@ fn edit_file(path: &Path, shown: &str, input: &Input) -> Result<ToolOutput, Tool
         line_list(&applied.lines),
         snippet(&applied.new_text, applied.lines[0], &input.new_string),
     );
-    Ok(ToolOutput {
+    let output = ToolOutput {
         text,
-        content: vec![file_diff(path.to_owned(), Some(old_text), applied.new_text)],
-    })
+        content: vec![file_diff(
+            path.to_owned(),
+            Some(old_text),
+            applied.new_text.clone(),
+        )],
+    };
+    Ok((output, applied.new_text))
 }
 
 /// A successful replacement.

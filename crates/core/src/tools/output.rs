@@ -310,6 +310,7 @@ pub(crate) mod testing {
                 sandbox: Sandbox::None,
                 bash_timeout: Duration::from_secs(120),
                 client_fs: None,
+                elicitor: None,
                 fs_delegation: crate::config::FsDelegation::Never,
                 read_deny: self.read_deny.clone(),
                 web: None,

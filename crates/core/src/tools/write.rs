@@ -90,7 +90,22 @@ impl Tool for Write {
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
             let written = path.clone();
-            let out = blocking(move || write_file(&path, &shown, input.content)).await;
+            let out = match crate::tools::delegated_writer(ctx, &path) {
+                None => blocking(move || write_file(&path, &shown, input.content)).await,
+                Some(client) => {
+                    let (p, s) = (path.clone(), shown.clone());
+                    let old_text = blocking(move || old_text(&p, &s)).await?;
+                    crate::tools::write_through(
+                        ctx,
+                        client.as_ref(),
+                        &path,
+                        &shown,
+                        &input.content,
+                    )
+                    .await?;
+                    Ok(written_output(&path, &shown, old_text, input.content))
+                }
+            };
             if out.is_ok() {
                 ctx.recorder.wrote(&written);
             }
@@ -99,21 +114,37 @@ impl Tool for Write {
     }
 }
 
-fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, ToolError> {
+/// The file's text before the write (`None`: a new file); a directory is refused.
+fn old_text(path: &Path, shown: &str) -> Result<Option<String>, ToolError> {
     let respond = ToolError::RespondToModel;
     if path.is_dir() {
         return Err(respond(format!(
             "{shown} is a directory; give the path of a file inside it."
         )));
     }
-    let old_text = match read_existing(path) {
-        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(respond(format!("cannot read {shown} before writing: {e}"))),
-    };
+    match read_existing(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(respond(format!("cannot read {shown} before writing: {e}"))),
+    }
+}
+
+fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, ToolError> {
+    let respond = ToolError::RespondToModel;
+    let old_text = old_text(path, shown)?;
     fsops::open_write(path, Parents::Create)
         .and_then(|mut f| f.write_all(content.as_bytes()))
         .map_err(|e| respond(format!("cannot write {shown}: {e}")))?;
+    Ok(written_output(path, shown, old_text, content))
+}
+
+/// What the model and the editor are shown of a write.
+fn written_output(
+    path: &Path,
+    shown: &str,
+    old_text: Option<String>,
+    content: String,
+) -> ToolOutput {
     let lines = count_lines(&content);
     let text = match &old_text {
         None => format!(
@@ -127,10 +158,10 @@ fn write_file(path: &Path, shown: &str, content: String) -> Result<ToolOutput, T
             plural(content.len(), "byte")
         ),
     };
-    Ok(ToolOutput {
+    ToolOutput {
         text,
         content: vec![file_diff(path.to_owned(), old_text, content)],
-    })
+    }
 }
 
 /// The whole content of an existing file, opened without following links.

@@ -85,6 +85,7 @@ pub(crate) struct ToolBase {
     pub max_background: usize,
     pub skills: Arc<Vec<crate::skills::Skill>>,
     pub user_home: Option<PathBuf>,
+    pub elicitor: Option<Arc<dyn crate::elicit::Elicitor>>,
 }
 
 /// The parts of a [`CallEnv`] that come from the turn's settings.
@@ -168,6 +169,7 @@ impl CallEnv {
                 sandbox_network: config.sandbox_network,
                 deny_read: config.deny_read_paths(services.env.home()),
                 client_fs: services.client_fs.get().cloned(),
+                elicitor: services.elicitor.get().cloned(),
                 fs_delegation: config.fs_delegation,
                 web: services.web.clone(),
                 web_reach: if config.web_fetch_allow_private {
@@ -241,6 +243,7 @@ impl CallEnv {
             max_background: base.max_background,
             skills: base.skills.clone(),
             own_files: self.own_files().with_user_home(base.user_home.as_deref()),
+            elicitor: base.elicitor.clone(),
             read_deny: ReadDeny::new(
                 // A call whose rules cannot be used was refused before it got here.
                 self.rules.in_force().unwrap_or_default(),

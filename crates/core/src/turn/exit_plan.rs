@@ -41,6 +41,8 @@ pub(super) struct ExitPlan {
     read_only: bool,
     timeout: Duration,
     catalog: Catalog,
+    /// The custom agents the user may choose (for the settings shown after the change).
+    agents: Vec<(String, String)>,
 }
 
 impl ExitPlan {
@@ -53,6 +55,11 @@ impl ExitPlan {
             read_only: env.read_only,
             timeout: env.permission_timeout,
             catalog: env.catalog.clone(),
+            agents: env
+                .agents
+                .iter()
+                .map(|a| (a.name.clone(), a.description.clone()))
+                .collect(),
         }
     }
 
@@ -130,9 +137,9 @@ impl ExitPlan {
         self.rec.record(EntryKind::Mode { mode }).map_err(fatal)?;
         self.rec.sync().map_err(fatal)?;
         self.rec.emit(Event::ModeChanged { mode }).await;
-        let settings = self
-            .rec
-            .read(|state| crate::session_view::settings_for(state, &self.catalog, self.ceiling));
+        let settings = self.rec.read(|state| {
+            crate::session_view::settings_for(state, &self.catalog, self.ceiling, &self.agents)
+        });
         self.rec.emit(Event::SettingsChanged(settings)).await;
         Ok(())
     }

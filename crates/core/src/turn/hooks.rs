@@ -261,22 +261,31 @@ async fn run_one(
         stdin: Some(stdin),
         separate_stderr: true,
     };
-    let ran = match crate::exec::CommandRunner::run(&runner, spec, cancel.child_token(), &|_| {})
-        .await
-    {
-        Ok(out) => match out.exit {
-            Exit::Code(code) => Ran::Exited {
-                code,
-                stdout: out.excerpt,
-                stderr: out.stderr,
-            },
-            Exit::Signal(s) => Ran::Failed(format!("killed by signal {s}")),
-            Exit::TimedOut => Ran::Failed(format!("timed out after {} s", hook.timeout.as_secs())),
-            Exit::Cancelled => Ran::Failed("cancelled".into()),
-        },
-        Err(e) => Ran::Failed(e.to_string()),
-    };
+    let ran =
+        match crate::exec::CommandRunner::run(&runner, spec, cancel.child_token(), &|_| {}).await {
+            Ok(out) => {
+                // What a hook printed is in its answer; the runner's copy of it on disk is not
+                // kept (a hook on every tool call would leave a file per call).
+                let _ = std::fs::remove_file(&out.spill_path);
+                ran_of(out, hook)
+            }
+            Err(e) => Ran::Failed(e.to_string()),
+        };
     interpret(hook.event, &hook.command, ran)
+}
+
+/// How a hook's process ended, from the runner's account of it.
+fn ran_of(out: crate::exec::CommandOutput, hook: &Hook) -> Ran {
+    match out.exit {
+        Exit::Code(code) => Ran::Exited {
+            code,
+            stdout: out.excerpt,
+            stderr: out.stderr,
+        },
+        Exit::Signal(s) => Ran::Failed(format!("killed by signal {s}")),
+        Exit::TimedOut => Ran::Failed(format!("timed out after {} s", hook.timeout.as_secs())),
+        Exit::Cancelled => Ran::Failed("cancelled".into()),
+    }
 }
 
 fn single_quoted(text: &str) -> String {
