@@ -20,7 +20,10 @@ use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
 use ferrite_core::mcp::{McpServerSpec, McpTransport};
 use ferrite_core::modes::{Effort, Mode};
-use ferrite_core::prompt::{ClientPrompt, ClientPromptMode};
+
+mod advertised;
+
+pub use advertised::{CHECKLIST_PLAN_ID, Takes, system_prompt};
 
 /// A prompt's blocks in ferrite's terms. Audio is refused: ferrite does not advertise it.
 pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>, String> {
@@ -110,7 +113,7 @@ fn notice_meta() -> serde_json::Map<String, serde_json::Value> {
     m
 }
 
-fn text_block(text: &str) -> acp::ContentBlock {
+pub(crate) fn text_block(text: &str) -> acp::ContentBlock {
     acp::ContentBlock::Text(acp::TextContent::new(text.to_owned()))
 }
 
@@ -257,31 +260,6 @@ fn plan(entries: &[PlanEntry]) -> acp::Plan {
     )
 }
 
-/// Which of the `session/update`s a client must advertise before it is sent them it did
-/// advertise in `initialize`. A client without them is sent what ferrite sent before they
-/// existed (a `plan`, an agent message marked as a notice).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Takes {
-    /// `clientCapabilities.session.notices`: `notice`.
-    pub notices: bool,
-    /// `clientCapabilities.plan`: `plan_update` / `plan_removed`.
-    pub plans: bool,
-    /// `clientCapabilities.session.compaction`: `compaction_update` / `compaction_summary_chunk`.
-    pub compaction: bool,
-}
-
-impl Takes {
-    /// What every client takes.
-    pub const BASE: Takes = Takes {
-        notices: false,
-        plans: false,
-        compaction: false,
-    };
-}
-
-/// The id of the one plan ferrite keeps per session: `update_plan`'s checklist.
-pub const CHECKLIST_PLAN_ID: &str = "checklist";
-
 /// The `session/update` updates an event becomes (most become one; a replayed user message with
 /// several blocks becomes several chunks; a turn's end becomes none).
 pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
@@ -301,13 +279,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         // What is only for terminal views (`crate::terminal`) is not sent to other clients.
         Event::ToolCallUpdate(v) if terminal_only(v) => vec![],
         Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
-        // An emptied checklist is a plan that is gone.
-        Event::Plan { entries } if takes.plans && entries.is_empty() => {
-            vec![U::PlanRemoved(acp::PlanRemoved::new(CHECKLIST_PLAN_ID))]
-        }
-        Event::Plan { entries } if takes.plans => vec![U::PlanUpdate(acp::PlanUpdate::new(
-            acp::PlanUpdateContent::items(CHECKLIST_PLAN_ID, plan(entries).entries),
-        ))],
+        Event::Plan { entries } if takes.plans => vec![advertised::checklist(plan(entries))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::ModeChanged { mode } => {
             vec![U::CurrentModeUpdate(acp::CurrentModeUpdate::new(mode.id()))]
@@ -323,7 +295,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::Usage { used, size, cost } => vec![U::UsageUpdate(
             acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
         )],
-        Event::Notice { text } if takes.notices => notice(text).into_iter().collect(),
+        Event::Notice { text } if takes.notices => advertised::notice(text).into_iter().collect(),
         // Marked, so a client can tell it from the conversation (it may come between turns);
         // a paragraph of its own in a Markdown client, each of its lines one too.
         Event::Notice { text } => vec![U::AgentMessageChunk(
@@ -333,7 +305,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
             )))
             .meta(notice_meta()),
         )],
-        Event::Compaction { id, stage } if takes.compaction => compaction(id, stage),
+        Event::Compaction { id, stage } if takes.compaction => advertised::compaction(id, stage),
         // As before compactions had updates: a notice when one is done, nothing else.
         Event::Compaction { stage, .. } => match stage {
             CompactionStage::Completed { notice, .. } => updates(
@@ -350,42 +322,6 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
             acp::AvailableCommandsUpdate::new(available_commands(commands)),
         )],
         Event::TurnEnded(_) => vec![],
-    }
-}
-
-/// A `notice`: its first line is the title (a title must stand alone and not be empty), the
-/// rest its description. Ferrite's notices are warnings (something did not go as asked).
-fn notice(text: &str) -> Option<acp::SessionUpdate> {
-    let text = text.trim();
-    let (title, rest) = text.split_once('\n').unwrap_or((text, ""));
-    let rest = rest.trim();
-    (!title.trim().is_empty()).then(|| {
-        acp::SessionUpdate::Notice(
-            acp::Notice::new(acp::NoticeSeverity::Warning, title.trim().to_owned())
-                .description((!rest.is_empty()).then(|| rest.to_owned())),
-        )
-    })
-}
-
-/// A compaction as ACP tells it: an upsert when it starts and when it ends, and the summary the
-/// model continues from as a chunk before the end.
-fn compaction(id: &str, stage: &CompactionStage) -> Vec<acp::SessionUpdate> {
-    use acp::SessionUpdate as U;
-    let update = |status| U::CompactionUpdate(acp::CompactionUpdate::new(id.to_owned(), status));
-    match stage {
-        CompactionStage::Started => vec![update(acp::CompactionStatus::InProgress)],
-        CompactionStage::Completed { summary, .. } => vec![
-            U::CompactionSummaryChunk(acp::CompactionSummaryChunk::new(
-                id.to_owned(),
-                text_block(summary),
-            )),
-            update(acp::CompactionStatus::Completed),
-        ],
-        CompactionStage::Failed { error } => vec![U::CompactionUpdate(
-            acp::CompactionUpdate::new(id.to_owned(), acp::CompactionStatus::Failed)
-                .error(error.clone()),
-        )],
-        CompactionStage::Cancelled => vec![update(acp::CompactionStatus::Cancelled)],
     }
 }
 
@@ -545,30 +481,6 @@ pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<Str
     (specs, unsupported)
 }
 
-/// A client's `systemPrompt` in ferrite's terms. The schema: a mode ferrite does not know and
-/// content other than text are refused (never taken as `append`), and so is an empty prompt.
-pub fn system_prompt(p: acp::SystemPrompt) -> Result<ClientPrompt, String> {
-    let mode = match p.mode {
-        acp::SystemPromptMode::Append => ClientPromptMode::Append,
-        acp::SystemPromptMode::Override => ClientPromptMode::Override,
-        _ => return Err("unsupported `systemPrompt.mode`; use append or override".into()),
-    };
-    let mut texts = Vec::with_capacity(p.content.len());
-    for block in p.content {
-        match block {
-            acp::ContentBlock::Text(t) => texts.push(t.text),
-            _ => return Err("`systemPrompt.content` takes only text blocks".into()),
-        }
-    }
-    if texts.iter().all(|t| t.trim().is_empty()) {
-        return Err("`systemPrompt.content` is empty".into());
-    }
-    Ok(ClientPrompt {
-        mode,
-        text: texts.join("\n\n"),
-    })
-}
-
 /// Which option a `session/set_config_option` changes, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OptionChange {
@@ -696,28 +608,6 @@ mod tests {
         assert_eq!(v["rawInput"], json!({"command": "a\\u{202e}b", "n": 1}));
         let card = serde_json::to_value(tool_call(&view)).unwrap();
         assert_eq!(card["title"], v["title"]);
-    }
-
-    #[test]
-    fn system_prompts_are_text_in_a_known_mode() {
-        let text = |t: &str| acp::ContentBlock::Text(acp::TextContent::new(t.to_owned()));
-        let p = acp::SystemPrompt::new(vec![text("a"), text("b")])
-            .mode(acp::SystemPromptMode::Override);
-        assert_eq!(
-            system_prompt(p),
-            Ok(ClientPrompt {
-                mode: ClientPromptMode::Override,
-                text: "a\n\nb".into()
-            })
-        );
-        let unknown: acp::SystemPrompt = serde_json::from_value(
-            json!({"mode": "_replace_all", "content": [{"type": "text", "text": "a"}]}),
-        )
-        .unwrap();
-        assert!(system_prompt(unknown).is_err());
-        assert!(system_prompt(acp::SystemPrompt::new(vec![])).is_err());
-        let image = acp::ContentBlock::Image(acp::ImageContent::new("AAAA", "image/png"));
-        assert!(system_prompt(acp::SystemPrompt::new(vec![image])).is_err());
     }
 
     #[test]
