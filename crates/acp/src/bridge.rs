@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Weak};
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::ids::SessionId;
 use ferrite_core::permissions::{OptionKind, PermissionAnswer, PermissionRequest};
 use futures::future::BoxFuture;

@@ -1,11 +1,14 @@
 //! What the client said about itself in `initialize`.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::mapping::Takes;
 
 #[derive(Default)]
 pub(crate) struct Client {
     initialized: AtomicBool,
-    notices: AtomicBool,
+    takes: Mutex<Takes>,
     fs_read: AtomicBool,
     terminal_output: AtomicBool,
     elicitation_form: AtomicBool,
@@ -13,8 +16,8 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    pub fn set(&self, notices: bool, fs_read: bool, terminal_output: bool) {
-        self.notices.store(notices, Ordering::Relaxed);
+    pub fn set(&self, takes: Takes, fs_read: bool, terminal_output: bool) {
+        *self.takes.lock().unwrap_or_else(|p| p.into_inner()) = takes;
         self.fs_read.store(fs_read, Ordering::Relaxed);
         self.terminal_output
             .store(terminal_output, Ordering::Relaxed);
@@ -44,9 +47,9 @@ impl Client {
         self.initialized.load(Ordering::Acquire)
     }
 
-    /// The client takes `notice` updates (`session.notices`).
-    pub fn notices(&self) -> bool {
-        self.notices.load(Ordering::Relaxed)
+    /// The optional `session/update`s the client advertised.
+    pub fn takes(&self) -> Takes {
+        *self.takes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The client draws commands as terminals (`_meta.terminal_output`, `crate::terminal`).

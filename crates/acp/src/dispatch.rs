@@ -64,6 +64,7 @@ pub(crate) async fn request(
         "session/list" => route!(Background, sessions::list),
         "session/close" => route!(Background, sessions::close),
         "session/delete" => route!(Background, sessions::delete),
+        "session/fork" => route!(Background, sessions::fork_and_open),
         "_ferrite/session/fork" => route!(Background, sessions::fork),
         "session/prompt" => route!(Arrival, prompt::prompt, with_id),
         "_session/steering" => route!(Arrival, prompt::steering),

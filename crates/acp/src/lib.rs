@@ -17,6 +17,8 @@ mod pump;
 mod reply;
 pub mod rpc;
 #[cfg(test)]
+mod schema_fixture;
+#[cfg(test)]
 mod serve_tests;
 mod server;
 mod state;

@@ -9,17 +9,21 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::content::{
     Location, PlanEntry, PlanPriority, PlanStatus, ToolCallUpdateView, ToolCallView, ToolContent,
     ToolKind, ToolStatus, UserContent,
 };
 use ferrite_core::display::visible;
-use ferrite_core::events::{Event, Settings};
+use ferrite_core::events::{CompactionStage, Event, Settings};
 use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
 use ferrite_core::mcp::{McpServerSpec, McpTransport};
 use ferrite_core::modes::{Effort, Mode};
+
+mod advertised;
+
+pub use advertised::{CHECKLIST_PLAN_ID, Takes, system_prompt};
 
 /// A prompt's blocks in ferrite's terms. Audio is refused: ferrite does not advertise it.
 pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>, String> {
@@ -109,7 +113,7 @@ fn notice_meta() -> serde_json::Map<String, serde_json::Value> {
     m
 }
 
-fn text_block(text: &str) -> acp::ContentBlock {
+pub(crate) fn text_block(text: &str) -> acp::ContentBlock {
     acp::ContentBlock::Text(acp::TextContent::new(text.to_owned()))
 }
 
@@ -258,7 +262,7 @@ fn plan(entries: &[PlanEntry]) -> acp::Plan {
 
 /// The `session/update` updates an event becomes (most become one; a replayed user message with
 /// several blocks becomes several chunks; a turn's end becomes none).
-pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
+pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
     use acp::SessionUpdate as U;
     match event {
         Event::UserMessage { content } => content
@@ -275,6 +279,7 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
         // What is only for terminal views (`crate::terminal`) is not sent to other clients.
         Event::ToolCallUpdate(v) if terminal_only(v) => vec![],
         Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
+        Event::Plan { entries } if takes.plans => vec![advertised::checklist(plan(entries))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::ModeChanged { mode } => {
             vec![U::CurrentModeUpdate(acp::CurrentModeUpdate::new(mode.id()))]
@@ -290,12 +295,7 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
         Event::Usage { used, size, cost } => vec![U::UsageUpdate(
             acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
         )],
-        Event::Notice { text } if notices => {
-            vec![U::Notice(acp::Notice::new(
-                acp::NoticeSeverity::Warning,
-                text.clone(),
-            ))]
-        }
+        Event::Notice { text } if takes.notices => advertised::notice(text).into_iter().collect(),
         // Marked, so a client can tell it from the conversation (it may come between turns);
         // a paragraph of its own in a Markdown client, each of its lines one too.
         Event::Notice { text } => vec![U::AgentMessageChunk(
@@ -305,6 +305,19 @@ pub fn updates(event: &Event, notices: bool) -> Vec<acp::SessionUpdate> {
             )))
             .meta(notice_meta()),
         )],
+        Event::Compaction { id, stage } if takes.compaction => advertised::compaction(id, stage),
+        // As before compactions had updates: a notice when one is done, nothing else.
+        Event::Compaction { stage, .. } => match stage {
+            CompactionStage::Completed { notice, .. } => updates(
+                &Event::Notice {
+                    text: notice.clone(),
+                },
+                takes,
+            ),
+            CompactionStage::Started
+            | CompactionStage::Failed { .. }
+            | CompactionStage::Cancelled => vec![],
+        },
         Event::Commands { commands } => vec![U::AvailableCommandsUpdate(
             acp::AvailableCommandsUpdate::new(available_commands(commands)),
         )],
@@ -539,7 +552,7 @@ mod tests {
 
     #[test]
     fn text_chunk_shape() {
-        let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, false);
+        let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, Takes::BASE);
         let line = update_line(
             &SessionId::parse("s1").unwrap(),
             u.into_iter().next().unwrap(),
@@ -553,7 +566,7 @@ mod tests {
 
     #[test]
     fn mode_update_uses_current_mode_id() {
-        let u = updates(&Event::ModeChanged { mode: Mode::Auto }, false);
+        let u = updates(&Event::ModeChanged { mode: Mode::Auto }, Takes::BASE);
         let line = update_line(
             &SessionId::parse("s").unwrap(),
             u.into_iter().next().unwrap(),

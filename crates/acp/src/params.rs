@@ -1,6 +1,6 @@
 //! Reading a request's params: typed, checked, and never echoing client input in errors.
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::TurnOptions;
 use ferrite_core::ids::SessionId;
 use serde::de::DeserializeOwned;

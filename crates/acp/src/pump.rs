@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::{Event, SessionEvent, TurnOutcome};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -139,12 +139,11 @@ impl Pump {
                 return;
             }
         }
-        let notices = self.client.notices();
         let updates = match self.client.terminal_output() {
             true => self.terminals.updates(&ev.session, &ev.event),
             false => None,
         }
-        .unwrap_or_else(|| mapping::updates(&ev.event, notices));
+        .unwrap_or_else(|| mapping::updates(&ev.event, self.client.takes()));
         for u in updates {
             self.out.update(&ev.session, u).await;
         }

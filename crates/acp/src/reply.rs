@@ -5,7 +5,7 @@
 //! [`After`] steps in order: updates a client only accepts once it knows the session id, notices
 //! held until then, discovery started once the answer is out.
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::ids::SessionId;
 use ferrite_core::runtime::NoticeGate;
 use serde::Serialize;
@@ -65,6 +65,7 @@ respond_as_serialized!(
     acp::NewSessionResponse,
     acp::LoadSessionResponse,
     acp::ResumeSessionResponse,
+    acp::ForkSessionResponse,
     acp::SetSessionConfigOptionResponse,
 );
 

@@ -13,13 +13,13 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::content::{ToolCallUpdateView, ToolKind, ToolStatus};
 use ferrite_core::events::Event;
 use ferrite_core::ids::SessionId;
 use serde_json::{Map, Value, json};
 
-use crate::mapping;
+use crate::mapping::{self, Takes};
 
 /// The commands shown as terminals that are not finished (session, call id), and whether each
 /// started running.
@@ -43,7 +43,7 @@ impl Terminals {
         use acp::SessionUpdate as U;
         match event {
             Event::ToolCall(v) if v.kind == ToolKind::Execute => {
-                let mapped = mapping::updates(event, false);
+                let mapped = mapping::updates(event, Takes::BASE);
                 self.calls().insert((session.clone(), v.id.clone()), false);
                 Some(
                     mapped
@@ -126,7 +126,7 @@ impl Terminals {
             || rest.locations.is_some()
             || rest.raw_output.is_some()
         {
-            for u in mapping::updates(&Event::ToolCallUpdate(rest), false) {
+            for u in mapping::updates(&Event::ToolCallUpdate(rest), Takes::BASE) {
                 out.push(match u {
                     U::ToolCallUpdate(mut tcu) if started && finished => {
                         tcu.fields.content = Some(vec![terminal_content(&v.id)]);

@@ -11,7 +11,7 @@
 
 use std::io::{BufRead, Write};
 
-use ferrite_acp::mapping::{update_line, updates};
+use ferrite_acp::mapping::{Takes, update_line, updates};
 use ferrite_core::catalog::Catalog;
 use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
@@ -69,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let Some(item) = item else { break };
                 match item {
                     Ok(ModelEvent::TextDelta(text)) => {
-                        for u in updates(&Event::AgentMessageChunk { text }, false) {
+                        for u in updates(&Event::AgentMessageChunk { text }, Takes::BASE) {
                             out.write_all(update_line(&session, u).as_bytes())?;
                             out.write_all(b"\n")?;
                         }

@@ -48,12 +48,39 @@ pub enum Event {
     Notice {
         text: String,
     },
+    /// A compaction of the conversation (`turn/compact.rs`) started, or ended as `stage` says.
+    /// `id` names it within the session: the n-th compaction is `compaction-n`.
+    Compaction {
+        id: String,
+        stage: CompactionStage,
+    },
     /// The slash commands the session offers (sent again when prompt files change).
     Commands {
         commands: Vec<crate::commands::CommandInfo>,
     },
     /// The turn is over; the last event of every turn.
     TurnEnded(TurnOutcome),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "stage", rename_all = "snake_case")]
+pub enum CompactionStage {
+    Started,
+    /// `summary` is what the model is sent from now on; `notice` is how clients that do not
+    /// follow compactions are told (a notice, as before compactions had updates of their own).
+    Completed {
+        summary: String,
+        notice: String,
+    },
+    Failed {
+        error: String,
+    },
+    Cancelled,
+}
+
+/// The id of a session's `n`-th compaction (1-based): the same live and in a replay.
+pub fn compaction_id(n: usize) -> String {
+    format!("compaction-{n}")
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -127,6 +154,9 @@ pub enum SettingChange {
     Model(String),
     Effort(Effort),
     WebSearch(bool),
+    /// The additional workspace roots (each an existing absolute directory).
+    Directories(Vec<std::path::PathBuf>),
+    SystemPrompt(crate::prompt::ClientPrompt),
 }
 
 /// Why a request to a session was refused: always the request's fault (JSON-RPC -32602). A log

@@ -146,6 +146,15 @@ pub enum EntryKind {
     Reply {
         text: String,
     },
+    /// The session's additional workspace roots from here on, instead of the header's (a
+    /// client's `session/load`, `session/resume` or `session/fork` named others).
+    Directories {
+        additional_directories: Vec<PathBuf>,
+    },
+    /// The client's system-level instructions from here on (ACP `systemPrompt`).
+    SystemPrompt {
+        prompt: crate::prompt::ClientPrompt,
+    },
     /// The conversation up to here, summarized: what the model is sent instead of it.
     Compaction {
         summary: String,

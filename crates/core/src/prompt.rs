@@ -17,18 +17,49 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use crate::own_files::{OwnFiles, Skip};
 
 /// Instructions are sent with every request: this bounds what they cost.
 const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 
-pub fn system_prompt(own: &OwnFiles, cwd: &Path) -> String {
-    let mut s = String::from(
-        "You are Ferrite, a coding agent working inside the user's editor. You help with software \
-         engineering tasks in the workspace below: read code before changing it, make focused \
-         changes, run the project's checks when you can, and say briefly what you did. Use the \
-         tools you are given; keep the plan up to date with update_plan for multi-step work.\n\n",
-    );
+/// Who the agent is and how it works: what a client's `override` system prompt replaces.
+const DEFAULT_INSTRUCTIONS: &str = "You are Ferrite, a coding agent working inside the user's \
+editor. You help with software engineering tasks in the workspace below: read code before \
+changing it, make focused changes, run the project's checks when you can, and say briefly what \
+you did. Use the tools you are given; keep the plan up to date with update_plan for multi-step \
+work.";
+
+/// System-level instructions a client gave a session (ACP `systemPrompt`), kept in its log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientPrompt {
+    pub mode: ClientPromptMode,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientPromptMode {
+    /// After ferrite's instructions and the workspace's, so it has the last word.
+    Append,
+    /// Instead of ferrite's own instructions; the workspace facts and `AGENTS.md` files stay.
+    Override,
+}
+
+pub fn system_prompt(own: &OwnFiles, cwd: &Path, client: Option<&ClientPrompt>) -> String {
+    let mut s = match client {
+        Some(ClientPrompt {
+            mode: ClientPromptMode::Override,
+            text,
+        }) => text.clone(),
+        Some(ClientPrompt {
+            mode: ClientPromptMode::Append,
+            ..
+        })
+        | None => DEFAULT_INSTRUCTIONS.to_owned(),
+    };
+    s.push_str("\n\n");
     s.push_str(&format!("Workspace: {}\n", cwd.display()));
     s.push_str(&format!(
         "Platform: {} {}\n",
@@ -57,6 +88,15 @@ pub fn system_prompt(own: &OwnFiles, cwd: &Path) -> String {
         if let Some(section) = section(own, &path, &area, &mut budget) {
             s.push_str(&section);
         }
+    }
+    if let Some(ClientPrompt {
+        mode: ClientPromptMode::Append,
+        text,
+    }) = client
+    {
+        s.push_str("\n# Instructions from the editor\n\n");
+        s.push_str(text);
+        s.push('\n');
     }
     s
 }
@@ -202,9 +242,9 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("CLAUDE.md"), "claude rules").unwrap();
-        assert!(system_prompt(&own(home.path()), d.path()).contains("claude rules"));
+        assert!(system_prompt(&own(home.path()), d.path(), None).contains("claude rules"));
         std::fs::write(d.path().join("AGENTS.md"), "agents rules").unwrap();
-        let p = system_prompt(&own(home.path()), d.path());
+        let p = system_prompt(&own(home.path()), d.path(), None);
         assert!(p.contains("agents rules") && !p.contains("claude rules"));
     }
 
@@ -221,7 +261,7 @@ mod tests {
         std::fs::write(root.join("pkgs/app/AGENTS.md"), "APP").unwrap();
         // Above the repository: not included.
         std::fs::write(root.parent().unwrap().join("AGENTS.md"), "ABOVE").ok();
-        let p = system_prompt(&own(home.path()), &root.join("pkgs/app/src"));
+        let p = system_prompt(&own(home.path()), &root.join("pkgs/app/src"), None);
         let at = |s: &str| p.find(s).unwrap_or_else(|| panic!("{s} missing: {p}"));
         assert!(at("PERSONAL") < at("ROOT") && at("ROOT") < at("PKGS") && at("PKGS") < at("APP"));
         assert!(!p.contains("ABOVE"));
@@ -232,11 +272,33 @@ mod tests {
     }
 
     #[test]
+    fn a_client_prompt_is_added_last_or_replaces_ferrite_s_own_instructions() {
+        let home = tempfile::tempdir().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("AGENTS.md"), "agents rules").unwrap();
+        let client = |mode, text: &str| ClientPrompt {
+            mode,
+            text: text.into(),
+        };
+        let appended = client(ClientPromptMode::Append, "ANSWER IN FRENCH");
+        let p = system_prompt(&own(home.path()), d.path(), Some(&appended));
+        assert!(p.starts_with(DEFAULT_INSTRUCTIONS), "{p}");
+        assert!(p.find("agents rules") < p.find("ANSWER IN FRENCH"), "{p}");
+        let replaced = client(ClientPromptMode::Override, "You are a reviewer.");
+        let p = system_prompt(&own(home.path()), d.path(), Some(&replaced));
+        assert!(p.starts_with("You are a reviewer.\n\nWorkspace: "), "{p}");
+        assert!(
+            p.contains("agents rules") && !p.contains("You are Ferrite"),
+            "{p}"
+        );
+    }
+
+    #[test]
     fn the_total_is_capped_with_a_note() {
         let home = tempfile::tempdir().unwrap();
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), "x".repeat(100_000)).unwrap();
-        let p = system_prompt(&own(home.path()), d.path());
+        let p = system_prompt(&own(home.path()), d.path(), None);
         assert!(p.len() < 70_000);
         assert!(p.contains("reached their size limit"));
     }

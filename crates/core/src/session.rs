@@ -164,6 +164,7 @@ fn turn_start(core: &SessionCore) -> TurnStart {
         sandbox_warned: core.sandbox_warned.clone(),
         extensions: core.extensions.clone(),
         agent: s.agent.clone(),
+        client_prompt: s.system_prompt.clone(),
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use crate::content::{PlanEntry, ToolCallUpdateView, UserContent};
-use crate::events::Event;
+use crate::events::{CompactionStage, Event};
 use crate::ids::SessionId;
 use crate::log::{EntryKind, Header, LoadedLog};
 use crate::model::{AssistantPart, Message, ToolResultPart, UserPart};
@@ -32,6 +32,8 @@ pub struct SessionState {
     pub agent: Option<String>,
     pub title: Option<String>,
     pub plan: Vec<PlanEntry>,
+    /// The client's system-level instructions (ACP `systemPrompt`), if it gave any.
+    pub system_prompt: Option<crate::prompt::ClientPrompt>,
     /// The conversational entries in order (settings entries are folded into the fields above).
     pub history: Vec<EntryKind>,
     /// Tokens in context after the last model call (0 before any).
@@ -59,6 +61,7 @@ impl SessionState {
             agent: None,
             title: None,
             plan: vec![],
+            system_prompt: None,
             history: vec![],
             context_tokens: 0,
             cost_usd: None,
@@ -97,6 +100,10 @@ impl SessionState {
             EntryKind::WebSearch { enabled } => self.web_search = enabled,
             EntryKind::Agent { agent } => self.agent = agent,
             EntryKind::Title { title } => self.title = Some(title),
+            EntryKind::Directories {
+                additional_directories,
+            } => self.additional_directories = additional_directories,
+            EntryKind::SystemPrompt { prompt } => self.system_prompt = Some(prompt),
             EntryKind::Usage {
                 context_tokens,
                 cost_usd,
@@ -131,6 +138,7 @@ impl SessionState {
         let mut after_text = false;
         // `update_plan` calls replay as their `plan` update only, as they were shown live.
         let mut hidden: HashSet<&str> = HashSet::new();
+        let mut compactions = 0;
         for (i, kind) in self.history.iter().enumerate() {
             match kind {
                 EntryKind::UserMessage { content } | EntryKind::Command { content } => {
@@ -140,9 +148,16 @@ impl SessionState {
                     })
                 }
                 // The marker the user saw when it happened (without the token counts).
-                EntryKind::Compaction { .. } => out.push(Event::Notice {
-                    text: COMPACTED_MARKER.into(),
-                }),
+                EntryKind::Compaction { summary } => {
+                    compactions += 1;
+                    out.push(Event::Compaction {
+                        id: crate::events::compaction_id(compactions),
+                        stage: CompactionStage::Completed {
+                            summary: summary.clone(),
+                            notice: COMPACTED_MARKER.into(),
+                        },
+                    })
+                }
                 EntryKind::Assistant { content } => {
                     let mut separate = std::mem::take(&mut after_text);
                     for part in content.iter() {
@@ -210,7 +225,9 @@ impl SessionState {
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
                 | EntryKind::Agent { .. }
-                | EntryKind::Title { .. } => {}
+                | EntryKind::Title { .. }
+                | EntryKind::Directories { .. }
+                | EntryKind::SystemPrompt { .. } => {}
             }
         }
         out
@@ -359,7 +376,9 @@ impl SessionState {
                 | EntryKind::Effort { .. }
                 | EntryKind::WebSearch { .. }
                 | EntryKind::Agent { .. }
-                | EntryKind::Title { .. } => {}
+                | EntryKind::Title { .. }
+                | EntryKind::Directories { .. }
+                | EntryKind::SystemPrompt { .. } => {}
             }
         }
         flush(&mut out, &mut open_calls, &mut results, &mut images);

@@ -218,7 +218,7 @@ async fn run_stages(
             .take()
             .filter(|_| keep.iter().any(|k| k == "task"));
     }
-    let mut system = crate::prompt::system_prompt(&own, &start.cwd);
+    let mut system = crate::prompt::system_prompt(&own, &start.cwd, start.client_prompt.as_ref());
     system.push_str(&crate::skills::section(&skills));
     // The custom agent the user chose: its instructions, and only its tools.
     if let Some(agent) = start

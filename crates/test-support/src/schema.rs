@@ -1,14 +1,15 @@
 //! Validates every message ferrite sends against the ACP JSON Schema for its method: requests and
 //! notifications by their `x-method` definition, responses against the `*Response` of the
 //! request's method, errors against `Error`. (The schema's root is too permissive: its unions
-//! accept any JSON.) The schema file is the one generated from the exact SDK version ferrite pins.
+//! accept any JSON.) The schema file is generated from the exact protocol types ferrite pins, with
+//! the same features (`crates/acp/src/schema_fixture.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Value, json};
 
-const SCHEMA: &str = include_str!("../fixtures/acp-schema-1.17.0.json");
+const SCHEMA: &str = include_str!("../fixtures/acp-schema-1.20.0.json");
 
 pub struct AcpSchema {
     root: Value,

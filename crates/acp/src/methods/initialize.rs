@@ -1,7 +1,7 @@
 //! `initialize`, `authenticate`, `logout`.
 
-use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::ProtocolVersion;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::catalog::Catalog;
 use ferrite_core::modes::Harness;
 use serde::{Deserialize, Deserializer};
@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::meta;
 use crate::fail::Fail;
+use crate::mapping::Takes;
 use crate::params::meta_str;
 use crate::reply::Json;
 use crate::state::Server;
@@ -53,11 +54,16 @@ pub(crate) async fn initialize(
     p: InitializeParams,
 ) -> Result<acp::InitializeResponse, Fail> {
     let caps = &p.request.client_capabilities;
-    let notices = caps.session.as_ref().is_some_and(|c| c.notices.is_some());
+    let session = caps.session.as_ref();
+    let takes = Takes {
+        notices: session.is_some_and(|c| c.notices.is_some()),
+        plans: caps.plan.is_some(),
+        compaction: session.is_some_and(|c| c.compaction.is_some()),
+    };
     s.client.set_elicitation_form(p.elicitation_form);
     s.client.set_fs_write(caps.fs.write_text_file);
     s.client
-        .set(notices, caps.fs.read_text_file, p.terminal_output);
+        .set(takes, caps.fs.read_text_file, p.terminal_output);
     let (_, catalog) = s
         .runtime
         .services()
@@ -91,7 +97,14 @@ fn capabilities() -> acp::AgentCapabilities {
                 .resume(acp::SessionResumeCapabilities::new())
                 .close(acp::SessionCloseCapabilities::new())
                 .delete(acp::SessionDeleteCapabilities::new())
-                .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
+                .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new())
+                .system_prompt(
+                    acp::SessionSystemPromptCapabilities::new().mode(
+                        acp::SessionSystemPromptModeCapabilities::new()
+                            .override_(acp::SessionSystemPromptOverrideCapabilities::new()),
+                    ),
+                )
+                .fork(acp::SessionForkCapabilities::new()),
         )
         .auth(acp::AgentAuthCapabilities::new().logout(acp::LogoutCapabilities::new()))
 }

@@ -7,7 +7,7 @@
 //! behind it and answered when its own turn ends; `session/cancel` ends the running turn and
 //! every queued one. `_session/steering` hands a message to the running turn instead.
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::ids::SessionId;
 use ferrite_core::steering::Steered;
 use serde::Deserialize;

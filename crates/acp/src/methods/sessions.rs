@@ -1,19 +1,20 @@
 //! `session/new`, `session/load`, `session/resume`, `session/list`, `session/close`,
-//! `session/delete`, `_ferrite/session/fork`.
+//! `session/delete`, `session/fork`, `_ferrite/session/fork`.
 
 use std::path::PathBuf;
 
-use agent_client_protocol::v1::schema as acp;
-use ferrite_core::events::Event;
+use agent_client_protocol_schema::v1 as acp;
+use ferrite_core::events::{Event, SettingChange};
 use ferrite_core::ids::SessionId;
 use ferrite_core::modes::Harness;
+use ferrite_core::prompt::ClientPrompt;
 use ferrite_core::runtime::{NewSession, Opened};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::meta;
 use crate::fail::Fail;
-use crate::mapping;
+use crate::mapping::{self, Takes};
 use crate::params::session_id;
 use crate::reply::{After, Followed, Json};
 use crate::state::Server;
@@ -46,6 +47,8 @@ pub(crate) async fn new(
     req: acp::NewSessionRequest,
 ) -> Result<Followed<acp::NewSessionResponse>, Fail> {
     let harness = harness(req.meta.as_ref())?;
+    // Checked before anything is created: a prompt that cannot be applied fails the request.
+    let setup = Setup::parse(vec![], req.system_prompt)?;
     let (mcp_servers, unsupported) = mapping::mcp_servers(req.mcp_servers);
     let opened = s
         .runtime
@@ -57,6 +60,7 @@ pub(crate) async fn new(
             model: None,
         })
         .await?;
+    let opened = setup.apply(s, opened).await?;
     let sid = opened.handle.id().clone();
     let response = acp::NewSessionResponse::new(acp::SessionId::new(sid.as_str()))
         .modes(mapping::modes(&opened.settings))
@@ -73,6 +77,59 @@ pub(crate) struct OpenParams {
     cwd: PathBuf,
     #[serde(default)]
     mcp_servers: Vec<acp::McpServer>,
+    /// Non-empty: the session's additional roots from now on. Empty or absent: those it has.
+    #[serde(default)]
+    additional_directories: Vec<PathBuf>,
+    /// Absent: the one stored with the session, if any.
+    #[serde(default)]
+    system_prompt: Option<acp::SystemPrompt>,
+}
+
+/// What a client may set as it creates, loads, resumes or forks a session (schema 1.20):
+/// additional workspace roots and a system prompt. Both are kept in the session's log, so a
+/// later load without them keeps them.
+struct Setup {
+    additional_directories: Vec<PathBuf>,
+    system_prompt: Option<ClientPrompt>,
+}
+
+impl Setup {
+    /// Checks everything before a session is touched.
+    fn parse(dirs: Vec<PathBuf>, prompt: Option<acp::SystemPrompt>) -> Result<Self, Fail> {
+        for d in &dirs {
+            if !d.is_absolute() || !d.is_dir() {
+                return Err(Fail::params(
+                    "every `additionalDirectories` entry must be an existing absolute directory",
+                ));
+            }
+        }
+        Ok(Self {
+            additional_directories: dirs,
+            system_prompt: prompt
+                .map(mapping::system_prompt)
+                .transpose()
+                .map_err(Fail::params)?,
+        })
+    }
+
+    /// Records what changed (the session's log keeps it); `opened.settings` stay as they are.
+    async fn apply(self, s: &Server, opened: Opened) -> Result<Opened, Fail> {
+        let mut changes = Vec::new();
+        if !self.additional_directories.is_empty() {
+            changes.push(SettingChange::Directories(self.additional_directories));
+        }
+        if let Some(p) = self.system_prompt {
+            changes.push(SettingChange::SystemPrompt(p));
+        }
+        for change in changes {
+            if let Err(e) = opened.handle.change(change).await {
+                // A session this request opened does not stay open half set up.
+                s.runtime.close(opened.handle.id()).await;
+                return Err(e.into());
+            }
+        }
+        Ok(opened)
+    }
 }
 
 /// `session/load`: the replay, then the answer.
@@ -82,9 +139,9 @@ pub(crate) async fn load(
 ) -> Result<Followed<acp::LoadSessionResponse>, Fail> {
     let (opened, unsupported) = open(s, p, true).await?;
     let sid = opened.handle.id().clone();
-    let notices = s.client.notices();
+    let takes = s.client.takes();
     for event in &opened.replay {
-        for u in mapping::updates(event, notices) {
+        for u in mapping::updates(event, takes) {
             s.out.update(&sid, u).await;
         }
     }
@@ -116,11 +173,10 @@ async fn open(s: &Server, p: OpenParams, replay: bool) -> Result<(Opened, Vec<St
     if !p.cwd.is_absolute() {
         return Err(Fail::params("`cwd` must be an absolute path"));
     }
+    let setup = Setup::parse(p.additional_directories, p.system_prompt)?;
     let (servers, unsupported) = mapping::mcp_servers(p.mcp_servers);
-    Ok((
-        s.runtime.open_session(&sid, replay, servers).await?,
-        unsupported,
-    ))
+    let opened = s.runtime.open_session(&sid, replay, servers).await?;
+    Ok((setup.apply(s, opened).await?, unsupported))
 }
 
 fn ferrite_meta(id: &SessionId, parent: Option<&SessionId>) -> Option<Map<String, Value>> {
@@ -142,7 +198,7 @@ fn after_open(
     title: Option<String>,
 ) -> Vec<After> {
     let update = |u| After::update(id, u);
-    let mut then: Vec<After> = mapping::updates(&opened.usage, false)
+    let mut then: Vec<After> = mapping::updates(&opened.usage, Takes::BASE)
         .into_iter()
         .map(update)
         .collect();
@@ -154,13 +210,13 @@ fn after_open(
     then.push(update(acp::SessionUpdate::AvailableCommandsUpdate(
         acp::AvailableCommandsUpdate::new(mapping::available_commands(&opened.commands)),
     )));
-    let notices = s.client.notices();
+    let takes = s.client.takes();
     for name in unsupported_mcp {
         let text = format!(
             "MCP server `{name}` was not started: its transport (SSE) is not supported; use stdio or HTTP."
         );
         then.extend(
-            mapping::updates(&Event::Notice { text }, notices)
+            mapping::updates(&Event::Notice { text }, takes)
                 .into_iter()
                 .map(update),
         );
@@ -256,8 +312,33 @@ pub(crate) async fn delete(s: &Server, p: SessionParams) -> Result<Json, Fail> {
     Ok(Json(json!({})))
 }
 
+/// `_ferrite/session/fork`: the copy, not opened; answers `{sessionId}`.
 pub(crate) async fn fork(s: &Server, p: SessionParams) -> Result<Json, Fail> {
     let sid = session_id(&p.session_id)?;
     let new_id = s.runtime.fork(&sid)?;
     Ok(Json(json!({ "sessionId": new_id.as_str() })))
+}
+
+/// `session/fork` (schema 1.20): the same copy as `_ferrite/session/fork`, then opened like
+/// `session/resume` (no replay: the client has the history), with the request's roots and
+/// system prompt.
+pub(crate) async fn fork_and_open(
+    s: &Server,
+    req: acp::ForkSessionRequest,
+) -> Result<Followed<acp::ForkSessionResponse>, Fail> {
+    let sid = session_id(&req.session_id)?;
+    if !req.cwd.is_absolute() {
+        return Err(Fail::params("`cwd` must be an absolute path"));
+    }
+    let setup = Setup::parse(req.additional_directories, req.system_prompt)?;
+    let new_id = s.runtime.fork(&sid)?;
+    let (servers, unsupported) = mapping::mcp_servers(req.mcp_servers);
+    let opened = s.runtime.open_session(&new_id, false, servers).await?;
+    let opened = setup.apply(s, opened).await?;
+    let response = acp::ForkSessionResponse::new(acp::SessionId::new(new_id.as_str()))
+        .modes(mapping::modes(&opened.settings))
+        .config_options(mapping::config_options(&opened.settings))
+        .meta(ferrite_meta(&new_id, opened.parent.as_ref()));
+    let then = after_open(s, &new_id, &opened, &unsupported, opened.title.clone());
+    Ok(Followed { response, then })
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::{SettingChange, Settings};
 use ferrite_core::ids::SessionId;
 use ferrite_core::modes::Mode;

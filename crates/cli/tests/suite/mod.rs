@@ -1,3 +1,4 @@
+mod advertised_updates;
 mod agents;
 mod approvals;
 mod ask_user;
@@ -32,6 +33,7 @@ mod rendering;
 mod retries;
 mod rules;
 mod sandbox_escape;
+mod session_setup;
 mod sessions;
 mod settings;
 mod skills;

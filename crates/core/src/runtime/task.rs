@@ -110,6 +110,21 @@ impl SessionCtx {
                 }
                 Ok(vec![EntryKind::WebSearch { enabled: *on }])
             }
+            // Recorded only when they change: a client sends them again on every load.
+            SettingChange::Directories(dirs) if *dirs == state.additional_directories => Ok(vec![]),
+            SettingChange::Directories(dirs) => {
+                for d in dirs {
+                    super::view::check_dir(d, "additionalDirectories")
+                        .map_err(|e| Refusal::Invalid(e.to_string()))?;
+                }
+                Ok(vec![EntryKind::Directories {
+                    additional_directories: dirs.clone(),
+                }])
+            }
+            SettingChange::SystemPrompt(p) if state.system_prompt.as_ref() == Some(p) => Ok(vec![]),
+            SettingChange::SystemPrompt(p) => {
+                Ok(vec![EntryKind::SystemPrompt { prompt: p.clone() }])
+            }
         }
     }
 }

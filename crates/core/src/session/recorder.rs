@@ -33,6 +33,8 @@ pub(crate) struct TurnStart {
     pub extensions: Arc<crate::hooks::SessionFlags>,
     /// The custom agent the user chose for the session.
     pub agent: Option<String>,
+    /// The client's system-level instructions (ACP `systemPrompt`).
+    pub client_prompt: Option<crate::prompt::ClientPrompt>,
 }
 
 /// Writes entries to the log (folding them into the state) and sends events to the editor.

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{ModelInfo, ReasoningStyle};
 use crate::content::UserContent;
-use crate::events::{Event, TurnOutcome};
+use crate::events::{CompactionStage, Event, TurnOutcome};
 use crate::log::{EntryKind, StopReason, StoreError};
 use crate::model::{
     AssistantPart, Message, ModelClient, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
@@ -47,7 +47,7 @@ pub(super) async fn on_request(
 ) -> Result<TurnOutcome, StoreError> {
     Ok(
         match run(rec, &model.client, &model.info, cancel, extra).await? {
-            Outcome::Compacted => TurnOutcome::ended(StopReason::EndTurn),
+            Outcome::Compacted { .. } => TurnOutcome::ended(StopReason::EndTurn),
             Outcome::NothingToDo => {
                 rec.emit(Event::AgentMessageChunk {
                     text: "Nothing to compact yet.".into(),
@@ -77,7 +77,7 @@ pub(super) async fn if_due(
         Outcome::Failed(e) => {
             tracing::warn!(error = %e, "automatic compaction failed; sending the full history")
         }
-        Outcome::Compacted | Outcome::NothingToDo => {}
+        Outcome::Compacted { .. } | Outcome::NothingToDo => {}
     }
     Ok(Ok(()))
 }
@@ -89,12 +89,19 @@ fn due(rec: &Recorder, info: &ModelInfo, threshold: f64) -> bool {
 }
 
 enum Outcome {
-    Compacted,
+    /// Recorded; its usage is recorded after the editor is told (the order clients saw before
+    /// compactions had updates of their own: the notice, then the usage).
+    Compacted {
+        summary: String,
+        notice: String,
+        usage: crate::model::Usage,
+    },
     NothingToDo,
     Cancelled,
     Failed(ModelError),
 }
 
+/// One compaction, told to the editor from its start to its end ([`Event::Compaction`]).
 async fn run(
     rec: &Recorder,
     client: &Arc<dyn ModelClient>,
@@ -102,10 +109,51 @@ async fn run(
     cancel: &CancellationToken,
     extra: &str,
 ) -> Result<Outcome, StoreError> {
-    let mut messages = rec.model_messages();
+    let messages = rec.model_messages();
     if messages.is_empty() {
         return Ok(Outcome::NothingToDo);
     }
+    let n = rec.read(|s| {
+        s.history
+            .iter()
+            .filter(|k| matches!(k, EntryKind::Compaction { .. }))
+            .count()
+    }) + 1;
+    let id = crate::events::compaction_id(n);
+    let stage = |stage| Event::Compaction {
+        id: id.clone(),
+        stage,
+    };
+    rec.emit(stage(CompactionStage::Started)).await;
+    let outcome = summarize(rec, client, info, cancel, extra, messages).await?;
+    let end = match &outcome {
+        Outcome::Compacted {
+            summary, notice, ..
+        } => CompactionStage::Completed {
+            summary: summary.clone(),
+            notice: notice.clone(),
+        },
+        Outcome::Cancelled => CompactionStage::Cancelled,
+        Outcome::Failed(e) => CompactionStage::Failed {
+            error: e.to_string(),
+        },
+        Outcome::NothingToDo => return Ok(outcome),
+    };
+    rec.emit(stage(end)).await;
+    if let Outcome::Compacted { usage, .. } = &outcome {
+        super::model_call::record_usage(rec, info, usage, usage.output_tokens).await?;
+    }
+    Ok(outcome)
+}
+
+async fn summarize(
+    rec: &Recorder,
+    client: &Arc<dyn ModelClient>,
+    info: &ModelInfo,
+    cancel: &CancellationToken,
+    extra: &str,
+    mut messages: Vec<Message>,
+) -> Result<Outcome, StoreError> {
     let ask = if extra.is_empty() {
         INSTRUCTIONS.to_owned()
     } else {
@@ -163,13 +211,15 @@ async fn run(
             "the model returned an empty summary",
         )));
     }
-    rec.record(EntryKind::Compaction { summary })?;
+    rec.record(EntryKind::Compaction {
+        summary: summary.clone(),
+    })?;
     rec.sync()?;
     let after = response.usage.output_tokens;
-    rec.emit(Event::Notice {
-        text: format!("Compacted the conversation: about {before} → {after} tokens in context."),
+    let notice = format!("Compacted the conversation: about {before} → {after} tokens in context.");
+    Ok(Outcome::Compacted {
+        summary,
+        notice,
+        usage: response.usage,
     })
-    .await;
-    super::model_call::record_usage(rec, info, &response.usage, after).await?;
-    Ok(Outcome::Compacted)
 }

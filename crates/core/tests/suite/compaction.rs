@@ -1,7 +1,7 @@
 //! Compaction: the model summarizes the conversation, and later requests carry the summary
 //! instead of what it replaced; on `/compact` and when the context passed the threshold.
 
-use ferrite_core::events::Event;
+use ferrite_core::events::{CompactionStage, Event};
 use ferrite_core::log::StopReason;
 use ferrite_core::model::{Message, UserPart};
 use ferrite_test_support::scripted_model::Reply;
@@ -19,10 +19,15 @@ fn first_text(messages: &[Message]) -> String {
     }
 }
 
+/// The compaction started and completed, with the notice clients without compaction updates get.
 fn compacted_notice(seen: &[Seen]) -> bool {
-    seen.iter().any(|s| {
-        matches!(s, Seen::Event(Event::Notice { text }) if text.starts_with("Compacted the conversation"))
-    })
+    let started = seen.iter().any(|s| {
+        matches!(s, Seen::Event(Event::Compaction { id, stage: CompactionStage::Started }) if id == "compaction-1")
+    });
+    started
+        && seen.iter().any(|s| {
+            matches!(s, Seen::Event(Event::Compaction { stage: CompactionStage::Completed { notice, .. }, .. }) if notice.starts_with("Compacted the conversation"))
+        })
 }
 
 #[tokio::test]

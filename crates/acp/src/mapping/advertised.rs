@@ -1,0 +1,195 @@
+//! The updates and fields of schema 1.20 that depend on what the client advertised or sent:
+//! plans by id, notices, compactions, and a client's system prompt. Pure, like the rest of
+//! `mapping`; which clients get them is decided in `mapping::updates`.
+
+use agent_client_protocol_schema::v1 as acp;
+use ferrite_core::events::CompactionStage;
+use ferrite_core::prompt::{ClientPrompt, ClientPromptMode};
+
+use super::text_block;
+
+/// Which of the `session/update`s a client must advertise before it is sent them it did
+/// advertise in `initialize`. A client without them is sent what ferrite sent before they
+/// existed (a `plan`, an agent message marked as a notice).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Takes {
+    /// `clientCapabilities.session.notices`: `notice`.
+    pub notices: bool,
+    /// `clientCapabilities.plan`: `plan_update` / `plan_removed`.
+    pub plans: bool,
+    /// `clientCapabilities.session.compaction`: `compaction_update` / `compaction_summary_chunk`.
+    pub compaction: bool,
+}
+
+impl Takes {
+    /// What every client takes.
+    pub const BASE: Takes = Takes {
+        notices: false,
+        plans: false,
+        compaction: false,
+    };
+}
+
+/// The id of the one plan ferrite keeps per session: `update_plan`'s checklist.
+pub const CHECKLIST_PLAN_ID: &str = "checklist";
+
+/// `update_plan`'s checklist as the plan of id [`CHECKLIST_PLAN_ID`]; emptied, it is a plan that
+/// is gone.
+pub(super) fn checklist(plan: acp::Plan) -> acp::SessionUpdate {
+    match plan.entries.is_empty() {
+        true => acp::SessionUpdate::PlanRemoved(acp::PlanRemoved::new(CHECKLIST_PLAN_ID)),
+        false => acp::SessionUpdate::PlanUpdate(acp::PlanUpdate::new(
+            acp::PlanUpdateContent::items(CHECKLIST_PLAN_ID, plan.entries),
+        )),
+    }
+}
+
+/// A `notice`: its first line is the title (a title must stand alone and not be empty), the
+/// rest its description. Ferrite's notices are warnings (something did not go as asked).
+pub(super) fn notice(text: &str) -> Option<acp::SessionUpdate> {
+    let text = text.trim();
+    let (title, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let rest = rest.trim();
+    (!title.trim().is_empty()).then(|| {
+        acp::SessionUpdate::Notice(
+            acp::Notice::new(acp::NoticeSeverity::Warning, title.trim().to_owned())
+                .description((!rest.is_empty()).then(|| rest.to_owned())),
+        )
+    })
+}
+
+/// A compaction as ACP tells it: an upsert when it starts and when it ends, and the summary the
+/// model continues from as a chunk before the end.
+pub(super) fn compaction(id: &str, stage: &CompactionStage) -> Vec<acp::SessionUpdate> {
+    use acp::SessionUpdate as U;
+    let update = |status| U::CompactionUpdate(acp::CompactionUpdate::new(id.to_owned(), status));
+    match stage {
+        CompactionStage::Started => vec![update(acp::CompactionStatus::InProgress)],
+        CompactionStage::Completed { summary, .. } => vec![
+            U::CompactionSummaryChunk(acp::CompactionSummaryChunk::new(
+                id.to_owned(),
+                text_block(summary),
+            )),
+            update(acp::CompactionStatus::Completed),
+        ],
+        CompactionStage::Failed { error } => vec![U::CompactionUpdate(
+            acp::CompactionUpdate::new(id.to_owned(), acp::CompactionStatus::Failed)
+                .error(error.clone()),
+        )],
+        CompactionStage::Cancelled => vec![update(acp::CompactionStatus::Cancelled)],
+    }
+}
+
+/// A client's `systemPrompt` in ferrite's terms. The schema: a mode ferrite does not know and
+/// content other than text are refused (never taken as `append`), and so is an empty prompt.
+pub fn system_prompt(p: acp::SystemPrompt) -> Result<ClientPrompt, String> {
+    let mode = match p.mode {
+        acp::SystemPromptMode::Append => ClientPromptMode::Append,
+        acp::SystemPromptMode::Override => ClientPromptMode::Override,
+        _ => return Err("unsupported `systemPrompt.mode`; use append or override".into()),
+    };
+    let mut texts = Vec::with_capacity(p.content.len());
+    for block in p.content {
+        match block {
+            acp::ContentBlock::Text(t) => texts.push(t.text),
+            _ => return Err("`systemPrompt.content` takes only text blocks".into()),
+        }
+    }
+    if texts.iter().all(|t| t.trim().is_empty()) {
+        return Err("`systemPrompt.content` is empty".into());
+    }
+    Ok(ClientPrompt {
+        mode,
+        text: texts.join("\n\n"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
+
+    fn wire(u: acp::SessionUpdate) -> Value {
+        serde_json::to_value(u).unwrap()
+    }
+
+    #[test]
+    fn a_checklist_is_a_plan_by_id_and_an_empty_one_is_removed() {
+        let entry = acp::PlanEntry::new(
+            "read",
+            acp::PlanEntryPriority::Medium,
+            acp::PlanEntryStatus::Pending,
+        );
+        assert_eq!(
+            wire(checklist(acp::Plan::new(vec![entry]))),
+            json!({"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "checklist",
+                "entries": [{"content": "read", "priority": "medium", "status": "pending"}]}})
+        );
+        assert_eq!(
+            wire(checklist(acp::Plan::new(vec![]))),
+            json!({"sessionUpdate": "plan_removed", "planId": "checklist"})
+        );
+    }
+
+    #[test]
+    fn a_notice_s_first_line_is_its_title() {
+        let n = notice("MCP server `x` failed.\nIts log:\nboom\n").unwrap();
+        assert_eq!(
+            wire(n),
+            json!({"sessionUpdate": "notice", "severity": "warning",
+                "title": "MCP server `x` failed.", "description": "Its log:\nboom"})
+        );
+        assert!(notice("  \n ").is_none(), "a title may not be empty");
+    }
+
+    #[test]
+    fn a_compaction_is_told_from_start_to_end() {
+        let done = CompactionStage::Completed {
+            summary: "S".into(),
+            notice: "N".into(),
+        };
+        let wires: Vec<Value> = [CompactionStage::Started, done]
+            .iter()
+            .flat_map(|s| compaction("compaction-1", s))
+            .map(wire)
+            .collect();
+        assert_eq!(
+            wires,
+            [
+                json!({"sessionUpdate": "compaction_update", "compactionId": "compaction-1", "status": "in_progress"}),
+                json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": "compaction-1", "content": {"type": "text", "text": "S"}}),
+                json!({"sessionUpdate": "compaction_update", "compactionId": "compaction-1", "status": "completed"}),
+            ]
+        );
+        let failed = compaction(
+            "compaction-2",
+            &CompactionStage::Failed {
+                error: "cut".into(),
+            },
+        );
+        assert_eq!(wire(failed[0].clone())["error"], "cut");
+    }
+
+    #[test]
+    fn system_prompts_are_text_in_a_known_mode() {
+        let text = |t: &str| text_block(t);
+        let p = acp::SystemPrompt::new(vec![text("a"), text("b")])
+            .mode(acp::SystemPromptMode::Override);
+        assert_eq!(
+            system_prompt(p),
+            Ok(ClientPrompt {
+                mode: ClientPromptMode::Override,
+                text: "a\n\nb".into()
+            })
+        );
+        let unknown: acp::SystemPrompt = serde_json::from_value(
+            json!({"mode": "_replace_all", "content": [{"type": "text", "text": "a"}]}),
+        )
+        .unwrap();
+        assert!(system_prompt(unknown).is_err());
+        assert!(system_prompt(acp::SystemPrompt::new(vec![])).is_err());
+        let image = acp::ContentBlock::Image(acp::ImageContent::new("AAAA", "image/png"));
+        assert!(system_prompt(acp::SystemPrompt::new(vec![image])).is_err());
+    }
+}
