@@ -291,3 +291,72 @@ async fn ferrite_s_own_fork_still_answers_only_the_id() {
             .exists()
     );
 }
+
+/// An extra directory is a workspace root for the sandbox too: a sandboxed command may write
+/// there, and still nowhere else outside the workspace.
+#[tokio::test]
+async fn a_sandboxed_command_writes_into_an_extra_directory_and_nowhere_else() {
+    let world = World::new();
+    // Outside the temporary directory, which sandboxed commands may always write to.
+    let outside_tmp = || tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (other, elsewhere) = (outside_tmp(), outside_tmp());
+    let other = std::fs::canonicalize(other.path()).unwrap();
+    let elsewhere = std::fs::canonicalize(elsewhere.path()).unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    configure(&world, &fake);
+    let mut c = client(&world).await;
+    let new = c
+        .request(
+            "session/new",
+            json!({"cwd": world.ws(), "mcpServers": [], "additionalDirectories": [other]}),
+        )
+        .await
+        .ok();
+    let s = sid(&new);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": s, "modeId": "auto"}),
+    )
+    .await
+    .ok();
+    let command = format!(
+        "echo in > {}/in.txt; echo out > {}/out.txt; echo done",
+        other.display(),
+        elsewhere.display()
+    );
+    fake.push(Script::new().tool_call("b", "bash", json!({"command": command}).to_string()));
+    fake.push(Script::new().text("ok"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "write"))
+        .await;
+    loop {
+        let m = c
+            .next_message(Duration::from_secs(30))
+            .await
+            .expect("the turn ends");
+        if m["method"] == "session/request_permission" {
+            c.respond(
+                &m["id"],
+                json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+            )
+            .await;
+        }
+        if m["id"] == id && m.get("method").is_none() {
+            break;
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(other.join("in.txt")).unwrap_or_default(),
+        "in\n"
+    );
+    assert!(!elsewhere.join("out.txt").exists(), "outside every root");
+    let result = last_tool_result(&fake.requests()[1].body);
+    assert!(result.contains("done"), "the command ran: {result}");
+}
+
+/// The last tool result of an OpenAI Chat Completions request.
+fn last_tool_result(body: &Value) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    let last = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    last["content"].as_str().unwrap_or_default().to_owned()
+}
