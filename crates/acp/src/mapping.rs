@@ -281,6 +281,9 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
         Event::Plan { entries } if takes.plans => vec![advertised::checklist(plan(entries))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
+        Event::PlanProposal { markdown } if takes.plans => vec![advertised::proposal(markdown)],
+        // Older clients read the plan on the `exit_plan` card, as they always did.
+        Event::PlanProposal { .. } => vec![],
         Event::ModeChanged { mode } => {
             vec![U::CurrentModeUpdate(acp::CurrentModeUpdate::new(mode.id()))]
         }

@@ -28,6 +28,11 @@ pub enum Event {
     Plan {
         entries: Vec<PlanEntry>,
     },
+    /// The plan `exit_plan` puts to the user, in Markdown (shown as a plan by clients that take
+    /// plans by id; others see it on the call's card, as before).
+    PlanProposal {
+        markdown: String,
+    },
     /// The mode changed from inside the session (e.g. an approved `exit_plan`).
     ModeChanged {
         mode: Mode,

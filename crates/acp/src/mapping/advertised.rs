@@ -46,6 +46,17 @@ pub(super) fn checklist(plan: acp::Plan) -> acp::SessionUpdate {
 
 /// A `notice`: its first line is the title (a title must stand alone and not be empty), the
 /// rest its description. Ferrite's notices are warnings (something did not go as asked).
+/// The plan `exit_plan` proposes, as a Markdown plan of its own id (beside the checklist).
+pub(super) fn proposal(markdown: &str) -> acp::SessionUpdate {
+    acp::SessionUpdate::PlanUpdate(acp::PlanUpdate::new(acp::PlanUpdateContent::markdown(
+        PROPOSAL_PLAN_ID,
+        markdown,
+    )))
+}
+
+/// The id of the plan `exit_plan` proposes.
+pub(super) const PROPOSAL_PLAN_ID: &str = "proposal";
+
 pub(super) fn notice(text: &str) -> Option<acp::SessionUpdate> {
     let text = text.trim();
     let (title, rest) = text.split_once('\n').unwrap_or((text, ""));

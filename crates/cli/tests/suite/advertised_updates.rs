@@ -226,3 +226,75 @@ async fn notices_go_as_notices_only_to_clients_that_advertise_them() {
         assert!(c.violations().is_empty(), "{:?}", c.violations());
     }
 }
+
+/// The plan `exit_plan` proposes goes to a plan-capable client as a Markdown plan of its own id,
+/// before the question; other clients read it on the call's card only, as before.
+async fn proposal_turn(caps: Value) -> Vec<Value> {
+    let world = World::new();
+    let (fake, mut c, s) = agent(&world, caps).await;
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": s, "modeId": "plan"}),
+    )
+    .await
+    .ok();
+    let plan = json!({"plan": "1. Read `main.rs`\n2. Fix the bug"});
+    fake.push(Script::new().tool_call("x1", "exit_plan", plan.to_string()));
+    fake.push(Script::new().text("planning on"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s, "plan it"))
+        .await;
+    let mut seen = vec![];
+    loop {
+        let m = c
+            .next_message(std::time::Duration::from_secs(20))
+            .await
+            .expect("the turn ends");
+        if m["method"] == "session/request_permission" {
+            let reject = m["params"]["options"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["kind"] == "reject_once")
+                .unwrap()["optionId"]
+                .clone();
+            c.respond(
+                &m["id"],
+                json!({"outcome": {"outcome": "selected", "optionId": reject}}),
+            )
+            .await;
+        }
+        let done = m["id"] == id && m.get("method").is_none();
+        seen.push(m);
+        if done {
+            break;
+        }
+    }
+    assert!(c.violations().is_empty(), "{:?}", c.violations());
+    seen
+}
+
+#[tokio::test]
+async fn an_exit_plan_proposal_is_a_markdown_plan_for_clients_that_take_plans() {
+    let seen = proposal_turn(json!({"plan": {}})).await;
+    let all = updates(&seen);
+    let proposal = update(&all, "plan_update");
+    assert_eq!(proposal["plan"]["type"], "markdown", "{proposal}");
+    assert_eq!(proposal["plan"]["planId"], "proposal", "{proposal}");
+    assert_eq!(
+        proposal["plan"]["content"], "1. Read `main.rs`\n2. Fix the bug",
+        "{proposal}"
+    );
+    let asked = seen
+        .iter()
+        .position(|m| m["method"] == "session/request_permission")
+        .unwrap();
+    let shown = seen
+        .iter()
+        .position(|m| m["params"]["update"]["sessionUpdate"] == "plan_update")
+        .unwrap();
+    assert!(shown < asked, "the plan is shown before the question");
+
+    let old = proposal_turn(json!({})).await;
+    assert!(kinds(&old, &PLAN_KINDS).is_empty());
+}

@@ -227,6 +227,11 @@ impl Tool for ExitPlan {
                 content: self.card_content(&input),
                 raw_input: Some(input),
             };
+            self.rec
+                .emit(crate::events::Event::PlanProposal {
+                    markdown: plan.clone(),
+                })
+                .await;
             let text = match self.ask(card, ctx).await? {
                 None => "The user wants to keep planning. Stay in plan mode: refine the plan, \
                          then call exit_plan again."
