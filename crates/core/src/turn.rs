@@ -6,6 +6,7 @@
 //! settings, read once) → [`compact`] when asked or due → then per model request
 //! [`stream`] (one model call) → [`dispatch`] (the response's tool calls).
 
+mod ask;
 mod call;
 mod compact;
 mod dispatch;
@@ -370,4 +371,65 @@ pub(crate) fn agents_of(
         OwnFiles::new(&services.home, &roots, rules.in_force()).with_user_home(services.env.home());
     let trusted = crate::trust::is_trusted(&services.home, cwd);
     crate::agents::discover(&own, cwd, trusted).active
+}
+
+#[cfg(test)]
+mod layering {
+    //! The turn's stages depend on each other one way only (issue 27: `task` used to sit in an
+    //! import circle with `call`, `env`, `resolve` and `permission`).
+
+    use std::collections::BTreeMap;
+
+    /// `super::<module>` references of each file of `src/turn/`, to other stage modules.
+    fn edges() -> BTreeMap<String, Vec<String>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/turn");
+        let files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .collect();
+        let modules: Vec<String> = files
+            .iter()
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let mut out = BTreeMap::new();
+        for (path, name) in files.iter().zip(&modules) {
+            let text = std::fs::read_to_string(path).unwrap();
+            let mut deps: Vec<String> = text
+                .split("super::")
+                .skip(1)
+                .map(|rest| {
+                    rest.chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect::<String>()
+                })
+                .filter(|d| d != name && modules.contains(d))
+                .collect();
+            deps.sort();
+            deps.dedup();
+            out.insert(name.clone(), deps);
+        }
+        out
+    }
+
+    #[test]
+    fn the_stages_have_no_import_circle() {
+        let edges = edges();
+        // Depth-first search from every module; a module met again on the path is a circle.
+        fn visit(m: &str, edges: &BTreeMap<String, Vec<String>>, path: &mut Vec<String>) {
+            if let Some(i) = path.iter().position(|p| p == m) {
+                panic!("import circle: {}", path[i..].join(" -> ") + " -> " + m);
+            }
+            path.push(m.to_owned());
+            for d in edges.get(m).into_iter().flatten() {
+                visit(d, edges, path);
+            }
+            path.pop();
+        }
+        assert!(edges.contains_key("subagent") && edges.contains_key("env"));
+        for m in edges.keys() {
+            visit(m, &edges, &mut vec![]);
+        }
+    }
 }

@@ -20,9 +20,9 @@ use crate::services::Services;
 use crate::session::{Recorder, TurnStart};
 use crate::tools::{OutputLimits, ReadDeny, ToolContext, ToolRegistry};
 
+use super::resolve::SubagentModel;
 use super::resolve::TurnRules;
 use super::sandbox::{ModeAwareRunner, TurnRunner};
-use super::subagent::SubagentModel;
 
 /// What every tool call of a turn shares.
 pub(crate) struct CallEnv {
@@ -195,12 +195,9 @@ impl CallEnv {
     }
 
     /// The tools offered to the model for the next request.
+    /// (`task` is not among them: `subagent::offered` adds it.)
     pub fn specs(&self, rec: &Recorder) -> Vec<ToolSpec> {
-        let mut specs = self.tools.specs_in(self.mode(rec));
-        if self.subagent.is_some() {
-            specs.push(super::subagent::spec(&self.agents));
-        }
-        specs
+        self.tools.specs_in(self.mode(rec))
     }
 
     /// What a tool may use for call `id`, running in `mode`: the turn's shared parts, the

@@ -23,8 +23,8 @@ use crate::permissions::{Approver, OptionKind, PermissionOption, PermissionReque
 use crate::session::Recorder;
 use crate::tools::{Access, Approval, CallDescription, Tool, ToolContext, ToolError, ToolOutput};
 
+use super::ask::{Asked, ask_user};
 use super::env::CallEnv;
-use super::permission::{Asked, ask_user};
 
 pub(crate) const NAME: &str = "exit_plan";
 

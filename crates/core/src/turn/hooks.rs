@@ -146,11 +146,10 @@ async fn ask_trust(
     };
     let timeout = std::time::Duration::from_secs(config.permissions.timeout_secs);
     let asked =
-        super::permission::ask_user(rec.session_id(), timeout, approver.as_ref(), req, cancel)
-            .await;
+        super::ask::ask_user(rec.session_id(), timeout, approver.as_ref(), req, cancel).await;
     let trusted = matches!(
         asked,
-        super::permission::Asked::Picked(Some(OptionKind::AllowAlways))
+        super::ask::Asked::Picked(Some(OptionKind::AllowAlways))
     );
     let (status, text) = if trusted {
         match crate::trust::trust(&services.home, &start.cwd) {

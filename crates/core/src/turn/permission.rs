@@ -1,17 +1,12 @@
 //! Applying the permission policy to one tool call: decide, ask the user when the policy says so,
 //! and store "always" answers as rules for the workspace.
 
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::content::{ToolCallView, ToolContent, fenced};
 use crate::hooks::PreVerdict;
-use crate::ids::SessionId;
-use crate::permissions::{
-    self, Approver, Call, Decision, OptionKind, PermissionAnswer, PermissionRequest,
-};
+use crate::permissions::{self, Call, Decision, OptionKind, PermissionRequest};
 use crate::protected::Verdict;
 use crate::session::Recorder;
 use crate::tools::Access;
@@ -135,21 +130,21 @@ async fn ask(
     let req = PermissionRequest { call, options };
     let session = rec.session_id();
     let timeout = env.permission_timeout;
-    let kind = match ask_user(session, timeout, approver.as_ref(), req, cancel).await {
-        Asked::Cancelled => return Gate::Cancelled,
-        Asked::TimedOut => {
+    let kind = match super::ask::ask_user(session, timeout, approver.as_ref(), req, cancel).await {
+        super::ask::Asked::Cancelled => return Gate::Cancelled,
+        super::ask::Asked::TimedOut => {
             return Gate::Refused(format!(
                 "Permission denied: the user did not answer within {} s.",
                 env.permission_timeout.as_secs()
             ));
         }
-        Asked::Unanswered(why) => {
+        super::ask::Asked::Unanswered(why) => {
             return Gate::Refused(format!(
                 "Permission denied: the editor could not ask the user ({why}); the call did not \
                  run."
             ));
         }
-        Asked::Picked(kind) => kind,
+        super::ask::Asked::Picked(kind) => kind,
     };
     match kind {
         Some(OptionKind::AllowOnce) => Gate::Run,
@@ -167,49 +162,5 @@ async fn ask(
         None => {
             Gate::Refused("The answer was not one of the options; the call did not run.".into())
         }
-    }
-}
-
-/// What came of asking the user.
-pub(super) enum Asked {
-    /// The kind of the option picked; `None` when the client answered with an option that was
-    /// not offered.
-    Picked(Option<OptionKind>),
-    TimedOut,
-    /// The client could not put the question ([`PermissionAnswer::Unanswered`]).
-    Unanswered(String),
-    /// The turn was cancelled while (or just as) the user was being asked, or the editor
-    /// answered "cancelled".
-    Cancelled,
-}
-
-/// Puts `req` to the user, bounded by `timeout` (`permissions.timeout_secs`) and the turn's
-/// cancel.
-pub(super) async fn ask_user(
-    session: &SessionId,
-    timeout: Duration,
-    approver: &dyn Approver,
-    req: PermissionRequest,
-    cancel: &CancellationToken,
-) -> Asked {
-    let options = req.options.clone();
-    let answer = tokio::select! {
-        biased;
-        () = cancel.cancelled() => return Asked::Cancelled,
-        a = tokio::time::timeout(timeout, approver.request(session, req)) => a,
-    };
-    if cancel.is_cancelled() {
-        return Asked::Cancelled;
-    }
-    match answer {
-        Err(_) => Asked::TimedOut,
-        Ok(PermissionAnswer::Selected(id)) => {
-            Asked::Picked(options.iter().find(|o| o.id == id).map(|o| o.kind))
-        }
-        // ACP: an editor answers "cancelled" only when the user cancelled the turn, possibly
-        // before its `session/cancel` arrives. Taken as the cancel, so the turn does not go on
-        // to ask about its next call.
-        Ok(PermissionAnswer::Cancelled) => Asked::Cancelled,
-        Ok(PermissionAnswer::Unanswered(why)) => Asked::Unanswered(why),
     }
 }

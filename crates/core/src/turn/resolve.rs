@@ -20,7 +20,6 @@ use crate::session::TurnStart;
 use crate::tools::Access;
 
 use super::model_call::ModelOrigin;
-use super::subagent::SubagentModel;
 
 /// Config and the permission rules in force, for one turn.
 pub(super) struct Settings {
@@ -163,6 +162,13 @@ pub(super) fn agent_models(
         }
     }
     out
+}
+
+/// The model a subagent talks to (`subagent.model`, else the parent's).
+#[derive(Clone)]
+pub(crate) struct SubagentModel {
+    pub client: Arc<dyn ModelClient>,
+    pub info: ModelInfo,
 }
 
 /// The permission rules of a turn: config's plus the workspace's stored "always" answers,

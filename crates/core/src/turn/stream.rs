@@ -49,7 +49,7 @@ pub(super) async fn model_call(
         model: info.model.clone(),
         system: system.to_owned(),
         messages,
-        tools: env.specs(rec),
+        tools: super::subagent::offered(env, rec),
         effort: model.effort,
         reasoning: info.reasoning.is_reasoner(),
         adaptive_thinking: info.reasoning == ReasoningStyle::Adaptive,

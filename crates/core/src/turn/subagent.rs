@@ -8,22 +8,20 @@
 //! hidden, and a permission request one of them needs is asked about the subagent's card, naming
 //! the call. The card's final state is in the session log, so `session/load` replays it.
 
-use std::sync::Arc;
-
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::AgentDef;
-use crate::catalog::{ModelInfo, ReasoningStyle};
+use crate::catalog::ReasoningStyle;
 use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus};
 use crate::events::Event;
 use crate::hooks::HookEvent;
 use crate::log::{EntryKind, StoreError};
 use crate::model::{
-    AssistantPart, Message, ModelClient, ModelErrorKind, ModelEvent, ModelRequest, ToolResultPart,
-    ToolSpec, UserPart,
+    AssistantPart, Message, ModelErrorKind, ModelEvent, ModelRequest, ToolResultPart, ToolSpec,
+    UserPart,
 };
 use crate::modes::Effort;
 use crate::tools::ToolError;
@@ -32,6 +30,7 @@ use crate::session::Recorder;
 
 use super::call::{Admission, Call, CallEnd, admit, calls_of, finish_call};
 use super::env::CallEnv;
+use super::resolve::SubagentModel;
 
 pub(crate) const NAME: &str = "task";
 
@@ -40,13 +39,6 @@ const MAX_REQUESTS: usize = 20;
 
 /// The tools a subagent gets when the call names none: it looks, it does not change.
 const READ_ONLY: &[&str] = &["read", "grep", "find", "ls"];
-
-/// The model a subagent talks to (`subagent.model`, else the parent's).
-#[derive(Clone)]
-pub(crate) struct SubagentModel {
-    pub client: Arc<dyn ModelClient>,
-    pub info: ModelInfo,
-}
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -97,6 +89,16 @@ pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
         description,
         input_schema,
     }
+}
+
+/// The tools offered for the turn's next request: the turn's own, and `task` where there is a
+/// model to give a subagent.
+pub(super) fn offered(env: &CallEnv, rec: &Recorder) -> Vec<ToolSpec> {
+    let mut specs = env.specs(rec);
+    if env.subagent.is_some() {
+        specs.push(spec(&env.agents));
+    }
+    specs
 }
 
 /// Runs one `task` call to its end: the card, the nested loop, the answer.
