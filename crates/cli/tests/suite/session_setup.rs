@@ -297,14 +297,17 @@ async fn ferrite_s_own_fork_still_answers_only_the_id() {
 #[tokio::test]
 async fn a_sandboxed_command_writes_into_an_extra_directory_and_nowhere_else() {
     let world = World::new();
-    // Outside the temporary directory, which sandboxed commands may always write to.
-    let outside_tmp = || tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (other, elsewhere) = (outside_tmp(), outside_tmp());
+    let (other, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let other = std::fs::canonicalize(other.path()).unwrap();
     let elsewhere = std::fs::canonicalize(elsewhere.path()).unwrap();
+    // Sandboxed commands may always write to the temporary directory: the agent gets one of its
+    // own, so the two above are outside it wherever the tests run.
+    let agent_tmp = tempfile::tempdir().unwrap();
     let fake = FakeProvider::start().await.unwrap();
     configure(&world, &fake);
-    let mut c = client(&world).await;
+    let tmp = agent_tmp.path().to_str().unwrap();
+    let mut c = AcpClient::spawn(Path::new(BIN), world.home(), &[("TMPDIR", tmp)]);
+    c.initialize().await;
     let new = c
         .request(
             "session/new",
