@@ -34,6 +34,8 @@ pub struct Services {
     pub client_fs: std::sync::OnceLock<Arc<dyn crate::clientfs::ClientFs>>,
     /// Asks the user questions in the editor (`ask_user`), where the client can.
     pub elicitor: std::sync::OnceLock<Arc<dyn crate::elicit::Elicitor>>,
+    /// Workspaces the user answered "Not now" for: not asked again while this process runs.
+    pub trust_declined: std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>,
     /// Hands memory the allocator keeps but no longer uses back to the system; called on a
     /// blocking thread once the agent rests after a turn (`runtime::memory`; the binary sets
     /// it: it owns the allocator).
@@ -56,6 +58,7 @@ impl Services {
             approver: std::sync::OnceLock::new(),
             client_fs: std::sync::OnceLock::new(),
             elicitor: std::sync::OnceLock::new(),
+            trust_declined: Default::default(),
             release_memory: || {},
             image_decodes: Default::default(),
         }

@@ -218,7 +218,17 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     assert!(asked(&seen).is_empty());
     assert!(!ran("claude-hook-ran"));
 
-    // Trusted in another session: both hooks run, then and in every later session.
+    // "Not now" holds for the other sessions of this process too.
+    let other = sid(&c.new_session(&ws).await);
+    fake.push(Script::new().text("quiet"));
+    let seen = prompt_to_end(&mut c, &other, "hello").await;
+    assert!(asked(&seen).is_empty());
+    assert!(!ran("claude-hook-ran"));
+
+    // Trusted when asked again after a restart: both hooks run, then and in every later session.
+    drop(c);
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
     let s2 = sid(&c.new_session(&ws).await);
     fake.push(Script::new().text("three"));
     let id = c
@@ -229,7 +239,7 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
             m["method"] == "session/request_permission"
         })
         .await
-        .expect("asked again in a new session");
+        .expect("asked again after a restart");
     c.respond(
         &question["id"],
         json!({"outcome": {"outcome": "selected", "optionId": "trust"}}),
@@ -239,7 +249,7 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     answer.ok();
     assert!(ran("claude-hook-ran") && ran("toml-hook-ran"));
     assert!(
-        fake.requests()[2]
+        fake.requests()[3]
             .body
             .to_string()
             .contains("PROJECT-HOOK-CONTEXT")

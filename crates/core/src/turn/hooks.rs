@@ -54,6 +54,10 @@ pub(super) async fn for_turn(
     if inert || start.extensions.trust_settled.swap(true, Ordering::Relaxed) {
         return found;
     }
+    let ws = crate::trust::workspace_of(&start.cwd);
+    if declined(services).contains(&ws) {
+        return found;
+    }
     let listed: Vec<String> = found
         .hooks
         .inert
@@ -67,10 +71,24 @@ pub(super) async fn for_turn(
                 .map(|a| format!("agent `{}` ({})", a.name, a.file.display())),
         )
         .collect();
-    if ask_trust(services, rec, start, &listed, config, cancel).await {
-        return load(true);
+    match ask_trust(services, rec, start, &listed, config, cancel).await {
+        Trust::Trusted => return load(true),
+        Trust::NotNow => {
+            declined(services).insert(ws);
+        }
+        Trust::Unanswered => {}
     }
     found
+}
+
+/// The workspaces the user said "Not now" for, in this process.
+fn declined(
+    services: &Services,
+) -> std::sync::MutexGuard<'_, std::collections::HashSet<std::path::PathBuf>> {
+    services
+        .trust_declined
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A hook in one line, for the user.
@@ -93,7 +111,7 @@ async fn ask_trust(
     listed: &[String],
     config: &crate::config::Config,
     cancel: &CancellationToken,
-) -> bool {
+) -> Trust {
     let ws = crate::trust::workspace_of(&start.cwd);
     let list = listed
         .iter()
@@ -108,7 +126,7 @@ async fn ask_trust(
             ws.display()
         );
         rec.emit(Event::Notice { text }).await;
-        return false;
+        return Trust::Unanswered;
     };
     let id = format!("trust-{}", uuid::Uuid::now_v7().simple());
     let view = ToolCallView {
@@ -147,10 +165,12 @@ async fn ask_trust(
     let timeout = std::time::Duration::from_secs(config.permissions.timeout_secs);
     let asked =
         super::ask::ask_user(rec.session_id(), timeout, approver.as_ref(), req, cancel).await;
-    let trusted = matches!(
-        asked,
-        super::ask::Asked::Picked(Some(OptionKind::AllowAlways))
-    );
+    let answer = match asked {
+        super::ask::Asked::Picked(Some(OptionKind::AllowAlways)) => Trust::Trusted,
+        super::ask::Asked::Picked(Some(OptionKind::RejectOnce)) => Trust::NotNow,
+        _ => Trust::Unanswered,
+    };
+    let trusted = answer == Trust::Trusted;
     let (status, text) = if trusted {
         match crate::trust::trust(&services.home, &start.cwd) {
             Ok(ws) => (
@@ -167,7 +187,9 @@ async fn ask_trust(
     } else {
         (
             ToolStatus::Failed,
-            "Not trusted: the folder's hooks and agents stay off in this session.".to_owned(),
+            "Not trusted: the folder's hooks and agents stay off (you are asked again when Ferrite \
+             restarts, or run `ferrite trust`)."
+                .to_owned(),
         )
     };
     rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
@@ -177,7 +199,20 @@ async fn ask_trust(
         ..Default::default()
     }))
     .await;
-    trusted && status == ToolStatus::Completed
+    match answer {
+        Trust::Trusted if status != ToolStatus::Completed => Trust::Unanswered,
+        other => other,
+    }
+}
+
+/// What came of the trust question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trust {
+    Trusted,
+    /// "Not now": not asked again while this process runs.
+    NotNow,
+    /// No one could be asked, the question went unanswered, or the answer was not saved.
+    Unanswered,
 }
 
 /// Runs the hooks `event` has for `subject` (a tool name, a `SessionStart` source) with the
