@@ -107,12 +107,43 @@ pub fn create_spill_file(dir: &Path, ext: &str) -> std::io::Result<(PathBuf, std
             .create_new(true)
             .open(&path)
         {
-            Ok(file) => return Ok((path, file)),
+            Ok(file) => {
+                prune_spill_files(dir, &path);
+                return Ok((path, file));
+            }
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => clash = Some(err),
             Err(err) => return Err(err),
         }
     }
     Err(clash.unwrap_or_else(|| std::io::Error::other("no free spill file name")))
+}
+
+/// Spill files one directory keeps, at most: the newest (the model may still `read` them);
+/// older ones are removed as new ones are made, so a long session does not fill the disk.
+pub const MAX_SPILL_FILES: usize = 100;
+
+/// Removes the oldest `out-*` files of `dir` beyond [`MAX_SPILL_FILES`], never `just_made`.
+/// Best effort: a file that cannot be removed stays.
+fn prune_spill_files(dir: &Path, just_made: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("out-"))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= MAX_SPILL_FILES {
+        return;
+    }
+    files.sort();
+    let excess = files.len() - MAX_SPILL_FILES;
+    for (_, path) in files.into_iter().take(excess) {
+        if path != just_made {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// The shell that runs commands. The permission rules read a command with bash's grammar, so
@@ -247,5 +278,27 @@ mod tests {
         );
         assert!(!dir.path().join("nowhere").exists());
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original");
+    }
+
+    #[test]
+    fn only_the_newest_spill_files_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = dir.path().join("spill");
+        let mut made = vec![];
+        for _ in 0..MAX_SPILL_FILES + 5 {
+            made.push(create_spill_file(&spill, "out").unwrap().0);
+            // Distinct modification times, as commands a moment apart have.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        std::fs::write(spill.join("notes.txt"), "not a spill file").unwrap();
+        create_spill_file(&spill, "out").unwrap();
+        let left = std::fs::read_dir(&spill).unwrap().count();
+        assert_eq!(
+            left,
+            MAX_SPILL_FILES + 1,
+            "the newest spill files and the other file"
+        );
+        assert!(!made[0].exists() && !made[5].exists());
+        assert!(made[6].exists() && made.last().unwrap().exists());
     }
 }
