@@ -43,6 +43,21 @@ pub struct Agents {
     pub inert: Vec<AgentDef>,
 }
 
+impl AgentDef {
+    /// What trust covers of it (`crate::trust`): everything that steers its subagent.
+    pub fn fingerprint(&self) -> String {
+        let tools = self.tools.as_ref().map(|t| t.join(","));
+        crate::trust::fingerprint(&[
+            &self.name,
+            &self.description,
+            tools.as_deref().unwrap_or("*"),
+            self.model.as_deref().unwrap_or(""),
+            &self.prompt,
+            &self.file.to_string_lossy(),
+        ])
+    }
+}
+
 impl Agents {
     pub fn get(&self, name: &str) -> Option<&AgentDef> {
         self.active.iter().find(|a| a.name == name)
@@ -136,8 +151,9 @@ fn parse(file: &Path, text: &str, origin: Origin) -> Option<AgentDef> {
     })
 }
 
-/// The agents of the workspace of `cwd`; the project's are in use only when `trusted`.
-pub fn discover(own: &OwnFiles, cwd: &Path, trusted: bool) -> Agents {
+/// The agents of the workspace of `cwd`; a project's agent is in use only when the user trusted
+/// it as it is (`approved`).
+pub fn discover(own: &OwnFiles, cwd: &Path, approved: &crate::trust::Approved) -> Agents {
     let mut by_name: BTreeMap<String, AgentDef> = BTreeMap::new();
     let mut seen = 0;
     for (dir, area, origin) in agent_dirs(own, cwd) {
@@ -170,7 +186,7 @@ pub fn discover(own: &OwnFiles, cwd: &Path, trusted: bool) -> Agents {
     }
     let (active, inert) = by_name
         .into_values()
-        .partition(|a| a.origin == Origin::User || trusted);
+        .partition(|a: &AgentDef| a.origin == Origin::User || approved.covers(&a.fingerprint()));
     Agents { active, inert }
 }
 

@@ -88,6 +88,13 @@ pub struct Hook {
 }
 
 impl Hook {
+    /// What trust covers of it (`crate::trust`): its event, matcher, command and file.
+    pub fn fingerprint(&self) -> String {
+        let matcher = self.matcher.as_ref().map_or("", |m| m.as_str());
+        let file = self.file.to_string_lossy();
+        crate::trust::fingerprint(&[self.event.name(), matcher, &self.command, &file])
+    }
+
     /// Whether it runs for `subject`: a tool (by Ferrite's name or Claude Code's) or a
     /// `SessionStart` source. Events without a subject run every hook.
     fn matches(&self, subject: Option<&str>) -> bool {

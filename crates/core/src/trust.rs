@@ -1,12 +1,18 @@
 //! Workspace trust: what a repository brings that could run code or steer the agent (its hooks,
-//! its custom agents) stays off until the user trusts the folder once. The answer is kept per
-//! workspace (the repository root: the nearest ancestor of the cwd with `.git`, else the cwd) in
+//! its custom agents) stays off until the user trusts it. The answer is kept per workspace (the
+//! repository root: the nearest ancestor of the cwd with `.git`, else the cwd) in
 //! `FERRITE_HOME/trusted-workspaces.json`, a file no tool and no sandboxed command may write.
+//!
+//! Trust covers what the user was shown: each hook and agent by a fingerprint of what it runs
+//! or says ([`fingerprint`]). One added or changed later (by a `git pull`, or by a model that
+//! wrote the project's settings, which `auto` mode allows without a question) is off until the
+//! user is asked about it.
 //!
 //! A repository cannot trust itself: the file lives in FERRITE_HOME, the path is the canonical
 //! directory (a link cannot borrow another folder's trust), and only the user's answer to the
 //! editor's question (or `ferrite trust`) adds to it.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -15,8 +21,39 @@ const FILE: &str = "trusted-workspaces.json";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Trusted {
+    /// Workspaces the user trusted once (shown by `ferrite doctor`).
     #[serde(default)]
     workspaces: Vec<PathBuf>,
+    /// Per workspace, the fingerprints of the hooks and agents the user trusted there.
+    #[serde(default)]
+    approved: BTreeMap<PathBuf, BTreeSet<String>>,
+}
+
+/// What the user trusted in one workspace.
+#[derive(Debug, Clone, Default)]
+pub struct Approved {
+    /// The user trusted the folder at some point.
+    pub folder: bool,
+    fingerprints: BTreeSet<String>,
+}
+
+impl Approved {
+    /// Whether the hook or agent of this fingerprint was trusted as it is now.
+    pub fn covers(&self, fingerprint: &str) -> bool {
+        self.fingerprints.contains(fingerprint)
+    }
+}
+
+/// A hook's or an agent's fingerprint: SHA-256 of its parts (what it runs or says, and where it
+/// is written), each ended by a NUL so that parts cannot run into each other.
+pub fn fingerprint(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The workspace `cwd` belongs to, resolved: the repository root or `cwd` itself.
@@ -33,42 +70,55 @@ fn read(home: &Path) -> Trusted {
         .unwrap_or_default()
 }
 
-/// Whether the user trusts the workspace of `cwd`.
-pub fn is_trusted(home: &Path, cwd: &Path) -> bool {
+/// What the user trusted in the workspace of `cwd`.
+pub fn approved(home: &Path, cwd: &Path) -> Approved {
     let ws = workspace_of(cwd);
-    read(home).workspaces.contains(&ws)
+    let mut all = read(home);
+    Approved {
+        folder: all.workspaces.contains(&ws),
+        fingerprints: all.approved.remove(&ws).unwrap_or_default(),
+    }
 }
 
-/// Records that the user trusts the workspace of `cwd`; returns that workspace.
-pub fn trust(home: &Path, cwd: &Path) -> std::io::Result<PathBuf> {
+/// Records that the user trusts the workspace of `cwd` with the hooks and agents of these
+/// `fingerprints`; returns that workspace.
+pub fn trust(
+    home: &Path,
+    cwd: &Path,
+    fingerprints: impl IntoIterator<Item = String>,
+) -> std::io::Result<PathBuf> {
     let ws = workspace_of(cwd);
     let mut all = read(home);
     if !all.workspaces.contains(&ws) {
         all.workspaces.push(ws.clone());
         all.workspaces.sort();
-        let bytes = serde_json::to_vec_pretty(&all).map_err(std::io::Error::other)?;
-        crate::private_fs::create_dir_all(home)?;
-        crate::private_fs::write_atomic(&home.join(FILE), &bytes)?;
     }
+    all.approved
+        .entry(ws.clone())
+        .or_default()
+        .extend(fingerprints);
+    let bytes = serde_json::to_vec_pretty(&all).map_err(std::io::Error::other)?;
+    crate::private_fs::create_dir_all(home)?;
+    crate::private_fs::write_atomic(&home.join(FILE), &bytes)?;
     Ok(ws)
 }
 
 /// What the workspace of `cwd` brings (hooks, with the user's; agents, with the user's) as a
 /// turn there would find them, without the session's deny rules (for `ferrite doctor` and
-/// `ferrite trust`, which only list them), and whether it is trusted.
+/// `ferrite trust`, which only list them), and what the user trusted there.
 pub fn extensions_of(
     home: &Path,
     config: &crate::config::Config,
     cwd: &Path,
     user_home: Option<&Path>,
-) -> (crate::hooks::Hooks, crate::agents::Agents, bool) {
-    let trusted = is_trusted(home, cwd);
+) -> (crate::hooks::Hooks, crate::agents::Agents, Approved) {
+    let approved = approved(home, cwd);
     let roots = [cwd.to_owned()];
     let own = crate::own_files::OwnFiles::new(home, &roots, Ok(Default::default()))
         .with_user_home(user_home);
-    let hooks = crate::hooks::table::load(&config.hooks, &own, cwd, trusted);
-    let agents = crate::agents::discover(&own, cwd, trusted);
-    (hooks, agents, trusted)
+    let hooks = crate::hooks::table::load(&config.hooks, &own, cwd, &approved);
+    let agents = crate::agents::discover(&own, cwd, &approved);
+    (hooks, agents, approved)
 }
 
 #[cfg(test)]
@@ -85,17 +135,20 @@ mod tests {
         std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
         let other = tmp.path().join("other");
         std::fs::create_dir_all(&other).unwrap();
-        assert!(!is_trusted(home.path(), &repo));
+        assert!(!approved(home.path(), &repo).folder);
+        let hook = fingerprint(&["Stop", "", "echo hi"]);
         assert_eq!(
-            trust(home.path(), &repo.join("sub")).unwrap(),
+            trust(home.path(), &repo.join("sub"), [hook.clone()]).unwrap(),
             repo.canonicalize().unwrap()
         );
-        assert!(is_trusted(home.path(), &repo.join("sub/deeper")));
-        assert!(!is_trusted(home.path(), &other));
+        let there = approved(home.path(), &repo.join("sub/deeper"));
+        assert!(there.folder && there.covers(&hook));
+        assert!(!there.covers(&fingerprint(&["Stop", "", "echo hi; curl evil"])));
+        assert!(!approved(home.path(), &other).folder);
         // A folder elsewhere that links into the trusted one is its own workspace.
         let link = other.join("link");
         std::os::unix::fs::symlink(repo.join("sub"), &link).unwrap();
-        assert!(!is_trusted(home.path(), &link));
+        assert!(!approved(home.path(), &link).covers(&hook));
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(home.path().join(FILE))
             .unwrap()

@@ -369,8 +369,8 @@ pub(crate) fn agents_of(
     let roots = [cwd.to_owned()];
     let own =
         OwnFiles::new(&services.home, &roots, rules.in_force()).with_user_home(services.env.home());
-    let trusted = crate::trust::is_trusted(&services.home, cwd);
-    crate::agents::discover(&own, cwd, trusted).active
+    let approved = crate::trust::approved(&services.home, cwd);
+    crate::agents::discover(&own, cwd, &approved).active
 }
 
 #[cfg(test)]

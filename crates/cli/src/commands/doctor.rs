@@ -195,10 +195,14 @@ fn write_hooks(
     config: &Config,
     cwd: &Path,
 ) -> std::io::Result<()> {
-    let (hooks, agents, trusted) =
+    let (hooks, agents, approved) =
         ferrite_core::trust::extensions_of(home, config, cwd, env.home());
     let ws = ferrite_core::trust::workspace_of(cwd);
-    let trust = if trusted { "trusted" } else { "not trusted" };
+    let trust = if approved.folder {
+        "trusted"
+    } else {
+        "not trusted"
+    };
     writeln!(out, "workspace: {} ({trust})", ws.display())?;
     if hooks.active.is_empty() && hooks.inert.is_empty() {
         writeln!(out, "hooks: none")?;
@@ -249,24 +253,31 @@ pub fn trust(home: &Path, env: &Env, dir: Option<std::path::PathBuf>) -> anyhow:
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     let config = Config::load(home, Some(&dir))?;
     let (hooks, agents, _) = ferrite_core::trust::extensions_of(home, &config, &dir, env.home());
-    let ws = ferrite_core::trust::trust(home, &dir)?;
+    // Trust covers these hooks and agents as they are now; one added or changed later is asked
+    // about again.
+    let project = ferrite_core::hooks::Origin::Project;
+    let project_hooks: Vec<_> = (hooks.inert.iter().chain(&hooks.active))
+        .filter(|h| h.origin == project)
+        .collect();
+    let project_agents: Vec<_> = (agents.inert.iter().chain(&agents.active))
+        .filter(|a| a.origin == project)
+        .collect();
+    let fingerprints = (project_hooks.iter().map(|h| h.fingerprint()))
+        .chain(project_agents.iter().map(|a| a.fingerprint()));
+    let ws = ferrite_core::trust::trust(home, &dir, fingerprints)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "Trusted {}.", ws.display())?;
-    for h in hooks.inert.iter().chain(&hooks.active) {
-        if h.origin == ferrite_core::hooks::Origin::Project {
-            writeln!(
-                out,
-                "  now on: {} hook `{}` ({})",
-                h.event.name(),
-                h.command,
-                h.file.display()
-            )?;
-        }
+    for h in project_hooks {
+        writeln!(
+            out,
+            "  now on: {} hook `{}` ({})",
+            h.event.name(),
+            h.command,
+            h.file.display()
+        )?;
     }
-    for a in agents.inert.iter().chain(&agents.active) {
-        if a.origin == ferrite_core::hooks::Origin::Project {
-            writeln!(out, "  now on: agent `{}` ({})", a.name, a.file.display())?;
-        }
+    for a in project_agents {
+        writeln!(out, "  now on: agent `{}` ({})", a.name, a.file.display())?;
     }
     Ok(ExitCode::SUCCESS)
 }

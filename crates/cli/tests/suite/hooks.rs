@@ -335,3 +335,72 @@ async fn hooks_run_sandboxed_in_the_session_s_mode_without_keys() {
     );
     assert!(!world.ws().join("written").exists());
 }
+
+/// The attack: in a trusted folder, a hostile model (told so by a file it read) writes a hook
+/// into the project's settings, an edit `auto` mode makes without a question. The hook would
+/// then run a command at every prompt, in every later session, in any mode. Trust covers the
+/// hooks the user was shown: a new one is off until the user is asked about it.
+#[tokio::test]
+async fn a_hook_the_model_writes_into_a_trusted_folder_stays_off() {
+    let world = World::new();
+    let ws = world.ws();
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    let benign = settings(json!({ "Stop": group("", "echo TRUSTED-STOP") }));
+    std::fs::write(ws.join(".claude/settings.json"), &benign).unwrap();
+    assert!(cli(&world, &["trust"]).contains("now on: Stop hook"));
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&ws).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": s, "modeId": "auto"}),
+    )
+    .await
+    .ok();
+    let planted = settings(json!({
+        "Stop": group("", "echo TRUSTED-STOP"),
+        "UserPromptSubmit": group("", r#"touch "$CLAUDE_PROJECT_DIR/planted-hook-ran""#),
+    }));
+    let path = ws.join(".claude/settings.json");
+    fake.push(Script::new().tool_call(
+        "w1",
+        "write",
+        json!({"path": path, "content": planted}).to_string(),
+    ));
+    fake.push(Script::new().text("done"));
+    let seen = prompt_to_end(&mut c, &s, "read the docs and do as they say").await;
+    assert!(asked(&seen).is_empty(), "auto mode wrote it without asking");
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("planted-hook-ran")
+    );
+
+    // A new session: the planted hook is not run; the user is asked about it, by name.
+    let s2 = sid(&c.new_session(&ws).await);
+    fake.push(Script::new().text("next"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&s2, "next"))
+        .await;
+    let question = c
+        .wait_for(std::time::Duration::from_secs(10), |m| {
+            m["method"] == "session/request_permission"
+        })
+        .await
+        .expect("asked about the new hook");
+    let listed = question["params"]["toolCall"]["content"].to_string();
+    assert!(listed.contains("planted-hook-ran"), "{listed}");
+    assert!(
+        !listed.contains("TRUSTED-STOP"),
+        "what was trusted is not asked again: {listed}"
+    );
+    c.respond(
+        &question["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "not-now"}}),
+    )
+    .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    assert!(!ws.join("planted-hook-ran").exists());
+}

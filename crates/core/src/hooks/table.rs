@@ -182,13 +182,14 @@ fn from_settings(
     }
 }
 
-/// Every hook of a workspace, the user's first: the project's are active only when `trusted`.
+/// Every hook of a workspace, the user's first: a project's hook is active only when the user
+/// trusted it as it is (`approved`).
 /// `config_tables` are the `[hooks]` tables of the config files, with their file and origin.
 pub fn load(
     config_tables: &[(Origin, PathBuf, HookTable)],
     own: &OwnFiles,
     cwd: &Path,
-    trusted: bool,
+    approved: &crate::trust::Approved,
 ) -> Hooks {
     let mut problems = Vec::new();
     let mut all = Vec::new();
@@ -224,7 +225,7 @@ pub fn load(
     }
     let (active, inert) = all
         .into_iter()
-        .partition(|h| h.origin == Origin::User || trusted);
+        .partition(|h: &Hook| h.origin == Origin::User || approved.covers(&h.fingerprint()));
     Hooks {
         active,
         inert,

@@ -42,16 +42,19 @@ pub(super) async fn for_turn(
     start: &TurnStart,
     cancel: &CancellationToken,
 ) -> Extensions {
-    let load = |trusted: bool| Extensions {
-        hooks: crate::hooks::table::load(&config.hooks, own, &start.cwd, trusted),
-        agents: crate::agents::discover(own, &start.cwd, trusted),
+    let load = || {
+        let approved = crate::trust::approved(&services.home, &start.cwd);
+        Extensions {
+            hooks: crate::hooks::table::load(&config.hooks, own, &start.cwd, &approved),
+            agents: crate::agents::discover(own, &start.cwd, &approved),
+        }
     };
-    let found = load(crate::trust::is_trusted(&services.home, &start.cwd));
+    let found = load();
     for p in &found.hooks.problems {
         tracing::warn!("hooks: {p}");
     }
-    let inert = found.hooks.inert.is_empty() && found.agents.inert.is_empty();
-    if inert || start.extensions.trust_settled.swap(true, Ordering::Relaxed) {
+    let nothing_waits = found.hooks.inert.is_empty() && found.agents.inert.is_empty();
+    if nothing_waits || start.extensions.trust_settled.swap(true, Ordering::Relaxed) {
         return found;
     }
     let ws = crate::trust::workspace_of(&start.cwd);
@@ -71,8 +74,23 @@ pub(super) async fn for_turn(
                 .map(|a| format!("agent `{}` ({})", a.name, a.file.display())),
         )
         .collect();
-    match ask_trust(services, rec, start, &listed, config, cancel).await {
-        Trust::Trusted => return load(true),
+    let fingerprints: Vec<String> = found
+        .hooks
+        .inert
+        .iter()
+        .map(Hook::fingerprint)
+        .chain(found.agents.inert.iter().map(|a| a.fingerprint()))
+        .collect();
+    let asked = ask_trust(
+        services,
+        rec,
+        start,
+        (&listed, fingerprints),
+        config,
+        cancel,
+    );
+    match asked.await {
+        Trust::Trusted => return load(),
         Trust::NotNow => {
             declined(services).insert(ws);
         }
@@ -108,7 +126,7 @@ async fn ask_trust(
     services: &Services,
     rec: &Recorder,
     start: &TurnStart,
-    listed: &[String],
+    (listed, fingerprints): (&[String], Vec<String>),
     config: &crate::config::Config,
     cancel: &CancellationToken,
 ) -> Trust {
@@ -172,7 +190,7 @@ async fn ask_trust(
     };
     let trusted = answer == Trust::Trusted;
     let (status, text) = if trusted {
-        match crate::trust::trust(&services.home, &start.cwd) {
+        match crate::trust::trust(&services.home, &start.cwd, fingerprints) {
             Ok(ws) => (
                 ToolStatus::Completed,
                 format!("Trusted {}: its hooks and agents are on.", ws.display()),
