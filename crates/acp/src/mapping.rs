@@ -182,7 +182,25 @@ fn tool_content(c: &ToolContent) -> acp::ToolCallContent {
             acp::Diff::new(shown_path(path), shown(new_text))
                 .old_text(old_text.as_deref().map(shown)),
         ),
+        ToolContent::Session { session } => {
+            acp::ToolCallContent::Session(acp::SessionReference::new(session.as_str().to_owned()))
+        }
     }
+}
+
+/// A card's content without references to child sessions, for a client that does not show
+/// them (it must not be sent one). Borrowed when there is none.
+fn without_sessions(content: &[ToolContent]) -> Option<Vec<ToolContent>> {
+    content
+        .iter()
+        .any(|c| matches!(c, ToolContent::Session { .. }))
+        .then(|| {
+            content
+                .iter()
+                .filter(|c| !matches!(c, ToolContent::Session { .. }))
+                .cloned()
+                .collect()
+        })
 }
 
 fn location(l: &Location) -> acp::ToolCallLocation {
@@ -275,10 +293,47 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::AgentThoughtChunk { text } => vec![U::AgentThoughtChunk(acp::ContentChunk::new(
             text_block(text),
         ))],
+        Event::ToolCall(v)
+            if !takes.subagents
+                && let Some(content) = without_sessions(&v.content) =>
+        {
+            vec![U::ToolCall(tool_call(&ToolCallView {
+                content,
+                ..v.clone()
+            }))]
+        }
         Event::ToolCall(v) => vec![U::ToolCall(tool_call(v))],
         // What is only for terminal views (`crate::terminal`) is not sent to other clients.
         Event::ToolCallUpdate(v) if terminal_only(v) => vec![],
+        Event::ToolCallUpdate(v)
+            if !takes.subagents
+                && let Some(content) = v.content.as_deref().and_then(without_sessions) =>
+        {
+            vec![U::ToolCallUpdate(tool_call_update(&ToolCallUpdateView {
+                content: Some(content),
+                ..v.clone()
+            }))]
+        }
         Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
+        Event::Subagent(v) if takes.subagents => vec![advertised::subagent(v)],
+        // Other clients never hear of a child session: they see the parent's card.
+        Event::Subagent(_) => vec![],
+        Event::SessionMessage {
+            message_id,
+            from,
+            to,
+            content,
+        } if takes.subagents => vec![advertised::session_message(
+            message_id,
+            from,
+            to,
+            content.iter().map(user_block).collect(),
+        )],
+        // Only in the child's own session (loaded by its id): the task, as a prompt.
+        Event::SessionMessage { content, .. } => content
+            .iter()
+            .map(|c| U::UserMessageChunk(acp::ContentChunk::new(user_block(c))))
+            .collect(),
         Event::Plan { entries } if takes.plans => vec![advertised::checklist(plan(entries))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::PlanProposal { markdown } if takes.plans => vec![advertised::proposal(markdown)],

@@ -104,6 +104,9 @@ pub enum ToolContent {
     /// An image a tool returned (base64), e.g. from an MCP server. Shared with the model
     /// messages built from the history, like a prompt's images (see `UserPart`).
     Image { mime_type: String, data: Arc<str> },
+    /// Another session the call is about: a `task` call's subagent session. Shown only by
+    /// clients that show child sessions.
+    Session { session: crate::ids::SessionId },
 }
 
 /// A tool call as the editor sees it when it starts.

@@ -63,8 +63,27 @@ pub enum Event {
     Commands {
         commands: Vec<crate::commands::CommandInfo>,
     },
+    /// A subagent session this session started (`task`): announced before any of its own
+    /// updates, again when it stops. Clients that do not show child sessions are not sent it.
+    Subagent(SubagentView),
+    /// A message another session sent this one (a subagent's task, from its parent).
+    SessionMessage {
+        message_id: String,
+        from: SessionId,
+        to: SessionId,
+        content: Vec<UserContent>,
+    },
     /// The turn is over; the last event of every turn.
     TurnEnded(TurnOutcome),
+}
+
+/// A subagent session as its parent shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubagentView {
+    pub session: SessionId,
+    pub title: String,
+    pub cwd: std::path::PathBuf,
+    pub running: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

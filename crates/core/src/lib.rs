@@ -10,6 +10,7 @@ pub mod attachments;
 pub mod background;
 pub mod catalog;
 pub mod checkpoints;
+pub mod children;
 pub mod clientfs;
 pub mod commands;
 pub mod config;

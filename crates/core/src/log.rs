@@ -43,6 +43,10 @@ pub struct Header {
     pub harness: Harness,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<SessionId>,
+    /// A subagent's session, made by a `task` call of `parent` (a fork has a parent too): left
+    /// out of the session list, loadable by its id.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subagent: bool,
 }
 
 impl Header {
@@ -62,7 +66,15 @@ impl Header {
             created_at: crate::time::now_rfc3339(),
             harness,
             parent,
+            subagent: false,
         }
+    }
+
+    /// The header of a subagent session of `parent`.
+    pub fn subagent_of(mut self, parent: SessionId) -> Self {
+        self.parent = Some(parent);
+        self.subagent = true;
+        self
     }
 }
 
@@ -170,6 +182,19 @@ pub enum EntryKind {
         undid: Vec<u64>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         skipped: Vec<crate::file_changes::Skipped>,
+    },
+    /// A message from another session: in a subagent's log, the task its parent gave it (the
+    /// model reads it as the user's message).
+    SessionMessage {
+        message_id: String,
+        from: SessionId,
+        content: Vec<UserContent>,
+    },
+    /// A subagent session this session started (`task`), and whether it still runs.
+    Subagent {
+        session: SessionId,
+        title: String,
+        running: bool,
     },
     TurnEnd {
         stop: StopReason,

@@ -216,6 +216,10 @@ impl Runtime {
         replay: bool,
         mcp_servers: Vec<McpServerSpec>,
     ) -> Result<Opened, RuntimeError> {
+        // A running subagent's log is its turn's until it ends.
+        if self.services.children.is_running(id) {
+            return Err(Refusal::Busy.into());
+        }
         if let Some(handle) = self.get(id) {
             let snap = handle.snapshot().await?;
             if replay && snap.running {
@@ -377,12 +381,13 @@ impl Runtime {
         Ok(new_id)
     }
 
-    /// Sessions (optionally only those of `cwd`), newest first.
+    /// Sessions (optionally only those of `cwd`), newest first. Subagents' sessions are not
+    /// listed: each is reached from its parent's card.
     pub fn list(&self, cwd: Option<&Path>) -> Result<Vec<SessionSummary>, RuntimeError> {
         let all = self.services.store.list()?;
         Ok(all
             .into_iter()
-            .filter(|s| cwd.is_none_or(|c| s.cwd == c))
+            .filter(|s| !s.subagent && cwd.is_none_or(|c| s.cwd == c))
             .collect())
     }
 

@@ -42,6 +42,8 @@ pub struct Services {
     pub release_memory: fn(),
     /// Image decodes take turns through this: one at a time in the process.
     pub image_decodes: crate::tools::DecodeGate,
+    /// The subagent sessions running now, and whether the editor shows them.
+    pub children: Arc<crate::children::Children>,
 }
 
 impl Services {
@@ -61,6 +63,7 @@ impl Services {
             trust_declined: Default::default(),
             release_memory: || {},
             image_decodes: Default::default(),
+            children: Default::default(),
         }
     }
 

@@ -5,6 +5,7 @@
 //! always for a short, non-async section.
 
 mod recorder;
+mod relay;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,6 +19,7 @@ use crate::mcp::ToolProvider;
 use crate::state::SessionState;
 
 pub(crate) use recorder::{Recorder, TurnStart};
+pub(crate) use relay::Relay;
 
 /// What a session holds while it is open.
 struct SessionCore {

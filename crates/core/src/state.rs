@@ -127,6 +127,8 @@ impl SessionState {
             | EntryKind::Reply { .. }
             | EntryKind::Compaction { .. }
             | EntryKind::Checkpoint { .. }
+            | EntryKind::SessionMessage { .. }
+            | EntryKind::Subagent { .. }
             | EntryKind::TurnEnd { .. }) => self.history.push(other),
         }
     }
@@ -204,6 +206,29 @@ impl SessionState {
                 EntryKind::Reply { text } => {
                     out.push(Event::AgentMessageChunk { text: text.clone() })
                 }
+                EntryKind::SessionMessage {
+                    message_id,
+                    from,
+                    content,
+                } => {
+                    after_text = false;
+                    out.push(Event::SessionMessage {
+                        message_id: message_id.clone(),
+                        from: from.clone(),
+                        to: self.id.clone(),
+                        content: content.clone(),
+                    })
+                }
+                EntryKind::Subagent {
+                    session,
+                    title,
+                    running,
+                } => out.push(Event::Subagent(crate::events::SubagentView {
+                    session: session.clone(),
+                    title: title.clone(),
+                    cwd: self.cwd.clone(),
+                    running: *running,
+                })),
                 // Logs written before `Reply` existed: the undo's answer made again from it.
                 EntryKind::Checkpoint {
                     undid,
@@ -231,6 +256,23 @@ impl SessionState {
             }
         }
         out
+    }
+
+    /// The text of the last response (what a subagent answers its parent); `None` when it
+    /// had none.
+    pub fn last_answer(&self) -> Option<String> {
+        let content = self.history.iter().rev().find_map(|k| match k {
+            EntryKind::Assistant { content } => Some(content),
+            _ => None,
+        })?;
+        let text: String = content
+            .iter()
+            .filter_map(|p| match p {
+                AssistantPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        (!text.trim().is_empty()).then_some(text)
     }
 
     /// The conversation as the model sees it. Always well formed: every tool call of an
@@ -308,7 +350,7 @@ impl SessionState {
                         }],
                     });
                 }
-                EntryKind::UserMessage { content } => {
+                EntryKind::UserMessage { content } | EntryKind::SessionMessage { content, .. } => {
                     flush(&mut out, &mut open_calls, &mut results, &mut images);
                     let mut parts = std::mem::take(&mut undo_notes);
                     parts.extend(user_parts(content));
@@ -351,7 +393,8 @@ impl SessionState {
                                     })
                                 }
                                 crate::content::ToolContent::Text { .. }
-                                | crate::content::ToolContent::Diff { .. } => None,
+                                | crate::content::ToolContent::Diff { .. }
+                                | crate::content::ToolContent::Session { .. } => None,
                             })
                             .collect();
                         if !parts.is_empty() {
@@ -368,6 +411,7 @@ impl SessionState {
                 | EntryKind::DisplayToolCall { .. }
                 | EntryKind::Command { .. }
                 | EntryKind::Reply { .. }
+                | EntryKind::Subagent { .. }
                 | EntryKind::Plan { .. }
                 | EntryKind::TurnEnd { .. }
                 | EntryKind::Mode { .. }

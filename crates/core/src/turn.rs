@@ -37,7 +37,7 @@ use crate::services::Services;
 use crate::session::Recorder;
 use crate::steering::Inbox;
 
-use env::{CallEnv, EnvParts};
+use env::{CallEnv, ChildRun, EnvParts, Limits};
 use resolve::TurnModel;
 use stream::Streamed;
 
@@ -250,7 +250,32 @@ async fn run_stages(
         roots: start.roots.as_slice(),
         background: &req.background,
     };
-    request_loop(rec, &model, &env, &system, &config, steering, cancel).await
+    let limits = Limits {
+        max_requests: config.max_turn_requests,
+        compaction_threshold: config.compaction_threshold,
+        stop_event: HookEvent::Stop,
+    };
+    request_loop(rec, &model, &env, &system, limits, steering, cancel).await
+}
+
+/// A subagent's turn (`subagent`): the same loop as every turn's, in the subagent's session,
+/// with nothing to steer it and no background commands of its own to hear about.
+fn child_turn(
+    run: ChildRun<'_>,
+) -> futures::future::BoxFuture<'_, Result<TurnOutcome, StoreError>> {
+    Box::pin(async move {
+        let inbox = Inbox::default();
+        let background = crate::background::BackgroundJobs::default();
+        let steering = Steering {
+            inbox: &inbox,
+            roots: run.env.roots.as_slice(),
+            background: &background,
+        };
+        request_loop(
+            run.rec, run.model, run.env, run.system, run.limits, steering, run.cancel,
+        )
+        .await
+    })
 }
 
 /// Model requests (compacting first when due), each followed by its tool calls, until the model
@@ -260,7 +285,7 @@ async fn request_loop(
     model: &TurnModel,
     env: &CallEnv,
     system: &str,
-    config: &crate::config::Config,
+    limits: Limits,
     Steering {
         inbox,
         roots,
@@ -272,8 +297,8 @@ async fn request_loop(
     // text then starts a new paragraph, or the two run together (`update_plan` shows no card).
     let mut after_text = false;
     let mut stop_continues = 0;
-    for _ in 0..config.max_turn_requests {
-        let threshold = config.compaction_threshold;
+    for _ in 0..limits.max_requests {
+        let threshold = limits.compaction_threshold;
         // What the user sent while the last response and its tool calls ran, and the
         // background commands that ended meanwhile.
         take_steering(rec, roots, inbox.take()).await?;
@@ -301,7 +326,7 @@ async fn request_loop(
             let ended = matches!(response.stop, StopKind::EndTurn | StopKind::ToolUse);
             if ended
                 && let Some(note) =
-                    hooks::on_stop(rec, env, HookEvent::Stop, &mut stop_continues, cancel).await
+                    hooks::on_stop(rec, env, limits.stop_event, &mut stop_continues, cancel).await
             {
                 rec.record(crate::log::EntryKind::UserMessage {
                     content: vec![UserContent::Text { text: note.into() }],
@@ -337,6 +362,7 @@ async fn call_env(
     let mut env = CallEnv::new(parts);
     env.read_only = crate::commands::is_read_only(&req.content);
     env.checkpoint = Some(checkpoint.clone());
+    env.child_turn = Some(child_turn);
     // The assistant harness has no tools to give a subagent.
     if env.tools.get("read").is_some() {
         env.subagent = Some(resolve::subagent_model(config, model, connector));

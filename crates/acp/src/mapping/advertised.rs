@@ -19,6 +19,9 @@ pub struct Takes {
     pub plans: bool,
     /// `clientCapabilities.session.compaction`: `compaction_update` / `compaction_summary_chunk`.
     pub compaction: bool,
+    /// `clientCapabilities.subagents`: `subagent_update`, `session_message`, the updates of
+    /// child sessions, and `session` content on cards.
+    pub subagents: bool,
 }
 
 impl Takes {
@@ -27,7 +30,42 @@ impl Takes {
         notices: false,
         plans: false,
         compaction: false,
+        subagents: false,
     };
+}
+
+/// A subagent session announced on its parent: its card's title, where it works, whether it
+/// runs, and that `session/cancel` of it stops it alone.
+pub(super) fn subagent(v: &ferrite_core::events::SubagentView) -> acp::SessionUpdate {
+    let state = match v.running {
+        true => acp::StateUpdate::Running(acp::RunningStateUpdate::new()),
+        false => acp::StateUpdate::Idle(acp::IdleStateUpdate::new()),
+    };
+    acp::SessionUpdate::SubagentUpdate(
+        acp::SubagentUpdate::new(v.session.as_str().to_owned())
+            .title(super::shown(&v.title))
+            .cwd(v.cwd.clone())
+            .state(state)
+            .capabilities(
+                acp::SubagentSessionCapabilities::new()
+                    .cancel(acp::SessionCancelCapabilities::new()),
+            ),
+    )
+}
+
+/// A message from another session, as the receiving session's transcript shows it.
+pub(super) fn session_message(
+    message_id: &str,
+    from: &ferrite_core::ids::SessionId,
+    to: &ferrite_core::ids::SessionId,
+    content: Vec<acp::ContentBlock>,
+) -> acp::SessionUpdate {
+    acp::SessionUpdate::SessionMessage(
+        acp::SessionMessage::new(message_id.to_owned())
+            .sender_session_id(acp::SessionId::new(from.as_str().to_owned()))
+            .recipient_session_id(acp::SessionId::new(to.as_str().to_owned()))
+            .content(content),
+    )
 }
 
 /// The id of the one plan ferrite keeps per session: `update_plan`'s checklist.

@@ -59,7 +59,12 @@ pub(crate) async fn initialize(
         notices: session.is_some_and(|c| c.notices.is_some()),
         plans: caps.plan.is_some(),
         compaction: session.is_some_and(|c| c.compaction.is_some()),
+        subagents: caps.subagents.is_some(),
     };
+    s.runtime
+        .services()
+        .children
+        .set_client_shows(takes.subagents);
     s.client.set_elicitation_form(p.elicitation_form);
     s.client.set_fs_write(caps.fs.write_text_file);
     s.client

@@ -61,6 +61,8 @@ pub(crate) async fn cancel(s: &Server, req: acp::CancelNotification) -> Result<(
     if let Some(h) = s.runtime.get(&id) {
         h.cancel();
     }
+    // A subagent's session: it stops alone, its parent's turn goes on.
+    s.runtime.services().children.cancel(&id);
     Ok(())
 }
 

@@ -21,7 +21,8 @@ pub fn list(home: &Path, cwd: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     for s in SessionStore::new(home).list()? {
-        if cwd.as_ref().is_some_and(|c| *c != s.cwd) {
+        // Subagents' sessions belong to their parent (`ferrite sessions show ID` shows one).
+        if s.subagent || cwd.as_ref().is_some_and(|c| *c != s.cwd) {
             continue;
         }
         writeln!(

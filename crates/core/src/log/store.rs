@@ -31,6 +31,8 @@ pub struct SessionSummary {
     pub parent: Option<SessionId>,
     /// Someone prompted it (it has a user message, or a title from one).
     pub prompted: bool,
+    /// A subagent's session (`Header::subagent`).
+    pub subagent: bool,
 }
 
 /// `FERRITE_HOME/sessions/`.
@@ -328,6 +330,7 @@ fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
         updated_at,
         parent: header.parent,
         prompted,
+        subagent: header.subagent,
     }))
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
+use super::relay::Relay;
 use super::{Session, turn_start};
 use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView};
 use crate::events::{Event, SessionEvent};
@@ -45,6 +46,8 @@ pub(crate) struct Recorder {
     turn: Option<TurnId>,
     /// A tool call the editor is not shown as a card (`update_plan`: its `plan` update is it).
     hidden_call: Option<String>,
+    /// A subagent's session: where its events go (`super::relay`).
+    relay: Option<Arc<Relay>>,
 }
 
 impl Clone for Recorder {
@@ -55,6 +58,7 @@ impl Clone for Recorder {
             id: self.id.clone(),
             turn: self.turn,
             hidden_call: self.hidden_call.clone(),
+            relay: self.relay.clone(),
         }
     }
 }
@@ -72,6 +76,50 @@ impl Recorder {
             id,
             turn,
             hidden_call: None,
+            relay: None,
+        }
+    }
+
+    /// The recorder of subagent session `child`, started by this recorder's turn: its events
+    /// go where `relay` sends them, outside any prompt's turn.
+    pub fn for_child(&self, child: &Session, relay: Relay) -> Recorder {
+        Recorder {
+            session: child.share(),
+            events: self.events.clone(),
+            id: child.read(|s| s.id.clone()),
+            turn: None,
+            hidden_call: None,
+            relay: Some(Arc::new(relay)),
+        }
+    }
+
+    /// The subagent's relay, for a subagent's session.
+    pub fn relay(&self) -> Option<&Relay> {
+        self.relay.as_deref()
+    }
+
+    /// Where the editor is asked about `call`, and the card it is asked about: this session and
+    /// the call, or for a subagent the client does not show, the parent and its `task` card
+    /// (naming the call).
+    pub fn asked_about(&self, call: &ToolCallView) -> (SessionId, ToolCallView) {
+        match &self.relay {
+            Some(r) if !r.shown => (
+                r.parent.id.clone(),
+                ToolCallView {
+                    title: format!("{} — {}", r.card.title, call.title),
+                    ..r.card.clone()
+                },
+            ),
+            _ => (self.id.clone(), call.clone()),
+        }
+    }
+
+    /// The session the editor knows this one by: a subagent the client does not show borrows
+    /// its parent's (for the editor's file system and questions).
+    pub(super) fn client_session(&self) -> &SessionId {
+        match &self.relay {
+            Some(r) if !r.shown => &r.parent.id,
+            _ => &self.id,
         }
     }
 
@@ -103,8 +151,26 @@ impl Recorder {
         {
             return;
         }
+        if let Some(relay) = &self.relay {
+            let ev = SessionEvent {
+                session: self.id.clone(),
+                turn: self.turn,
+                event,
+            };
+            return relay.pass(ev).await;
+        }
+        self.send(self.id.clone(), event).await;
+    }
+
+    /// Passes on another recorder's event as it is (a subagent's, outside any turn).
+    pub(super) async fn forward(&self, ev: SessionEvent) {
+        let _ = self.events.send(ev).await;
+    }
+
+    /// Sends `event` as `session`'s, in this recorder's turn.
+    pub(super) async fn send(&self, session: SessionId, event: Event) {
         let ev = SessionEvent {
-            session: self.id.clone(),
+            session,
             turn: self.turn,
             event,
         };
@@ -154,7 +220,13 @@ impl Recorder {
             cost_usd,
         })?;
         core.context_tokens = context_tokens;
-        Ok(core.state.cost_usd)
+        let cost = core.state.cost_usd;
+        drop(core);
+        // A subagent's spending counts in its parent's cost too.
+        if let Some(relay) = &self.relay {
+            relay.parent.record_side_usage(model, usage, cost_usd)?;
+        }
+        Ok(cost)
     }
 
     /// Records the usage of a call made beside the conversation (a subagent's): it counts in
@@ -194,7 +266,7 @@ impl Recorder {
 /// What a tool may do to its session (`crate::tools::CallRecorder`).
 impl crate::tools::CallRecorder for Recorder {
     fn session(&self) -> &SessionId {
-        &self.id
+        self.client_session()
     }
 
     fn progress(&self, update: ToolCallUpdateView) -> BoxFuture<'_, ()> {

@@ -36,7 +36,8 @@ pub(crate) struct CallEnv {
     pub harness: Harness,
     /// FERRITE_HOME, which tools may not change and read only with the user's consent.
     pub protected: Protected,
-    pub rules: TurnRules,
+    /// Shared with the turn's subagents: an "always" answer to one holds for all.
+    pub rules: Arc<TurnRules>,
     /// `_meta.permission_mode = "ask"` for this turn.
     pub force_ask: bool,
     /// A command that may only look (`/review`): the turn runs as in `plan` mode.
@@ -62,9 +63,45 @@ pub(crate) struct CallEnv {
     pub agent_models: Vec<(String, SubagentModel)>,
     /// The session log's path (`transcript_path` of hook events).
     pub transcript: PathBuf,
+    /// Where subagents' sessions are written.
+    pub store: crate::log::SessionStore,
+    /// The subagent sessions running in the process.
+    pub children: Arc<crate::children::Children>,
+    /// `compaction_threshold` of config (a subagent's turn compacts by it too).
+    pub compaction_threshold: f64,
+    /// Runs a subagent's turn: the turn's own request loop, handed down so that `task` does not
+    /// depend on the module that depends on it.
+    pub child_turn: Option<ChildTurn>,
 }
 
+/// How a turn's request loop is bounded.
+#[derive(Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_requests: u32,
+    pub compaction_threshold: f64,
+    /// The hook event of the model's stopping (`Stop`, `SubagentStop` for a subagent).
+    pub stop_event: crate::hooks::HookEvent,
+}
+
+/// What a subagent's turn runs with.
+pub(crate) struct ChildRun<'a> {
+    pub rec: &'a Recorder,
+    pub model: &'a super::resolve::TurnModel,
+    pub env: &'a CallEnv,
+    pub system: &'a str,
+    pub limits: Limits,
+    pub cancel: &'a CancellationToken,
+}
+
+pub(crate) type ChildTurn = for<'a> fn(
+    ChildRun<'a>,
+) -> futures::future::BoxFuture<
+    'a,
+    Result<crate::events::TurnOutcome, crate::log::StoreError>,
+>;
+
 /// What a call's [`ToolContext`] is made of, apart from the call itself.
+#[derive(Clone)]
 pub(crate) struct ToolBase {
     pub limits: OutputLimits,
     pub spill_dir: PathBuf,
@@ -140,7 +177,7 @@ impl CallEnv {
             home: services.home.clone(),
             harness: start.harness,
             protected: Protected::new(&services.home, &spill_dir),
-            rules: p.rules,
+            rules: Arc::new(p.rules),
             force_ask: p.force_ask,
             read_only: false,
             permission_timeout: Duration::from_secs(config.permissions.timeout_secs),
@@ -154,6 +191,10 @@ impl CallEnv {
             agents: p.agents.clone(),
             agent_models: vec![],
             transcript: services.store.path(rec.session_id()),
+            store: services.store.clone(),
+            children: services.children.clone(),
+            compaction_threshold: config.compaction_threshold,
+            child_turn: None,
             base: ToolBase {
                 limits: OutputLimits {
                     max_bytes: config.tools.output_max_bytes,
@@ -180,6 +221,41 @@ impl CallEnv {
                 model_images: p.model_images,
                 image_decodes: services.image_decodes.clone(),
             },
+        }
+    }
+
+    /// The environment of a subagent's calls: this turn's, with only the tools in `allowed`,
+    /// no subagents of its own, and `transcript` for its hooks.
+    pub fn for_child(&self, allowed: &[String], transcript: PathBuf) -> CallEnv {
+        let mut tools = self.tools.clone();
+        tools.retain(allowed);
+        CallEnv {
+            tools,
+            cwd: self.cwd.clone(),
+            roots: self.roots.clone(),
+            shell: self.shell,
+            home: self.home.clone(),
+            harness: self.harness,
+            protected: self.protected.clone(),
+            rules: self.rules.clone(),
+            force_ask: self.force_ask,
+            read_only: self.read_only,
+            permission_timeout: self.permission_timeout,
+            approver: self.approver.clone(),
+            ceiling: self.ceiling,
+            catalog: self.catalog.clone(),
+            checkpoint: self.checkpoint.clone(),
+            subagent: None,
+            subagent_parallel: 1,
+            base: self.base.clone(),
+            hooks: self.hooks.clone(),
+            agents: Arc::new(vec![]),
+            agent_models: vec![],
+            transcript,
+            store: self.store.clone(),
+            children: self.children.clone(),
+            compaction_threshold: self.compaction_threshold,
+            child_turn: None,
         }
     }
 

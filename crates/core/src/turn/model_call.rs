@@ -34,6 +34,8 @@ pub(crate) enum ModelOrigin {
     WorkspaceModel,
     /// Chosen in the session (`set_config_option model`, `session/set_model`).
     Session,
+    /// A subagent's (`subagent.model`, an agent's `model`, else the session's).
+    Subagent,
 }
 
 impl ModelOrigin {
@@ -61,6 +63,9 @@ impl ModelOrigin {
             ModelOrigin::WorkspaceModel => "`model` in the workspace's .ferrite/config.toml",
             ModelOrigin::Session => {
                 "the session's model setting (the editor's model picker or session/set_model)"
+            }
+            ModelOrigin::Subagent => {
+                "the subagent's model (`subagent.model`, the agent's `model`, else the session's)"
             }
         }
     }

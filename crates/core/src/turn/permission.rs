@@ -125,12 +125,13 @@ async fn ask(
         );
     };
     let options = permissions::options_for(tool, access, &env.roots, env.shell);
-    let mut call = view.clone();
+    // A subagent's call is asked about on its parent's card where the editor does not show the
+    // subagent's session.
+    let (session, mut call) = rec.asked_about(view);
     call.content = request_content(view, access, preview).await;
     let req = PermissionRequest { call, options };
-    let session = rec.session_id();
     let timeout = env.permission_timeout;
-    let kind = match super::ask::ask_user(session, timeout, approver.as_ref(), req, cancel).await {
+    let kind = match super::ask::ask_user(&session, timeout, approver.as_ref(), req, cancel).await {
         super::ask::Asked::Cancelled => return Gate::Cancelled,
         super::ask::Asked::TimedOut => {
             return Gate::Refused(format!(

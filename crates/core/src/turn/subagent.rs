@@ -1,41 +1,43 @@
-//! `task`: a subagent. The parent model hands a side investigation to a nested turn loop with its
-//! own context (a system prompt and the task prompt, not the parent's history), a tool set no
-//! larger than the parent's (read-only unless the call names more), the session's mode as its
-//! ceiling, and a budget of model requests. The parent gets only the final answer.
+//! `task`: a subagent. The parent model hands a side investigation to a child session: a log of
+//! its own (the parent's id in its header, left out of the session list), its own context (a
+//! system prompt and the task, not the parent's history), a tool set no larger than the
+//! parent's (read-only unless the call names more), the session's mode, and a budget of model
+//! requests. It runs the same request loop as every turn (handed down in [`CallEnv::child_turn`]),
+//! and the parent gets only its final answer.
 //!
-//! The editor sees the subagent as one tool call (kind `other`) whose content lists the tools it
-//! ran and, at the end, its answer. Its own tool calls are not separate cards: their events are
-//! hidden, and a permission request one of them needs is asked about the subagent's card, naming
-//! the call. The card's final state is in the session log, so `session/load` replays it.
+//! A client that shows child sessions (ACP `subagents`) is told of the child (`subagent_update`)
+//! and sent its updates under its own id; `session/cancel` of the child stops it alone. Other
+//! clients see one card (kind `other`) whose content lists the tools the subagent ran and, at
+//! the end, its answer; a question one of its calls needs is asked about that card, naming the
+//! call (`crate::session::Relay`). The card's final state is in the parent's log, so
+//! `session/load` replays it; the child's session can be loaded by its id.
 
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::AgentDef;
-use crate::catalog::ReasoningStyle;
-use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus};
-use crate::events::Event;
-use crate::hooks::HookEvent;
-use crate::log::{EntryKind, StoreError};
-use crate::model::{
-    AssistantPart, Message, ModelErrorKind, ModelEvent, ModelRequest, ToolResultPart, ToolSpec,
-    UserPart,
+use crate::content::{
+    ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus, UserContent,
 };
+use crate::events::{Event, SubagentView, TurnOutcome};
+use crate::hooks::HookEvent;
+use crate::ids::SessionId;
+use crate::log::{EntryKind, Header, StopReason, StoreError};
+use crate::model::ToolSpec;
 use crate::modes::Effort;
-use crate::tools::ToolError;
+use crate::session::{Recorder, Relay, Session};
+use crate::state::SessionState;
 
-use crate::session::Recorder;
-
-use super::call::{Admission, Call, CallEnd, admit, calls_of, finish_call};
-use super::env::CallEnv;
-use super::resolve::SubagentModel;
+use super::call::{CallEnd, finish_call};
+use super::env::{CallEnv, ChildRun, Limits};
+use super::model_call::ModelOrigin;
+use super::resolve::{SubagentModel, TurnModel};
 
 pub(crate) const NAME: &str = "task";
 
-/// Model requests one subagent may make before it must answer.
-const MAX_REQUESTS: usize = 20;
+/// Model requests one subagent may make before it must have answered.
+const MAX_REQUESTS: u32 = 20;
 
 /// The tools a subagent gets when the call names none: it looks, it does not change.
 const READ_ONLY: &[&str] = &["read", "grep", "find", "ls"];
@@ -101,7 +103,7 @@ pub(super) fn offered(env: &CallEnv, rec: &Recorder) -> Vec<ToolSpec> {
     specs
 }
 
-/// Runs one `task` call to its end: the card, the nested loop, the answer.
+/// Runs one `task` call to its end: the card, the child session, the answer.
 pub(crate) async fn run(
     rec: &Recorder,
     env: &CallEnv,
@@ -141,7 +143,7 @@ pub(crate) async fn run(
             return Ok(CallEnd::Done);
         }
     };
-    let Some(model) = env.subagent.clone() else {
+    let (Some(model), Some(child_turn)) = (env.subagent.clone(), env.child_turn) else {
         let msg = "Subagents are not available in this turn.";
         finish_call(rec, id, msg, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
@@ -173,55 +175,247 @@ pub(crate) async fn run(
         Some(a) => agent_tools(env, a, input.tools.as_deref()),
         None => allowed_tools(env, input.tools.as_deref()),
     };
-    let mut progress: Vec<String> = Vec::new();
-    let outcome = nested_loop(
-        rec,
-        env,
-        &view,
-        &model,
-        (&input, agent),
-        &allowed,
-        &mut progress,
-        cancel,
-    )
-    .await?;
-    report(rec, id, outcome, &progress).await
+    let child = match Child::start(rec, env, &view, &model, &input) {
+        Ok(child) => child,
+        Err(e) => {
+            let msg = format!("The subagent's session could not be created: {e}");
+            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+            return Ok(CallEnd::Done);
+        }
+    };
+    let outcome = child
+        .run(rec, env, &model, agent, &allowed, child_turn, cancel)
+        .await?;
+    report(rec, id, &child, outcome).await
 }
 
-/// The card's final state and the parent's result: the answer, or why there is none.
+/// A subagent's session while it runs.
+struct Child {
+    id: SessionId,
+    session: Session,
+    rec: Recorder,
+    view: SubagentView,
+    /// The task, as the child's first message.
+    task: Event,
+}
+
+impl Child {
+    /// Creates the child's log (its task first) and tells the editor of it.
+    fn start(
+        rec: &Recorder,
+        env: &CallEnv,
+        card: &ToolCallView,
+        model: &SubagentModel,
+        input: &Input,
+    ) -> Result<Child, StoreError> {
+        let parent = rec.session_id().clone();
+        let id = SessionId::generate();
+        let additional = rec.read(|s| s.additional_directories.clone());
+        let header = Header::new(id.clone(), env.cwd.clone(), additional, env.harness, None)
+            .subagent_of(parent.clone());
+        let log = env.store.create(&header)?;
+        let session = Session::new(SessionState::new(&header), log, None);
+        let message_id = task_message_id(card);
+        let content = vec![UserContent::Text {
+            text: input.prompt.as_str().into(),
+        }];
+        let task = Event::SessionMessage {
+            message_id: message_id.clone(),
+            from: parent.clone(),
+            to: id.clone(),
+            content: content.clone(),
+        };
+        session.record_all(vec![
+            EntryKind::Mode {
+                mode: env.mode(rec),
+            },
+            EntryKind::Model {
+                model: model.info.id.clone(),
+            },
+            EntryKind::Title {
+                title: input.description.clone(),
+            },
+            EntryKind::SessionMessage {
+                message_id,
+                from: parent,
+                content,
+            },
+        ])?;
+        let relay = Relay::new(rec.clone(), card.clone(), env.children.client_shows());
+        let child_rec = rec.for_child(&session, relay);
+        Ok(Child {
+            view: SubagentView {
+                session: id.clone(),
+                title: card.title.clone(),
+                cwd: env.cwd.clone(),
+                running: true,
+            },
+            id,
+            session,
+            rec: child_rec,
+            task,
+        })
+    }
+
+    /// Runs the child's turn to its end and says how it ended.
+    #[allow(clippy::too_many_arguments)]
+    async fn run(
+        &self,
+        rec: &Recorder,
+        env: &CallEnv,
+        model: &SubagentModel,
+        agent: Option<&AgentDef>,
+        allowed: &[String],
+        child_turn: super::env::ChildTurn,
+        cancel: &CancellationToken,
+    ) -> Result<Nested, StoreError> {
+        self.announce(rec, true).await?;
+        let card = self.rec.relay().map(|r| r.card().id.clone());
+        if env.children.client_shows()
+            && let Some(card) = card
+        {
+            // The card points at the child's session from the start.
+            rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
+                id: card,
+                status: Some(ToolStatus::InProgress),
+                content: Some(vec![ToolContent::Session {
+                    session: self.id.clone(),
+                }]),
+                ..Default::default()
+            }))
+            .await;
+        }
+        self.rec.emit(self.task.clone()).await;
+        // The child's own cancel: the parent's cancels it too; `session/cancel` of the child
+        // only it.
+        let token = cancel.child_token();
+        let running = env.children.register(self.id.clone(), token.clone());
+        let turn_model = TurnModel {
+            client: model.client.clone(),
+            info: model.info.clone(),
+            origin: ModelOrigin::Subagent,
+            effort: Effort::Default,
+            web_search: false,
+            catalog: env.catalog.clone(),
+        };
+        let child_env = env.for_child(allowed, env.store.path(&self.id));
+        let system = system_prompt(env, agent);
+        let outcome = child_turn(ChildRun {
+            rec: &self.rec,
+            model: &turn_model,
+            env: &child_env,
+            system: &system,
+            limits: Limits {
+                max_requests: MAX_REQUESTS,
+                compaction_threshold: env.compaction_threshold,
+                stop_event: HookEvent::SubagentStop,
+            },
+            cancel: &token,
+        })
+        .await;
+        let outcome = outcome.unwrap_or_else(|e| super::call::log_failed(&e.to_string()));
+        self.session.end_turn(&outcome);
+        drop(running);
+        self.announce(rec, false).await?;
+        Ok(self.nested(outcome, cancel))
+    }
+
+    /// Records and shows the child's state on the parent.
+    async fn announce(&self, rec: &Recorder, running: bool) -> Result<(), StoreError> {
+        rec.record(EntryKind::Subagent {
+            session: self.id.clone(),
+            title: self.view.title.clone(),
+            running,
+        })?;
+        rec.emit(Event::Subagent(SubagentView {
+            running,
+            ..self.view.clone()
+        }))
+        .await;
+        Ok(())
+    }
+
+    /// What the child's turn came to, for its parent.
+    fn nested(&self, outcome: TurnOutcome, cancel: &CancellationToken) -> Nested {
+        if let Some(failure) = outcome.failure {
+            return Nested::Failed(failure.message);
+        }
+        let answer = || {
+            self.rec
+                .read(SessionState::last_answer)
+                .unwrap_or_else(|| "(The subagent gave no answer.)".to_owned())
+        };
+        match outcome.stop {
+            StopReason::Cancelled if cancel.is_cancelled() => Nested::Cancelled,
+            StopReason::Cancelled => Nested::Stopped,
+            StopReason::MaxTurnRequests => Nested::Failed(format!(
+                "it used its {MAX_REQUESTS} model requests without answering"
+            )),
+            StopReason::EndTurn | StopReason::MaxTokens | StopReason::Refusal => {
+                Nested::Answer(answer())
+            }
+        }
+    }
+}
+
+/// The id of the task message in the child's session.
+fn task_message_id(card: &ToolCallView) -> String {
+    format!("task-{}", card.id)
+}
+
+/// The subagent's instructions: its role, and a custom agent's own.
+fn system_prompt(env: &CallEnv, agent: Option<&AgentDef>) -> String {
+    let mut system = format!(
+        "You are a subagent of Ferrite, a coding agent. You get one task from the main agent and \
+         answer it once, completely and concisely: the main agent sees only your final answer, \
+         not your tool calls. Use your tools to look before you conclude; cite files and lines. \
+         Workspace: {}",
+        env.cwd.display()
+    );
+    if let Some(a) = agent {
+        system.push_str("\n\n");
+        system.push_str(&a.prompt);
+    }
+    system
+}
+
+/// The card's final state and the parent's result: the answer, or why there is none. The card
+/// names the child's session (shown only by clients that show child sessions).
 async fn report(
     rec: &Recorder,
     id: &str,
+    child: &Child,
     outcome: Nested,
-    progress: &[String],
 ) -> Result<CallEnd, StoreError> {
-    let listing = progress_text(progress);
+    let listing = child
+        .rec
+        .relay()
+        .map(Relay::progress_text)
+        .unwrap_or_default();
+    let shown = |text: String| {
+        Some(vec![
+            ToolContent::Session {
+                session: child.id.clone(),
+            },
+            ToolContent::Text { text: text.into() },
+        ])
+    };
     match outcome {
         Nested::Answer(answer) => {
-            let shown = format!("{listing}{answer}");
-            finish_call(
-                rec,
-                id,
-                &answer,
-                false,
-                ToolStatus::Completed,
-                Some(vec![ToolContent::Text { text: shown.into() }]),
-            )
-            .await?;
+            let text = format!("{listing}{answer}");
+            finish_call(rec, id, &answer, false, ToolStatus::Completed, shown(text)).await?;
             Ok(CallEnd::Done)
         }
         Nested::Failed(why) => {
             let msg = format!("The subagent failed: {why}");
-            let shown = format!("{listing}{msg}");
-            finish_call(
-                rec,
-                id,
-                &msg,
-                true,
-                ToolStatus::Failed,
-                Some(vec![ToolContent::Text { text: shown.into() }]),
-            )
-            .await?;
+            let text = format!("{listing}{msg}");
+            finish_call(rec, id, &msg, true, ToolStatus::Failed, shown(text)).await?;
+            Ok(CallEnd::Done)
+        }
+        Nested::Stopped => {
+            let msg = "The user stopped the subagent before it answered.";
+            let text = format!("{listing}{msg}");
+            finish_call(rec, id, msg, true, ToolStatus::Failed, shown(text)).await?;
             Ok(CallEnd::Done)
         }
         Nested::Cancelled => {
@@ -242,11 +436,12 @@ async fn report(
 enum Nested {
     Answer(String),
     Failed(String),
+    /// The user stopped the subagent alone; the parent's turn goes on.
+    Stopped,
+    /// The parent's turn was cancelled.
     Cancelled,
 }
 
-/// The tools the subagent may use: those named (default: the read-only ones) that the parent has,
-/// never `task` itself or `exit_plan`.
 /// The tools of a custom agent's subagent: its `tools` (all of the turn's when it names none),
 /// only those the turn has, and only those the call names when it names some.
 fn agent_tools(env: &CallEnv, agent: &AgentDef, named: Option<&[String]>) -> Vec<String> {
@@ -260,6 +455,8 @@ fn agent_tools(env: &CallEnv, agent: &AgentDef, named: Option<&[String]>) -> Vec
         .collect()
 }
 
+/// The tools the subagent may use: those named (default: the read-only ones) that the parent has,
+/// never `task` itself, `exit_plan` or `ask_user` (a subagent works without the user).
 fn allowed_tools(env: &CallEnv, named: Option<&[String]>) -> Vec<String> {
     let wanted: Vec<String> = match named {
         Some(list) => list.to_vec(),
@@ -267,262 +464,13 @@ fn allowed_tools(env: &CallEnv, named: Option<&[String]>) -> Vec<String> {
     };
     wanted
         .into_iter()
-        .filter(|n| n != NAME && n != super::exit_plan::NAME && env.tools.get(n).is_some())
+        .filter(|n| {
+            n != NAME
+                && n != super::exit_plan::NAME
+                && n != crate::tools::ASK_USER
+                && env.tools.get(n).is_some()
+        })
         .collect()
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn nested_loop(
-    rec: &Recorder,
-    env: &CallEnv,
-    card: &ToolCallView,
-    model: &SubagentModel,
-    (input, agent): (&Input, Option<&AgentDef>),
-    allowed: &[String],
-    progress: &mut Vec<String>,
-    cancel: &CancellationToken,
-) -> Result<Nested, StoreError> {
-    let specs: Vec<ToolSpec> = allowed
-        .iter()
-        .filter_map(|n| env.tools.get(n).map(|t| t.spec()))
-        .collect();
-    let mut system = format!(
-        "You are a subagent of Ferrite, a coding agent. You get one task from the main agent and \
-         answer it once, completely and concisely: the main agent sees only your final answer, \
-         not your tool calls. Use your tools to look before you conclude; cite files and lines. \
-         Workspace: {}",
-        env.cwd.display()
-    );
-    if let Some(a) = agent {
-        system.push_str("\n\n");
-        system.push_str(&a.prompt);
-    }
-    let mut messages = vec![Message::User {
-        content: vec![UserPart::Text {
-            text: input.prompt.as_str().into(),
-        }],
-    }];
-    let mut continues = 0;
-    for round in 0..MAX_REQUESTS {
-        let last = round + 1 == MAX_REQUESTS;
-        // The last request gets no tools: the subagent must answer with what it has.
-        let tools = if last { vec![] } else { specs.clone() };
-        let request = request(model, &system, messages.clone(), tools);
-        let response = match answer(model, request, cancel).await {
-            Ok(r) => r,
-            Err(end) => return Ok(end),
-        };
-        // What the subagent spends counts in the session's cost; the parent's context is
-        // unchanged by it.
-        rec.record_side_usage(
-            &model.info.id,
-            response.usage,
-            model.info.price.map(|p| p.cost(&response.usage)),
-        )?;
-        let calls = calls_of(&response.content);
-        messages.push(Message::Assistant {
-            content: response.content.as_slice().into(),
-        });
-        if calls.is_empty() {
-            if let Some(note) =
-                super::hooks::on_stop(rec, env, HookEvent::SubagentStop, &mut continues, cancel)
-                    .await
-            {
-                messages.push(Message::User {
-                    content: vec![UserPart::Text { text: note.into() }],
-                });
-                continue;
-            }
-            return Ok(Nested::Answer(answer_text(&response.content)));
-        }
-        let mut results = Vec::with_capacity(calls.len());
-        for Call {
-            id: call_id,
-            name,
-            arguments,
-        } in calls
-        {
-            let (content, is_error) = inner_call(
-                rec, env, card, allowed, &call_id, &name, &arguments, progress, cancel,
-            )
-            .await?;
-            if cancel.is_cancelled() {
-                return Ok(Nested::Cancelled);
-            }
-            results.push(ToolResultPart {
-                call_id,
-                content: content.into(),
-                is_error,
-            });
-        }
-        messages.push(Message::ToolResults { results });
-    }
-    Ok(Nested::Failed(format!(
-        "it used its {MAX_REQUESTS} model requests without answering"
-    )))
-}
-
-/// A request of the subagent's conversation.
-fn request(
-    model: &SubagentModel,
-    system: &str,
-    messages: Vec<Message>,
-    tools: Vec<ToolSpec>,
-) -> ModelRequest {
-    ModelRequest {
-        model: model.info.model.clone(),
-        system: system.to_owned(),
-        messages,
-        tools,
-        effort: Effort::Default,
-        reasoning: model.info.reasoning.is_reasoner(),
-        adaptive_thinking: model.info.reasoning == ReasoningStyle::Adaptive,
-        web_search: false,
-        max_output_tokens: model.info.max_output_tokens.map(|m| m.min(16_000)),
-        // A subagent's conversation is its own: no shared cache key with its parent's.
-        cache_key: None,
-    }
-}
-
-/// The text of the subagent's final response.
-fn answer_text(content: &[AssistantPart]) -> String {
-    let mut text = String::new();
-    for part in content {
-        match part {
-            AssistantPart::Text { text: t } => text.push_str(t),
-            AssistantPart::ToolCall { .. }
-            | AssistantPart::Reasoning { .. }
-            | AssistantPart::Opaque { .. } => {}
-        }
-    }
-    if text.trim().is_empty() {
-        "(The subagent gave no answer.)".to_owned()
-    } else {
-        text
-    }
-}
-
-/// One model request of the subagent, to its complete response (or how it ended without one).
-async fn answer(
-    model: &SubagentModel,
-    request: ModelRequest,
-    cancel: &CancellationToken,
-) -> Result<crate::model::ModelResponse, Nested> {
-    let mut stream = model.client.stream(request, cancel.child_token());
-    loop {
-        let item = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(Nested::Cancelled),
-            item = stream.next() => item,
-        };
-        match item {
-            Some(Ok(ModelEvent::Completed(r))) => return Ok(r),
-            Some(Ok(_)) => {}
-            Some(Err(e)) if e.kind == ModelErrorKind::Cancelled => return Err(Nested::Cancelled),
-            Some(Err(e)) => return Err(Nested::Failed(e.message)),
-            None => return Err(Nested::Failed("the model's stream ended early".into())),
-        }
-    }
-}
-
-/// One tool call of the subagent: the same permission policy and tools as the parent's, its
-/// events hidden, its line added to the card's progress.
-#[allow(clippy::too_many_arguments)]
-async fn inner_call(
-    rec: &Recorder,
-    env: &CallEnv,
-    card: &ToolCallView,
-    allowed: &[String],
-    call_id: &str,
-    name: &str,
-    arguments: &str,
-    progress: &mut Vec<String>,
-    cancel: &CancellationToken,
-) -> Result<(String, bool), StoreError> {
-    let tool = match env.tools.get(name) {
-        Some(t) if allowed.iter().any(|a| a == name) => t.clone(),
-        _ => {
-            return Ok((
-                format!(
-                    "`{name}` is not one of your tools; use {}.",
-                    allowed.join(", ")
-                ),
-                true,
-            ));
-        }
-    };
-    let input: Value = match serde_json::from_str(if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    }) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) | Err(_) => {
-            return Ok((
-                format!("The arguments of `{name}` are not a JSON object."),
-                true,
-            ));
-        }
-    };
-    let cwd = env.cwd.as_path();
-    let title = tool.describe(&input, cwd).title;
-    progress.push(title.clone());
-    rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
-        id: card.id.clone(),
-        status: Some(ToolStatus::InProgress),
-        content: Some(vec![ToolContent::Text {
-            text: progress_text(progress).into(),
-        }]),
-        ..Default::default()
-    }))
-    .await;
-    // A question about this call is asked on the subagent's card, which the editor knows.
-    let asked_about = ToolCallView {
-        title: format!("{} — {title}", card.title),
-        ..card.clone()
-    };
-    match admit(rec, env, &asked_about, name, &tool, &input, cancel).await {
-        Admission::Run(_) => {}
-        Admission::Refused(why) => return Ok((why, true)),
-        Admission::Cancelled => return Ok(("Cancelled by the user.".into(), true)),
-    }
-    let hidden = rec.hiding_call(call_id);
-    let ctx = env.tool_context(&hidden, call_id, env.mode(rec), cancel);
-    let result = tokio::select! {
-        biased;
-        () = cancel.cancelled() => return Ok(("Cancelled.".into(), true)),
-        r = tool.call(input.clone(), &ctx) => r,
-    };
-    Ok(match result {
-        Ok(mut out) => {
-            let said =
-                super::hooks::after_call(rec, env, name, call_id, &input, &out.text, cancel).await;
-            if let Some(said) = said {
-                out.text.push_str("\n\n");
-                out.text.push_str(&said);
-            }
-            (out.text, false)
-        }
-        Err(
-            ToolError::RespondToModel(msg)
-            | ToolError::Fatal(msg)
-            | ToolError::Cancelled(msg)
-            | ToolError::SessionLog(msg),
-        ) => (msg, true),
-    })
-}
-
-/// The card's progress: the tools the subagent ran, one per line.
-fn progress_text(progress: &[String]) -> String {
-    if progress.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("Subagent steps:\n");
-    for p in progress {
-        out.push_str(&format!("- {}\n", p.replace('\n', " ")));
-    }
-    out.push('\n');
-    out
 }
 
 #[cfg(test)]
