@@ -6,7 +6,9 @@
 //!   names the file in its `locations`);
 //! - no conversation update of a turn follows that turn's `session/prompt` answer (unless
 //!   another prompt of the session, queued behind it, still awaits its answer);
-//! - a `session/load` replay is complete before the load answer.
+//! - a `session/load` replay is complete before the load answer;
+//! - nothing is about a session the client never heard of: one it named, was given (a
+//!   `sessionId` in an answer), or that a `subagent_update` announced as a child first.
 //!
 //! The client tells the checker what it sent (prompts and loads open a window for conversation
 //! updates); the checker answers each agent message with the violations it shows.
@@ -56,6 +58,9 @@ pub struct OrderCheck {
     sent: HashMap<String, Sent>,
     /// Messages checked so far, for error context.
     seen: usize,
+    /// Sessions the client heard of: named in its requests, given in answers, announced as
+    /// children.
+    known: std::collections::HashSet<String>,
 }
 
 /// Updates that are part of the conversation (a turn's output or a replay).
@@ -71,6 +76,9 @@ const CONVERSATION: &[&str] = &[
 impl OrderCheck {
     /// The client sent request `id`.
     pub fn client_sent(&mut self, id: &Value, method: &str, params: &Value) {
+        if let Some(session) = params["sessionId"].as_str() {
+            self.known.insert(session.to_owned());
+        }
         let method = match method {
             "session/prompt" => "session/prompt",
             "session/load" => "session/load",
@@ -94,6 +102,20 @@ impl OrderCheck {
         self.seen += 1;
         let n = self.seen;
         let mut bad = Vec::new();
+        if let Some(session) = msg["result"]["sessionId"].as_str() {
+            self.known.insert(session.to_owned());
+        }
+        if msg.get("method").is_some()
+            && let Some(session) = msg["params"]["sessionId"].as_str()
+            && msg["params"]["update"]["sessionUpdate"] != "subagent_update"
+            && !self.known.contains(session)
+        {
+            bad.push(format!(
+                "{} about session {session}, which the client never created, loaded or was told of \
+                 (a child session needs a subagent_update on its parent first)",
+                msg["method"]
+            ));
+        }
         match msg.get("method").and_then(Value::as_str) {
             Some("session/update") => self.update(&msg["params"], &mut bad),
             Some("session/request_permission") => {
@@ -150,6 +172,11 @@ impl OrderCheck {
         let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
         let u = &params["update"];
         let kind = u["sessionUpdate"].as_str().unwrap_or_default();
+        if kind == "subagent_update"
+            && let Some(child) = u["sessionId"].as_str()
+        {
+            self.known.insert(child.to_owned());
+        }
         let s = self.sessions.entry(session_id.clone()).or_default();
         // A notice sent as a chunk (ferrite marks it) is not part of any turn.
         let notice = u["_meta"]["ferrite"]["notice"] == true;
@@ -193,6 +220,17 @@ mod tests {
 
     fn update(session: &str, u: Value) -> Value {
         json!({"method": "session/update", "params": {"sessionId": session, "update": u}})
+    }
+
+    #[test]
+    fn a_child_session_is_announced_before_anything_about_it() {
+        let mut c = OrderCheck::default();
+        c.client_sent(&json!(1), "session/prompt", &json!({"sessionId": "s"}));
+        let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}});
+        assert_eq!(c.agent_sent(&update("child", chunk.clone())).len(), 1);
+        let announce = json!({"sessionUpdate": "subagent_update", "sessionId": "child"});
+        assert!(c.agent_sent(&update("s", announce)).is_empty());
+        assert!(c.agent_sent(&update("child", chunk)).is_empty());
     }
 
     #[test]

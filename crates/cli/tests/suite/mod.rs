@@ -39,6 +39,7 @@ mod settings;
 mod skills;
 mod steering;
 mod store_errors;
+mod subagent_sessions;
 mod subagents;
 mod terminal_view;
 mod turn_failures;

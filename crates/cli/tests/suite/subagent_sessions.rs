@@ -1,0 +1,355 @@
+//! Subagents as child sessions (ACP `subagents`): a client that advertises them is told of each
+//! child (`subagent_update` on the parent), is sent the child's own updates under its id, can
+//! cancel it alone and load it; its log names its parent and stays out of the session list.
+//! Clients without the capability see only the parent's card (`suite::subagents`).
+
+use std::time::Duration;
+
+use ferrite_test_support::AcpClient;
+use ferrite_test_support::fake_provider::{FakeProvider, Script};
+use serde_json::{Value, json};
+
+use super::common::*;
+use super::turns::{Api, provider_env};
+
+async fn client(world: &World, fake: &FakeProvider, subagents: bool) -> AcpClient {
+    let mut c = world.spawn_acp(provider_env(fake, Api::Anthropic));
+    let mut caps = json!({"fs": {"readTextFile": false, "writeTextFile": false}});
+    if subagents {
+        caps["subagents"] = json!({});
+    }
+    c.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": caps}),
+    )
+    .await
+    .ok();
+    c
+}
+
+fn task(id: &str, description: &str, prompt: &str) -> Script {
+    Script::new().tool_call(
+        id,
+        "task",
+        json!({"description": description, "prompt": prompt}).to_string(),
+    )
+}
+
+/// `(sessionId, update)` of every `session/update`.
+fn session_updates(messages: &[Value]) -> Vec<(String, Value)> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| {
+            (
+                m["params"]["sessionId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                m["params"]["update"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn kind(u: &Value) -> &str {
+    u["sessionUpdate"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    std::fs::write(world.ws().join("a.txt"), "the answer is 42\n").unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let parent = sid(&c.new_session(&world.ws()).await);
+    fake.push(task(
+        "t1",
+        "find the answer",
+        "Read a.txt and say what it holds.",
+    ));
+    fake.push(Script::new().tool_call("s1", "read", json!({"path": "a.txt"}).to_string()));
+    fake.push(Script::new().text("It holds 42."));
+    fake.push(Script::new().text("The subagent found 42."));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "what is in a.txt?"))
+        .await;
+    let (before, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let ups = session_updates(&before);
+
+    // Announced on the parent, running, where it works, cancellable on its own.
+    let (at, announce) = ups
+        .iter()
+        .enumerate()
+        .find(|(_, (s, u))| *s == parent && kind(u) == "subagent_update")
+        .map(|(i, (_, u))| (i, u.clone()))
+        .expect("a subagent_update on the parent");
+    let child = announce["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(child, parent);
+    assert_eq!(announce["state"]["state"], "running", "{announce}");
+    assert_eq!(announce["title"], "Subagent: find the answer");
+    assert_eq!(
+        announce["cwd"].as_str().map(std::path::PathBuf::from),
+        Some(world.ws())
+    );
+    assert!(announce["capabilities"]["cancel"].is_object(), "{announce}");
+    let first_of_child = ups.iter().position(|(s, _)| *s == child).unwrap();
+    assert!(
+        at < first_of_child,
+        "announced before the child's own updates"
+    );
+
+    // The child's own updates, under its id: the task from the parent, its tool call, its answer.
+    let of_child: Vec<&Value> = ups
+        .iter()
+        .filter(|(s, _)| *s == child)
+        .map(|(_, u)| u)
+        .collect();
+    let message = of_child
+        .iter()
+        .find(|u| kind(u) == "session_message")
+        .expect("the task as a session message");
+    assert_eq!(message["senderSessionId"], parent.as_str());
+    assert_eq!(message["recipientSessionId"], child.as_str());
+    assert!(
+        message["content"]
+            .to_string()
+            .contains("Read a.txt and say what it holds.")
+    );
+    assert!(
+        of_child
+            .iter()
+            .any(|u| kind(u) == "tool_call" && u["toolCallId"] == "s1"),
+        "the child's read is a card of the child"
+    );
+    let child_text: String = of_child
+        .iter()
+        .filter(|u| kind(u) == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert!(child_text.contains("It holds 42."), "{child_text}");
+    assert!(
+        ups.iter()
+            .all(|(s, u)| *s == child || u["toolCallId"] != "s1"),
+        "the child's calls are not the parent's"
+    );
+
+    // The parent's card points at the child, and ends with the answer.
+    let last = ups
+        .iter()
+        .rev()
+        .find(|(s, u)| *s == parent && u["toolCallId"] == "t1")
+        .unwrap()
+        .1
+        .clone();
+    assert_eq!(last["status"], "completed");
+    assert!(
+        last["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "session" && c["sessionId"] == child.as_str()),
+        "{last}"
+    );
+    let idle = ups
+        .iter()
+        .rev()
+        .find(|(s, u)| *s == parent && kind(u) == "subagent_update")
+        .unwrap();
+    assert_eq!(idle.1["state"]["state"], "idle");
+    assert!(
+        fake.requests()[3].body.to_string().contains("It holds 42."),
+        "the parent gets the answer"
+    );
+
+    // The child's log names its parent; the list leaves it out.
+    let log = std::fs::read_to_string(world.session_file(&child)).unwrap();
+    let header: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(header["parent"], parent.as_str());
+    assert_eq!(header["subagent"], true);
+    let listed = c.request("session/list", json!({})).await.ok().to_string();
+    assert!(
+        listed.contains(&parent) && !listed.contains(&child),
+        "{listed}"
+    );
+    c.close_stdin().await;
+    c.wait_exit(Duration::from_secs(5)).await.unwrap();
+
+    // Loaded by its id, the child replays its conversation.
+    let mut c = client(&world, &fake, true).await;
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": child, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replay, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    let replay = session_updates(&replay);
+    assert!(replay.iter().any(|(_, u)| kind(u) == "session_message"));
+    assert!(
+        replay
+            .iter()
+            .any(|(_, u)| kind(u) == "tool_call" && u["toolCallId"] == "s1")
+    );
+    assert!(
+        replay
+            .iter()
+            .any(|(_, u)| u["content"]["text"] == "It holds 42.")
+    );
+    // The parent's replay announces the child before its card names it.
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": parent, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replay, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    let replay = session_updates(&replay);
+    let announced = replay
+        .iter()
+        .position(|(_, u)| kind(u) == "subagent_update" && u["sessionId"] == child.as_str())
+        .expect("the child announced in the replay");
+    let named = replay
+        .iter()
+        .position(|(_, u)| u["content"].to_string().contains(&child))
+        .expect("the card names the child");
+    assert!(announced < named);
+}
+
+#[tokio::test]
+async fn cancelling_the_child_alone_lets_the_parent_go_on() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let parent = sid(&c.new_session(&world.ws()).await);
+    fake.push(task("t1", "slow", "Think for a long time."));
+    fake.push(
+        Script::new()
+            .stall(Duration::from_secs(30))
+            .text("too late"),
+    );
+    fake.push(Script::new().text("carried on without it"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "go"))
+        .await;
+    let announce = c
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["sessionUpdate"] == "subagent_update"
+        })
+        .await
+        .expect("the child announced");
+    let child = announce["params"]["update"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Let the child's request reach the model.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A running child cannot be loaded meanwhile.
+    let busy = c
+        .request(
+            "session/load",
+            json!({"sessionId": child, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(busy.code(), -32602);
+    assert!(
+        busy.message().contains("a turn is already running"),
+        "{}",
+        busy.message()
+    );
+    let t = std::time::Instant::now();
+    c.notify("session/cancel", json!({"sessionId": child}))
+        .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(
+        answer.ok()["stopReason"],
+        "end_turn",
+        "the parent's turn went on"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 3, "parent, child, parent");
+    assert!(
+        reqs[2].body.to_string().contains("stopped the subagent"),
+        "the parent model is told: {}",
+        reqs[2].body
+    );
+}
+
+#[tokio::test]
+async fn a_child_s_question_is_asked_on_its_own_session() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let file = outside.path().join("notes.txt");
+    std::fs::write(&file, "outside").unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let parent = sid(&c.new_session(&world.ws()).await);
+    fake.push(task("t1", "peek outside", "Read the notes."));
+    fake.push(Script::new().tool_call("s1", "read", json!({"path": file}).to_string()));
+    fake.push(Script::new().text("could not read it"));
+    fake.push(Script::new().text("ok"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "go"))
+        .await;
+    let req = c
+        .wait_for(Duration::from_secs(10), |m| {
+            m["method"] == "session/request_permission"
+        })
+        .await
+        .expect("a permission request");
+    assert_ne!(
+        req["params"]["sessionId"],
+        parent.as_str(),
+        "asked on the child"
+    );
+    assert_eq!(req["params"]["toolCall"]["toolCallId"], "s1");
+    c.respond(
+        &req["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}),
+    )
+    .await;
+    assert_eq!(c.wait_answer(&id).await.ok()["stopReason"], "end_turn");
+    assert!(fake.requests()[2].body.to_string().contains("declined"));
+}
+
+#[tokio::test]
+async fn a_client_without_subagents_never_hears_of_the_child() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    std::fs::write(world.ws().join("a.txt"), "x\n").unwrap();
+    let mut c = client(&world, &fake, false).await;
+    let parent = sid(&c.new_session(&world.ws()).await);
+    fake.push(task("t1", "look", "Read a.txt."));
+    fake.push(Script::new().tool_call("s1", "read", json!({"path": "a.txt"}).to_string()));
+    fake.push(Script::new().text("It holds x."));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "go"))
+        .await;
+    let (before, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let ups = session_updates(&before);
+    assert!(
+        ups.iter().all(|(s, _)| *s == parent),
+        "only the parent's updates"
+    );
+    assert!(ups.iter().all(|(_, u)| {
+        !matches!(kind(u), "subagent_update" | "session_message")
+            && !u["content"].to_string().contains("\"session\"")
+    }));
+    // The child's session exists all the same, outside the list.
+    let sessions = std::fs::read_dir(world.home().join("sessions"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        })
+        .count();
+    assert_eq!(sessions, 2, "the parent's log and the child's");
+    let listed = c.request("session/list", json!({})).await.ok();
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
+}
