@@ -254,6 +254,7 @@ async fn run_stages(
         max_requests: config.max_turn_requests,
         compaction_threshold: config.compaction_threshold,
         stop_event: HookEvent::Stop,
+        answer_last: false,
     };
     request_loop(rec, &model, &env, &system, limits, steering, cancel).await
 }
@@ -297,7 +298,9 @@ async fn request_loop(
     // text then starts a new paragraph, or the two run together (`update_plan` shows no card).
     let mut after_text = false;
     let mut stop_continues = 0;
-    for _ in 0..limits.max_requests {
+    for request in 0..limits.max_requests {
+        // A subagent's last request offers no tools: it must answer with what it has.
+        let offer_tools = !(limits.answer_last && request + 1 == limits.max_requests);
         let threshold = limits.compaction_threshold;
         // What the user sent while the last response and its tool calls ran, and the
         // background commands that ended meanwhile.
@@ -306,11 +309,13 @@ async fn request_loop(
         if let Err(outcome) = compact::if_due(rec, model, threshold, cancel).await? {
             return Ok(outcome);
         }
-        let response = match stream::model_call(rec, model, env, system, after_text, cancel).await?
-        {
-            Streamed::Response(r) => r,
-            Streamed::Stopped(outcome) => return Ok(outcome),
-        };
+        let response =
+            match stream::model_call(rec, model, env, system, after_text, offer_tools, cancel)
+                .await?
+            {
+                Streamed::Response(r) => r,
+                Streamed::Stopped(outcome) => return Ok(outcome),
+            };
         after_text = crate::state::ends_in_shown_text(&response.content);
         let calls = call::calls_of(&response.content);
         if calls.is_empty() {

@@ -353,3 +353,32 @@ async fn a_client_without_subagents_never_hears_of_the_child() {
     let listed = c.request("session/list", json!({})).await.ok();
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
 }
+
+#[tokio::test]
+async fn a_subagent_s_last_request_offers_no_tools_so_it_answers() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, false).await;
+    let parent = sid(&c.new_session(&world.ws()).await);
+    fake.push(task("t1", "look around", "List everything."));
+    for i in 0..19 {
+        fake.push(Script::new().tool_call(&format!("s{i}"), "ls", "{}".to_owned()));
+    }
+    fake.push(Script::new().text("I listed it all."));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "go"))
+        .await;
+    assert_eq!(c.wait_answer(&id).await.ok()["stopReason"], "end_turn");
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 22, "parent, 20 of the subagent's, parent");
+    assert!(
+        !tool_names(&reqs[19].body).is_empty(),
+        "the 19th still offers tools"
+    );
+    assert!(
+        tool_names(&reqs[20].body).is_empty(),
+        "the 20th offers none"
+    );
+    assert!(reqs[21].body.to_string().contains("I listed it all."));
+}

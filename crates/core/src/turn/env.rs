@@ -81,6 +81,8 @@ pub(crate) struct Limits {
     pub compaction_threshold: f64,
     /// The hook event of the model's stopping (`Stop`, `SubagentStop` for a subagent).
     pub stop_event: crate::hooks::HookEvent,
+    /// The last request offers no tools (a subagent must answer).
+    pub answer_last: bool,
 }
 
 /// What a subagent's turn runs with.

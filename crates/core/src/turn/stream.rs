@@ -31,13 +31,15 @@ pub(super) enum Streamed {
     Stopped(TurnOutcome),
 }
 
-/// Makes one model call with the conversation so far and the tools offered now.
+/// Makes one model call with the conversation so far and the tools offered now (none when
+/// `offer_tools` is false: the model must answer).
 pub(super) async fn model_call(
     rec: &Recorder,
     model: &TurnModel,
     env: &CallEnv,
     system: &str,
     after_text: bool,
+    offer_tools: bool,
     cancel: &CancellationToken,
 ) -> Result<Streamed, StoreError> {
     let info = &model.info;
@@ -49,7 +51,10 @@ pub(super) async fn model_call(
         model: info.model.clone(),
         system: system.to_owned(),
         messages,
-        tools: super::subagent::offered(env, rec),
+        tools: match offer_tools {
+            true => super::subagent::offered(env, rec),
+            false => vec![],
+        },
         effort: model.effort,
         reasoning: info.reasoning.is_reasoner(),
         adaptive_thinking: info.reasoning == ReasoningStyle::Adaptive,

@@ -309,6 +309,7 @@ impl Child {
                 max_requests: MAX_REQUESTS,
                 compaction_threshold: env.compaction_threshold,
                 stop_event: HookEvent::SubagentStop,
+                answer_last: true,
             },
             cancel: &token,
         })

@@ -96,6 +96,7 @@ async fn deltas_that_arrived_together_are_one_chunk_and_the_response_is_recorded
         &env,
         "sys",
         false,
+        true,
         &CancellationToken::new(),
     )
     .await
@@ -127,6 +128,7 @@ async fn a_cut_stream_fails_the_turn_and_keeps_what_was_shown() {
         &env,
         "sys",
         false,
+        true,
         &CancellationToken::new(),
     )
     .await
