@@ -362,7 +362,7 @@ async fn a_subagent_s_last_request_offers_no_tools_so_it_answers() {
     let parent = sid(&c.new_session(&world.ws()).await);
     fake.push(task("t1", "look around", "List everything."));
     for i in 0..19 {
-        fake.push(Script::new().tool_call(&format!("s{i}"), "ls", "{}".to_owned()));
+        fake.push(Script::new().tool_call(format!("s{i}"), "ls", "{}".to_owned()));
     }
     fake.push(Script::new().text("I listed it all."));
     fake.push(Script::new().text("done"));
