@@ -407,7 +407,7 @@ impl Runtime {
             }
             self.close(id).await;
         }
-        self.services.store.delete(id)?;
+        self.services.store.delete_with_subagents(id)?;
         crate::checkpoints::delete_session(&self.services.home, id);
         Ok(())
     }

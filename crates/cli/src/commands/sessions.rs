@@ -90,7 +90,7 @@ pub fn show(home: &Path, id: &str) -> anyhow::Result<ExitCode> {
 
 pub fn delete(home: &Path, id: &str) -> anyhow::Result<ExitCode> {
     let id = parse_id(id)?;
-    SessionStore::new(home).delete(&id)?;
+    SessionStore::new(home).delete_with_subagents(&id)?;
     writeln!(std::io::stderr(), "Deleted {id}")?;
     Ok(ExitCode::SUCCESS)
 }

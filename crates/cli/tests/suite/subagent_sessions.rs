@@ -352,6 +352,18 @@ async fn a_client_without_subagents_never_hears_of_the_child() {
     assert_eq!(sessions, 2, "the parent's log and the child's");
     let listed = c.request("session/list", json!({})).await.ok();
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
+    // Deleting the parent deletes its subagents' sessions: nothing else reaches them.
+    c.request("session/delete", json!({"sessionId": parent}))
+        .await
+        .ok();
+    let left = std::fs::read_dir(world.home().join("sessions"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        })
+        .count();
+    assert_eq!(left, 0);
 }
 
 #[tokio::test]

@@ -161,6 +161,29 @@ impl SessionStore {
         std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })
     }
 
+    /// The subagent sessions `parent`'s `task` calls started.
+    pub fn subagents_of(&self, parent: &SessionId) -> Result<Vec<SessionId>, StoreError> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|s| s.subagent && s.parent.as_ref() == Some(parent))
+            .map(|s| s.id)
+            .collect())
+    }
+
+    /// Removes a session's log and its subagents' logs (they are reached only from it). A
+    /// subagent's log that cannot be removed is left, with a warning.
+    pub fn delete_with_subagents(&self, id: &SessionId) -> Result<(), StoreError> {
+        let children = self.subagents_of(id)?;
+        self.delete(id)?;
+        for child in children {
+            if let Err(e) = self.delete(&child) {
+                tracing::warn!(session = %child, error = %e, "could not delete a subagent's session");
+            }
+        }
+        Ok(())
+    }
+
     /// Every session, newest first. Reads only each file's head (header up to the title).
     pub fn list(&self) -> Result<Vec<SessionSummary>, StoreError> {
         let rd = match std::fs::read_dir(&self.dir) {
