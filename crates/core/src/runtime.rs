@@ -361,14 +361,18 @@ impl Runtime {
         });
     }
 
-    /// Copies a session at its latest entry into a new session whose header names its parent.
-    pub fn fork(&self, id: &SessionId) -> Result<SessionId, RuntimeError> {
+    /// Copies a session at its latest entry into a new session whose header names its parent,
+    /// working in `cwd` (an existing directory) when given, else where the parent works.
+    pub fn fork(&self, id: &SessionId, cwd: Option<PathBuf>) -> Result<SessionId, RuntimeError> {
+        if let Some(dir) = &cwd {
+            check_dir(dir, "cwd")?;
+        }
         let loaded = self.services.store.read(id)?;
         let new_id = SessionId::generate();
         let h = &loaded.header;
         let header = Header::new(
             new_id.clone(),
-            h.cwd.clone(),
+            cwd.unwrap_or_else(|| h.cwd.clone()),
             h.additional_directories.clone(),
             h.harness,
             Some(id.clone()),

@@ -1,7 +1,7 @@
 //! `session/new`, `session/load`, `session/resume`, `session/list`, `session/close`,
 //! `session/delete`, `session/fork`, `_ferrite/session/fork`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::{Event, SettingChange};
@@ -137,6 +137,7 @@ pub(crate) async fn load(
     s: &Server,
     p: OpenParams,
 ) -> Result<Followed<acp::LoadSessionResponse>, Fail> {
+    let cwd = p.cwd.clone();
     let (opened, unsupported) = open(s, p, true).await?;
     let sid = opened.handle.id().clone();
     let takes = s.client.takes();
@@ -149,8 +150,36 @@ pub(crate) async fn load(
         .modes(mapping::modes(&opened.settings))
         .config_options(mapping::config_options(&opened.settings))
         .meta(ferrite_meta(&sid, opened.parent.as_ref()));
-    let then = after_open(s, &sid, &opened, &unsupported, opened.title.clone());
+    let mut then = after_open(s, &sid, &opened, &unsupported, opened.title.clone());
+    then.extend(elsewhere(s, &sid, &opened, &cwd));
     Ok(Followed { response, then })
+}
+
+/// A session works in the directory it was created in: when the client loads or resumes it
+/// from another one, the user is told where its tools, rules and sandbox are (rather than the
+/// session moving, or the request failing, unseen).
+fn elsewhere(s: &Server, id: &SessionId, opened: &Opened, requested: &Path) -> Vec<After> {
+    let same = |a: &Path, b: &Path| {
+        a == b
+            || std::fs::canonicalize(a)
+                .ok()
+                .zip(std::fs::canonicalize(b).ok())
+                .is_some_and(|(a, b)| a == b)
+    };
+    if same(&opened.cwd, requested) {
+        return vec![];
+    }
+    let text = format!(
+        "This session works in {}, not in {} (the directory the editor sent): its tools, \
+         permission rules and sandbox stay there. Start a new session to work in {}.",
+        opened.cwd.display(),
+        requested.display(),
+        requested.display()
+    );
+    mapping::updates(&Event::Notice { text }, s.client.takes())
+        .into_iter()
+        .map(|u| After::update(id, u))
+        .collect()
 }
 
 /// `session/resume`: `session/load` without the replay.
@@ -158,13 +187,15 @@ pub(crate) async fn resume(
     s: &Server,
     p: OpenParams,
 ) -> Result<Followed<acp::ResumeSessionResponse>, Fail> {
+    let cwd = p.cwd.clone();
     let (opened, unsupported) = open(s, p, false).await?;
     let sid = opened.handle.id().clone();
     let response = acp::ResumeSessionResponse::new()
         .modes(mapping::modes(&opened.settings))
         .config_options(mapping::config_options(&opened.settings))
         .meta(ferrite_meta(&sid, opened.parent.as_ref()));
-    let then = after_open(s, &sid, &opened, &unsupported, opened.title.clone());
+    let mut then = after_open(s, &sid, &opened, &unsupported, opened.title.clone());
+    then.extend(elsewhere(s, &sid, &opened, &cwd));
     Ok(Followed { response, then })
 }
 
@@ -315,7 +346,7 @@ pub(crate) async fn delete(s: &Server, p: SessionParams) -> Result<Json, Fail> {
 /// `_ferrite/session/fork`: the copy, not opened; answers `{sessionId}`.
 pub(crate) async fn fork(s: &Server, p: SessionParams) -> Result<Json, Fail> {
     let sid = session_id(&p.session_id)?;
-    let new_id = s.runtime.fork(&sid)?;
+    let new_id = s.runtime.fork(&sid, None)?;
     Ok(Json(json!({ "sessionId": new_id.as_str() })))
 }
 
@@ -331,7 +362,8 @@ pub(crate) async fn fork_and_open(
         return Err(Fail::params("`cwd` must be an absolute path"));
     }
     let setup = Setup::parse(req.additional_directories, req.system_prompt)?;
-    let new_id = s.runtime.fork(&sid)?;
+    // The fork works where the client says (another checkout of the project, say).
+    let new_id = s.runtime.fork(&sid, Some(req.cwd))?;
     let (servers, unsupported) = mapping::mcp_servers(req.mcp_servers);
     let opened = s.runtime.open_session(&new_id, false, servers).await?;
     let opened = setup.apply(s, opened).await?;

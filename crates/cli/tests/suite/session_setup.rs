@@ -276,6 +276,66 @@ async fn session_fork_opens_a_copy_with_its_own_settings() {
 }
 
 #[tokio::test]
+async fn a_fork_works_where_the_client_says_and_a_load_elsewhere_is_told() {
+    let world = World::new();
+    let other = tempfile::tempdir().unwrap();
+    let mut c = world.client().await;
+    let s = sid(&c.new_session(&world.ws()).await);
+    // Forked into another directory (another checkout, say): the copy works there.
+    let r = c
+        .request(
+            "session/fork",
+            json!({"sessionId": s, "cwd": other.path(), "mcpServers": []}),
+        )
+        .await
+        .ok();
+    let fork = r["sessionId"].as_str().unwrap().to_owned();
+    let log = std::fs::read_to_string(world.session_file(&fork)).unwrap();
+    let header: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(header["cwd"].as_str().map(Path::new), Some(other.path()));
+    let missing = c
+        .request(
+            "session/fork",
+            json!({"sessionId": s, "cwd": "/no/such/dir", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(missing.code(), -32602);
+    // Loaded from another directory, the session stays where it works, and the user is told.
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": s, "cwd": other.path(), "mcpServers": []}),
+        )
+        .await;
+    c.wait_answer(&id).await.ok();
+    let notice = c
+        .wait_for(Duration::from_secs(5), |m| {
+            m["params"]["update"]
+                .to_string()
+                .contains("This session works in")
+        })
+        .await
+        .expect("a notice that the session works elsewhere");
+    let text = notice["params"]["update"].to_string();
+    assert!(text.contains(&*other.path().to_string_lossy()), "{text}");
+    // From its own directory: no such notice.
+    let id = c
+        .send_request(
+            "session/resume",
+            json!({"sessionId": s, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await;
+    c.wait_answer(&id).await.ok();
+    let quiet = c.drain(Duration::from_millis(300)).await;
+    assert!(
+        !quiet
+            .iter()
+            .any(|m| m.to_string().contains("This session works in")),
+        "{quiet:?}"
+    );
+}
+
+#[tokio::test]
 async fn ferrite_s_own_fork_still_answers_only_the_id() {
     let world = World::new();
     let mut c = world.client().await;
