@@ -219,16 +219,20 @@ impl SessionState {
                         content: content.clone(),
                     })
                 }
+                // Announced where it started (before its card names it), as it is now: a
+                // replayed session runs nothing, so its subagents are idle (one whose end was
+                // never logged, too: the process died with it).
                 EntryKind::Subagent {
                     session,
                     title,
-                    running,
+                    running: true,
                 } => out.push(Event::Subagent(crate::events::SubagentView {
                     session: session.clone(),
                     title: title.clone(),
                     cwd: self.cwd.clone(),
-                    running: *running,
+                    running: false,
                 })),
+                EntryKind::Subagent { running: false, .. } => {}
                 // Logs written before `Reply` existed: the undo's answer made again from it.
                 EntryKind::Checkpoint {
                     undid,

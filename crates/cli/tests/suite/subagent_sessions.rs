@@ -217,6 +217,12 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
         .position(|(_, u)| u["content"].to_string().contains(&child))
         .expect("the card names the child");
     assert!(announced < named);
+    let states: Vec<&Value> = replay
+        .iter()
+        .filter(|(_, u)| kind(u) == "subagent_update")
+        .map(|(_, u)| &u["state"]["state"])
+        .collect();
+    assert_eq!(states, [&json!("idle")], "once, as it is now");
 }
 
 #[tokio::test]
