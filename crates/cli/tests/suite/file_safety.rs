@@ -7,6 +7,8 @@ use std::time::Duration;
 use ferrite_test_support::fake_provider::Script;
 use serde_json::json;
 
+use std::os::unix::process::CommandExt;
+
 use super::common::*;
 use super::permissions::{Rig, start, write_call};
 
@@ -120,16 +122,21 @@ async fn special_files_are_refused_and_the_agent_keeps_serving() {
             .unwrap()
             .success()
     );
-    // A writer that never stops and never sends a newline.
+    // A writer that never stops and never sends a newline, in a process group of its own so
+    // that the whole pipeline is killed afterwards (killing `sh` alone leaves `yes` and `tr`).
     let mut feeder = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("yes x | tr -d '\\n' > {}", fifo.display()))
+        .process_group(0)
         .spawn()
         .unwrap();
     run_call(&mut r, read_call("r1", "pipe")).await;
     let results = r.last_tool_results();
     assert!(results[0].1 && results[0].0.contains("FIFO"), "{results:?}");
-    let _ = feeder.kill();
+    let group = format!("-{}", feeder.id());
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &group])
+        .status();
     let _ = feeder.wait();
 
     // `/dev/stdin` is the editor's message stream: never consumed by a tool.
