@@ -52,6 +52,15 @@ fn session_updates(messages: &[Value]) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// How many session logs the store holds.
+fn session_logs(world: &World) -> usize {
+    std::fs::read_dir(world.home().join("sessions"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .count()
+}
+
 fn kind(u: &Value) -> &str {
     u["sessionUpdate"].as_str().unwrap_or_default()
 }
@@ -348,28 +357,14 @@ async fn a_client_without_subagents_never_hears_of_the_child() {
             && !u["content"].to_string().contains("\"session\"")
     }));
     // The child's session exists all the same, outside the list.
-    let sessions = std::fs::read_dir(world.home().join("sessions"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        })
-        .count();
-    assert_eq!(sessions, 2, "the parent's log and the child's");
+    assert_eq!(session_logs(&world), 2, "the parent's log and the child's");
     let listed = c.request("session/list", json!({})).await.ok();
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
     // Deleting the parent deletes its subagents' sessions: nothing else reaches them.
     c.request("session/delete", json!({"sessionId": parent}))
         .await
         .ok();
-    let left = std::fs::read_dir(world.home().join("sessions"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        })
-        .count();
-    assert_eq!(left, 0);
+    assert_eq!(session_logs(&world), 0);
 }
 
 #[tokio::test]
