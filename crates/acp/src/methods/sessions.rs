@@ -298,21 +298,37 @@ pub(crate) async fn list(
                 .unwrap_or(all.len())
         }
     };
-    let page: Vec<_> = all.iter().skip(start).take(LIST_PAGE_SIZE).collect();
+    let page: Vec<_> = all
+        .iter()
+        .skip(start)
+        .take(LIST_PAGE_SIZE)
+        .cloned()
+        .collect();
     let next = (start + page.len() < all.len())
         .then(|| {
             page.last()
                 .map(|l| encode_cursor(nanos(l.updated_at), &l.id))
         })
         .flatten();
-    let sessions = page
-        .iter()
-        .map(|x| {
-            acp::SessionInfo::new(acp::SessionId::new(x.id.as_str()), x.cwd.clone())
-                .title(x.title.clone())
-                .updated_at(ferrite_core::time::rfc3339(x.updated_at))
-        })
-        .collect();
+    // The roots each session of the page works with now (a client restores them on resume).
+    let runtime = s.runtime.clone();
+    let sessions = tokio::task::spawn_blocking(move || {
+        page.iter()
+            .map(|x| {
+                let dirs = runtime
+                    .services()
+                    .store
+                    .additional_directories(&x.id)
+                    .unwrap_or_default();
+                acp::SessionInfo::new(acp::SessionId::new(x.id.as_str()), x.cwd.clone())
+                    .title(x.title.clone())
+                    .updated_at(ferrite_core::time::rfc3339(x.updated_at))
+                    .additional_directories(dirs)
+            })
+            .collect()
+    })
+    .await
+    .map_err(|e| Fail::internal(format!("listing sessions failed: {e}")))?;
     Ok(acp::ListSessionsResponse::new(sessions).next_cursor(next))
 }
 

@@ -212,6 +212,16 @@ async fn directories_named_on_load_are_workspace_roots_from_then_on() {
     .ok();
     assert!(!write_turn(&mut c, &fake, &s, &other.join("c.txt")).await);
     assert!(other.join("c.txt").exists());
+    // The list reports the roots the session works with now, not the ones it was created with.
+    let listed = c.request("session/list", json!({})).await.ok();
+    let info = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["sessionId"] == s.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(info["additionalDirectories"], json!([other]), "{info}");
     assert!(c.violations().is_empty(), "{:?}", c.violations());
 }
 

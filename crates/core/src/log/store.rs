@@ -161,6 +161,39 @@ impl SessionStore {
         std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })
     }
 
+    /// The additional workspace roots session `id` has now: those of its last `directories`
+    /// entry, else the header's. Reads the whole log, parsing only the lines that can hold one
+    /// (a byte search): meant for the sessions of one `session/list` page.
+    pub fn additional_directories(&self, id: &SessionId) -> Result<Vec<PathBuf>, StoreError> {
+        let path = self.path(id);
+        let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
+        let mut lines = bytes.split(|&b| b == b'\n');
+        let header: Header = lines
+            .next()
+            .and_then(|l| serde_json::from_slice(l).ok())
+            .ok_or_else(|| StoreError::Corrupt {
+                path: path.clone(),
+                reason: "no readable header".into(),
+            })?;
+        let needle = memchr::memmem::Finder::new(b"\"type\":\"directories\"");
+        let mut last = None;
+        for at in needle.find_iter(&bytes) {
+            let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+            if let Ok(Entry {
+                kind:
+                    EntryKind::Directories {
+                        additional_directories,
+                    },
+                ..
+            }) = serde_json::from_slice(&bytes[start..end])
+            {
+                last = Some(additional_directories);
+            }
+        }
+        Ok(last.unwrap_or(header.additional_directories))
+    }
+
     /// The subagent sessions `parent`'s `task` calls started.
     pub fn subagents_of(&self, parent: &SessionId) -> Result<Vec<SessionId>, StoreError> {
         Ok(self
