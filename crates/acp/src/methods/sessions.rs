@@ -315,11 +315,7 @@ pub(crate) async fn list(
     let sessions = tokio::task::spawn_blocking(move || {
         page.iter()
             .map(|x| {
-                let dirs = runtime
-                    .services()
-                    .store
-                    .additional_directories(&x.id)
-                    .unwrap_or_default();
+                let dirs = runtime.services().store.additional_directories(x);
                 acp::SessionInfo::new(acp::SessionId::new(x.id.as_str()), x.cwd.clone())
                     .title(x.title.clone())
                     .updated_at(ferrite_core::time::rfc3339(x.updated_at))

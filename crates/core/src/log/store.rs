@@ -33,6 +33,9 @@ pub struct SessionSummary {
     pub prompted: bool,
     /// A subagent's session (`Header::subagent`).
     pub subagent: bool,
+    /// The header's additional roots (see [`SessionStore::additional_directories`] for the
+    /// current ones).
+    pub additional_directories: Vec<PathBuf>,
 }
 
 /// `FERRITE_HOME/sessions/`.
@@ -158,40 +161,18 @@ impl SessionStore {
         let path = self.path(id);
         let file = File::open(&path).map_err(|e| io_error(&path, e))?;
         lock(&file, &path)?;
+        let _ = std::fs::remove_file(roots_path(&path));
         std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })
     }
 
-    /// The additional workspace roots session `id` has now: those of its last `directories`
-    /// entry, else the header's. Reads the whole log, parsing only the lines that can hold one
-    /// (a byte search): meant for the sessions of one `session/list` page.
-    pub fn additional_directories(&self, id: &SessionId) -> Result<Vec<PathBuf>, StoreError> {
-        let path = self.path(id);
-        let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
-        let mut lines = bytes.split(|&b| b == b'\n');
-        let header: Header = lines
-            .next()
-            .and_then(|l| serde_json::from_slice(l).ok())
-            .ok_or_else(|| StoreError::Corrupt {
-                path: path.clone(),
-                reason: "no readable header".into(),
-            })?;
-        let needle = memchr::memmem::Finder::new(b"\"type\":\"directories\"");
-        let mut last = None;
-        for at in needle.find_iter(&bytes) {
-            let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
-            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
-            if let Ok(Entry {
-                kind:
-                    EntryKind::Directories {
-                        additional_directories,
-                    },
-                ..
-            }) = serde_json::from_slice(&bytes[start..end])
-            {
-                last = Some(additional_directories);
-            }
-        }
-        Ok(last.unwrap_or(header.additional_directories))
+    /// The additional workspace roots the session of `summary` has now: those its last
+    /// `directories` entry named (kept beside the log, see [`LogWriter::append`]), else its
+    /// header's. One small read: `session/list` asks it for every session of a page.
+    pub fn additional_directories(&self, summary: &SessionSummary) -> Vec<PathBuf> {
+        std::fs::read(roots_path(&self.path(&summary.id)))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_else(|| summary.additional_directories.clone())
     }
 
     /// The subagent sessions `parent`'s `task` calls started.
@@ -337,6 +318,11 @@ fn parse_log(bytes: &[u8], path: &Path) -> Result<LoadedLog, StoreError> {
     })
 }
 
+/// Where a log's current additional roots are kept: `<id>.roots` beside `<id>.jsonl`.
+fn roots_path(log: &Path) -> PathBuf {
+    log.with_extension("roots")
+}
+
 fn memchr_newline(hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == b'\n')
 }
@@ -387,6 +373,7 @@ fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
         parent: header.parent,
         prompted,
         subagent: header.subagent,
+        additional_directories: header.additional_directories,
     }))
 }
 
@@ -420,7 +407,29 @@ impl LogWriter {
         })?;
         self.write_line(line)?;
         self.next_seq += 1;
+        if let EntryKind::Directories {
+            additional_directories,
+        } = &entry.kind
+        {
+            self.note_roots(additional_directories);
+        }
         Ok(seq)
+    }
+
+    /// Keeps the session's current additional roots beside its log, so that listing sessions
+    /// need not read whole logs to find them. The log stays the truth (loading a session reads
+    /// it); should this write fail, or the process die before it, the list shows the roots of
+    /// before.
+    fn note_roots(&self, dirs: &[PathBuf]) {
+        let path = roots_path(&self.path);
+        let tmp = path.with_extension("roots.tmp");
+        let written = serde_json::to_vec(dirs)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "could not note a session's roots");
+        }
     }
 
     fn write_line(&mut self, mut line: Vec<u8>) -> Result<(), StoreError> {
