@@ -23,6 +23,7 @@ pub mod events;
 pub mod exec;
 pub mod failure;
 pub mod file_changes;
+mod front_matter;
 #[cfg(unix)]
 pub mod fsops;
 pub mod hooks;
