@@ -46,6 +46,7 @@ pub mod runtime;
 pub mod services;
 mod session;
 pub mod session_view;
+pub mod shell;
 pub mod skills;
 pub mod state;
 pub mod steering;
