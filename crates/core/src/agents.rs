@@ -112,7 +112,7 @@ fn agent_dirs(own: &OwnFiles, cwd: &Path) -> Vec<(PathBuf, PathBuf, Origin)> {
 }
 
 fn parse(file: &Path, text: &str, origin: Origin) -> Option<AgentDef> {
-    let (fields, body) = crate::commands::front_matter(text);
+    let (fields, body) = crate::front_matter::parse(text);
     let field = |k: &str| {
         fields
             .iter()
@@ -121,7 +121,7 @@ fn parse(file: &Path, text: &str, origin: Origin) -> Option<AgentDef> {
     };
     let name =
         field("name").or_else(|| file.file_stem().and_then(|n| n.to_str()).map(str::to_owned))?;
-    if !crate::commands::valid_name(&name) || body.trim().is_empty() {
+    if !crate::front_matter::valid_name(&name) || body.trim().is_empty() {
         return None;
     }
     let description: String = field("description")

@@ -217,17 +217,7 @@ pub(crate) fn invocation(content: &[UserContent]) -> Option<(String, String)> {
     };
     let rest = text.trim_start().strip_prefix('/')?;
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    valid_name(name).then(|| (name.to_owned(), args.trim().to_owned()))
-}
-
-/// A name a command or skill may have: letters, digits, `-` and `_`, at most 64 (what `/name`
-/// can run).
-pub(crate) fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    crate::front_matter::valid_name(name).then(|| (name.to_owned(), args.trim().to_owned()))
 }
 
 fn is_builtin(name: &str) -> bool {
@@ -371,54 +361,8 @@ fn read_prompt_file(own: &OwnFiles, path: &Path, area: &Path) -> Option<PromptFi
     }
 }
 
-/// `---`-delimited `key: value` lines at the top (the subset of YAML prompt files and skills
-/// use), and the body after them. A value that is only `>` or `|` takes the indented lines
-/// after it, joined (YAML's folded and literal blocks, as skill descriptions are written).
-pub(crate) fn front_matter(text: &str) -> (Vec<(String, String)>, String) {
-    let none = (Vec::new(), text.to_owned());
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return none;
-    };
-    let Some(end) = rest.find("\n---") else {
-        return none;
-    };
-    let mut fields: Vec<(String, String)> = Vec::new();
-    let mut lines = rest[..end].lines().peekable();
-    while let Some(line) = lines.next() {
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let mut value = value.trim().to_owned();
-        if matches!(value.as_str(), ">" | "|" | ">-" | "|-" | "") {
-            let mut block = Vec::new();
-            while let Some(next) = lines.peek() {
-                if !next.starts_with([' ', '\t']) {
-                    break;
-                }
-                block.push(next.trim());
-                lines.next();
-            }
-            value = block.join(if value.starts_with('|') { "\n" } else { " " });
-        }
-        let value = value.trim_matches('"').trim_matches('\'').to_owned();
-        if !value.is_empty() {
-            fields.push((key.trim().to_owned(), value));
-        }
-    }
-    let after = &rest[end + 4..];
-    let body = after
-        .strip_prefix("\r\n")
-        .or_else(|| after.strip_prefix('\n'))
-        .unwrap_or(after)
-        .to_owned();
-    (fields, body)
-}
-
 fn parse_front_matter(text: &str) -> PromptFile {
-    let (fields, body) = front_matter(text);
+    let (fields, body) = crate::front_matter::parse(text);
     let mut file = PromptFile {
         description: None,
         hint: None,

@@ -8,6 +8,9 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::modes::Mode;
+// Part of this port (`CommandRunner::shell`), defined in `crate::shell` because the permission
+// rules, a layer below, read commands with its grammar.
+pub use crate::shell::Shell;
 
 /// What a command may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,17 +147,6 @@ fn prune_spill_files(dir: &Path, just_made: &Path) {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-/// The shell that runs commands. The permission rules read a command with bash's grammar, so
-/// what they decide holds only for bash: under any other shell (dash, busybox `ash`, ...) allow
-/// rules for commands match nothing (every command asks) and constructs the two read
-/// differently (`&>`, `|&`, `((`, ...) count as hiding what runs (`docs/permissions.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shell {
-    Bash,
-    /// A POSIX `sh` that is not bash.
-    Sh,
 }
 
 /// One command to run through the runner's shell (`bash -c`, or `sh -c` where there is no

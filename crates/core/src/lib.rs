@@ -23,6 +23,7 @@ pub mod events;
 pub mod exec;
 pub mod failure;
 pub mod file_changes;
+mod front_matter;
 #[cfg(unix)]
 pub mod fsops;
 pub mod hooks;
@@ -45,6 +46,7 @@ pub mod runtime;
 pub mod services;
 mod session;
 pub mod session_view;
+pub mod shell;
 pub mod skills;
 pub mod state;
 pub mod steering;

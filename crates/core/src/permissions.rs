@@ -37,9 +37,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
 use crate::content::ToolCallView;
-use crate::exec::Shell;
 use crate::ids::SessionId;
 use crate::modes::{Harness, Mode};
+use crate::shell::Shell;
 use command_rules::{CommandPattern, Verdict};
 use shell::{PlainCommand, Script, Word};
 

@@ -100,7 +100,7 @@ pub fn discover(own: &OwnFiles, cwd: &Path) -> Vec<Skill> {
                 continue;
             }
         };
-        let (fields, body) = crate::commands::front_matter(&text);
+        let (fields, body) = crate::front_matter::parse(&text);
         let field = |k: &str| {
             fields
                 .iter()
@@ -110,7 +110,7 @@ pub fn discover(own: &OwnFiles, cwd: &Path) -> Vec<Skill> {
         let name = field("name")
             .or_else(|| dir.file_name().and_then(|n| n.to_str()).map(str::to_owned))
             .unwrap_or_default();
-        if !crate::commands::valid_name(&name) {
+        if !crate::front_matter::valid_name(&name) {
             tracing::warn!(path = %file.display(), "skill with an unusable name skipped");
             continue;
         }

@@ -103,24 +103,6 @@ pub fn trust(
     Ok(ws)
 }
 
-/// What the workspace of `cwd` brings (hooks, with the user's; agents, with the user's) as a
-/// turn there would find them, without the session's deny rules (for `ferrite doctor` and
-/// `ferrite trust`, which only list them), and what the user trusted there.
-pub fn extensions_of(
-    home: &Path,
-    config: &crate::config::Config,
-    cwd: &Path,
-    user_home: Option<&Path>,
-) -> (crate::hooks::Hooks, crate::agents::Agents, Approved) {
-    let approved = approved(home, cwd);
-    let roots = [cwd.to_owned()];
-    let own = crate::own_files::OwnFiles::new(home, &roots, Ok(Default::default()))
-        .with_user_home(user_home);
-    let hooks = crate::hooks::table::load(&config.hooks, &own, cwd, &approved);
-    let agents = crate::agents::discover(&own, cwd, &approved);
-    (hooks, agents, approved)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

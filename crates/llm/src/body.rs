@@ -1,4 +1,5 @@
-//! What the three request mappings share: writing a body, and the effort parameter.
+//! What the three request mappings share: writing a body, and the effort parameter (`encode`
+//! picks the mapping).
 //!
 //! Every API's body is an object whose last member is the history's array (`messages`,
 //! `input`), written after everything else: that keeps the bytes of the history's elements
@@ -19,46 +20,19 @@ use ferrite_core::model::{AssistantPart, Message, ModelRequest, UserPart};
 use ferrite_core::modes::Effort;
 use serde::Serialize;
 
+pub(crate) use pool::Pool;
 pub use pool::release_buffers;
-use pool::{Kept, Layout, POOL, Pool, Pooled};
-
-/// The effort as every API names it (`low`, `medium`, `high`); `None` for the model's default,
-/// for which nothing is sent.
-pub(crate) fn effort_param(effort: Effort) -> Option<&'static str> {
-    (effort != Effort::Default).then(|| effort.id())
-}
-
-/// `req`'s body for `api`, in a buffer of `pool`: it keeps what it has in common with the
-/// previous body there (see [`Pool`]) and remembers the request's messages for the next one.
-pub(crate) fn encode(
-    pool: &'static Pool,
-    api: ApiKind,
-    req: ModelRequest,
-) -> serde_json::Result<Encoded> {
-    let mut draft = Draft::new(pool, api, &req, true);
-    write(api, &req, &mut draft)?;
-    Ok(draft.finish(Some(req.messages)))
-}
+use pool::{Kept, Layout, POOL, Pooled};
 
 /// The agent's pool of body buffers.
 pub(crate) fn pool() -> &'static Pool {
     &POOL
 }
 
-/// `req`'s body for `api`, written whole: the bytes the provider client sends for it. Public
-/// for the benchmarks (`crates/cli/examples/request_build.rs`).
-pub fn request_body(api: ApiKind, req: &ModelRequest) -> serde_json::Result<Bytes> {
-    let mut draft = Draft::new(&POOL, api, req, false);
-    write(api, req, &mut draft)?;
-    Ok(draft.finish(None).body)
-}
-
-fn write(api: ApiKind, req: &ModelRequest, draft: &mut Draft) -> serde_json::Result<()> {
-    match api {
-        ApiKind::Anthropic => crate::anthropic::write(req, draft),
-        ApiKind::OpenAiResponses => crate::openai_responses::write(req, draft),
-        ApiKind::OpenAiChat => crate::openai_chat::write(req, draft),
-    }
+/// The effort as every API names it (`low`, `medium`, `high`); `None` for the model's default,
+/// for which nothing is sent.
+pub(crate) fn effort_param(effort: Effort) -> Option<&'static str> {
+    (effort != Effort::Default).then(|| effort.id())
 }
 
 /// A body being written. The API's mapping writes its [`head`](Draft::head), the elements
@@ -282,6 +256,7 @@ fn size_hint(req: &ModelRequest) -> usize {
 mod tests {
     use super::pool::POOLED_MIN;
     use super::*;
+    use crate::encode::{encode, request_body, write};
     use ferrite_core::model::ToolResultPart;
 
     const APIS: [ApiKind; 3] = [

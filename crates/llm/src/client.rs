@@ -82,7 +82,7 @@ impl ModelClient for HttpModelClient {
         // On a long session freeing those (tens of thousands of strings) takes milliseconds:
         // that happens on a blocking thread while the body goes out, not on the way to the
         // provider.
-        let body = crate::body::encode(crate::body::pool(), inner.api, request).map(|encoded| {
+        let body = crate::encode::encode(crate::body::pool(), inner.api, request).map(|encoded| {
             tracing::debug!(
                 bytes = encoded.body.len(),
                 kept = encoded.kept,

@@ -7,6 +7,7 @@ mod anthropic;
 mod body;
 mod client;
 mod decode;
+mod encode;
 mod error;
 #[cfg(test)]
 mod golden_tests;
@@ -26,8 +27,9 @@ use ferrite_core::config::ApiKind;
 use ferrite_core::env::Env;
 use ferrite_core::model::{ListingFuture, ModelClient, ModelConnector, ModelError, ModelErrorKind};
 
-pub use body::{release_buffers, request_body};
+pub use body::release_buffers;
 pub use decode::decode_sse;
+pub use encode::request_body;
 pub use options::LlmOptions;
 
 /// Builds model clients for catalog providers. Cheap to clone; all clients share one

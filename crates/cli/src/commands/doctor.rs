@@ -4,12 +4,16 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use ferrite_core::agents::Agents;
 use ferrite_core::catalog::{Catalog, DefaultModel, KeySource};
 use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
 use ferrite_core::env::Env;
+use ferrite_core::hooks::Hooks;
 use ferrite_core::model::ModelErrorKind;
+use ferrite_core::own_files::OwnFiles;
 use ferrite_core::permissions::StoredRules;
+use ferrite_core::trust::Approved;
 
 /// How long one provider may take to answer doctor's listing request.
 const PROVIDER_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
@@ -187,6 +191,24 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What the workspace of `cwd` brings (hooks, with the user's; agents, with the user's) as a
+/// turn there would find them, without the session's deny rules (`doctor` and `trust` only list
+/// them), and what the user trusted there. Here, not in `core::trust`: trust is what hooks and
+/// agents are checked against, so it cannot gather them itself.
+fn extensions_of(
+    home: &Path,
+    config: &Config,
+    cwd: &Path,
+    user_home: Option<&Path>,
+) -> (Hooks, Agents, Approved) {
+    let approved = ferrite_core::trust::approved(home, cwd);
+    let roots = [cwd.to_owned()];
+    let own = OwnFiles::new(home, &roots, Ok(Default::default())).with_user_home(user_home);
+    let hooks = ferrite_core::hooks::table::load(&config.hooks, &own, cwd, &approved);
+    let agents = ferrite_core::agents::discover(&own, cwd, &approved);
+    (hooks, agents, approved)
+}
+
 /// The hooks a session here would have, and the repository's that wait for trust.
 fn write_hooks(
     out: &mut impl Write,
@@ -195,8 +217,7 @@ fn write_hooks(
     config: &Config,
     cwd: &Path,
 ) -> std::io::Result<()> {
-    let (hooks, agents, approved) =
-        ferrite_core::trust::extensions_of(home, config, cwd, env.home());
+    let (hooks, agents, approved) = extensions_of(home, config, cwd, env.home());
     let ws = ferrite_core::trust::workspace_of(cwd);
     let trust = if approved.folder {
         "trusted"
@@ -252,7 +273,7 @@ pub fn trust(home: &Path, env: &Env, dir: Option<std::path::PathBuf>) -> anyhow:
         .canonicalize()
         .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     let config = Config::load(home, Some(&dir))?;
-    let (hooks, agents, _) = ferrite_core::trust::extensions_of(home, &config, &dir, env.home());
+    let (hooks, agents, _) = extensions_of(home, &config, &dir, env.home());
     // Trust covers these hooks and agents as they are now; one added or changed later is asked
     // about again.
     let project = ferrite_core::hooks::Origin::Project;

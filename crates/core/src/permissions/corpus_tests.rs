@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use super::shell::Script;
 use super::*;
-use crate::exec::Shell;
+use crate::shell::Shell;
 
 const ALLOW: &[&str] = &["bash(git status:*)", "bash(ls:*)", "bash(echo:*)"];
 const DENY: &[&str] = &["bash(rm -rf:*)"];

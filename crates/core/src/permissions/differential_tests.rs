@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::corpus_tests::{Rng, random_command};
 use super::shell::{PlainCommand, Script, Word, program_name};
-use crate::exec::Shell;
+use crate::shell::Shell;
 
 /// A program the shell executed: the last component of the path it executed, and its argv
 /// after argv[0].

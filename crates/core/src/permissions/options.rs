@@ -13,7 +13,7 @@ use super::command_rules::CommandPattern;
 use super::shell::{PlainCommand, Script, possibly_wrapped, runs_other_commands};
 use super::{OptionKind, PermissionOption};
 use crate::access::Access;
-use crate::exec::Shell;
+use crate::shell::Shell;
 
 /// Programs whose first argument is a sub-command worth keeping in an "always" rule.
 const SUBCOMMAND_PROGRAMS: &[&str] = &[

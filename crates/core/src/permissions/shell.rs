@@ -37,7 +37,7 @@ mod wrappers;
 
 use tree_sitter::{Node, Parser};
 
-use crate::exec::Shell;
+use crate::shell::Shell;
 use wrappers::{Unwrapped, unwrap};
 pub(crate) use wrappers::{possibly_wrapped, runs_other_commands};
 

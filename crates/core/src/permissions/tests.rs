@@ -1,5 +1,5 @@
 use super::*;
-use crate::exec::Shell;
+use crate::shell::Shell;
 
 fn rules(allow: &[&str], deny: &[&str]) -> Rules {
     let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();

@@ -1,5 +1,5 @@
 use super::*;
-use crate::exec::Shell;
+use crate::shell::Shell;
 
 fn fetch(host: &str) -> Access {
     Access::Fetch {

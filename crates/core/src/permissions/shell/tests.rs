@@ -1,5 +1,5 @@
 use super::*;
-use crate::exec::Shell;
+use crate::shell::Shell;
 
 fn plain(c: &str) -> Option<Vec<Vec<String>>> {
     Script::parse(c, Shell::Bash)
