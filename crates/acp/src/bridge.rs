@@ -215,6 +215,52 @@ impl ferrite_core::elicit::Elicitor for AcpElicitor {
         self.caller.strong_count() > 0 && self.client.elicitation_form()
     }
 
+    fn opens_pages(&self) -> bool {
+        self.caller.strong_count() > 0 && self.client.elicitation_url()
+    }
+
+    /// `elicitation/create` in URL mode; the answer says whether the user went, and
+    /// [`Self::page_done`] sends `elicitation/complete` once the page's work is done.
+    fn open_page(
+        &self,
+        session: &SessionId,
+        page: ferrite_core::elicit::Page,
+    ) -> BoxFuture<'_, Result<ferrite_core::elicit::Reply, String>> {
+        use ferrite_core::elicit::Reply;
+        let session = session.clone();
+        Box::pin(async move {
+            let caller = self.caller.upgrade().ok_or("the server is shutting down")?;
+            let params = serde_json::json!({
+                "sessionId": session.as_str(),
+                "mode": "url",
+                "elicitationId": page.id,
+                "url": page.url,
+                "message": ferrite_core::display::visible(&page.message),
+            });
+            match caller.call(&session, "elicitation/create", params).await {
+                Ok(v) => match v.get("action").and_then(serde_json::Value::as_str) {
+                    Some("accept") => Ok(Reply::Answered(vec![])),
+                    Some("decline") => Ok(Reply::Declined),
+                    Some("cancel") => Ok(Reply::Cancelled),
+                    _ => Err("the editor's answer could not be read".to_owned()),
+                },
+                Err(CallError::Rejected(e)) => Err(format!("the editor refused: {e}")),
+                Err(CallError::Cancelled) => Ok(Reply::Cancelled),
+                Err(CallError::Gone) => Err("the server is shutting down".into()),
+            }
+        })
+    }
+
+    fn page_done(&self, id: &str) {
+        if let Some(caller) = self.caller.upgrade() {
+            let line = crate::rpc::notification_line(
+                "elicitation/complete",
+                serde_json::json!({ "elicitationId": id }),
+            );
+            caller.to_pump(crate::outbound::Outbound::Notify { line });
+        }
+    }
+
     fn ask(
         &self,
         session: &SessionId,

@@ -12,6 +12,7 @@ pub(crate) struct Client {
     fs_read: AtomicBool,
     terminal_output: AtomicBool,
     elicitation_form: AtomicBool,
+    elicitation_url: AtomicBool,
     fs_write: AtomicBool,
 }
 
@@ -27,6 +28,16 @@ impl Client {
     /// Set before `set` (which marks the client initialized).
     pub fn set_elicitation_form(&self, form: bool) {
         self.elicitation_form.store(form, Ordering::Relaxed);
+    }
+
+    /// Set before `set`: the client advertised `elicitation.url`.
+    pub fn set_elicitation_url(&self, url: bool) {
+        self.elicitation_url.store(url, Ordering::Relaxed);
+    }
+
+    /// The client advertised `elicitation.url`: `elicitation/create` in URL mode.
+    pub fn elicitation_url(&self) -> bool {
+        self.elicitation_url.load(Ordering::Relaxed)
     }
 
     /// Set before `set`: the client advertised `fs.writeTextFile`.

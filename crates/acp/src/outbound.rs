@@ -8,4 +8,6 @@ pub(crate) enum Outbound {
     Request { id: Value, line: String },
     /// The waiter of `id` gave up after the request was written: withdraw it.
     Withdraw { id: Value },
+    /// A notification about the session (`elicitation/complete`).
+    Notify { line: String },
 }

@@ -120,6 +120,7 @@ impl Running {
                 let line = rpc::notification_line("$/cancel_request", json!({ "requestId": id }));
                 pump.out.line(line).await;
             }
+            Outbound::Notify { line } => pump.out.line(line).await,
         }
     }
 }

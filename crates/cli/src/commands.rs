@@ -3,6 +3,7 @@
 pub mod acp;
 pub mod auth;
 pub mod doctor;
+pub mod mcp;
 pub mod models;
 pub mod run;
 pub mod sessions;
@@ -36,7 +37,7 @@ pub fn connector(env: &Env) -> Option<Arc<dyn ModelConnector>> {
 pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Services {
     let connector = connector(&env);
     let mcp: Arc<dyn ferrite_core::mcp::McpLauncher> =
-        Arc::new(ferrite_mcp::Launcher::from_env(&env));
+        Arc::new(ferrite_mcp::Launcher::from_env(&env, Some(&home)));
     let mut services = ferrite_core::runtime::Services::new(home, env, connector);
     services.mcp = Some(mcp);
     services.release_memory = release_memory;

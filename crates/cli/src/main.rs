@@ -61,6 +61,11 @@ enum Command {
     Doctor,
     /// List the usable models: id, provider, context window, where the facts come from.
     Models,
+    /// Sign in to a remote MCP server that uses OAuth, or forget its token.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// Trust the folder (its repository): its hooks and agents may run (`docs/extending.md`).
     Trust {
         /// The folder; the current directory when absent.
@@ -74,6 +79,20 @@ enum Command {
 enum AcpCommand {
     /// The same as `ferrite login`.
     Login { provider: Option<String> },
+}
+
+#[derive(Subcommand)]
+enum McpCommand {
+    /// Sign in (OAuth in the browser) and store the token for every later session.
+    Login {
+        /// A server's name in config.toml (`[mcp_servers.NAME]`), or its URL.
+        server: String,
+    },
+    /// Remove a server's stored token.
+    Logout {
+        /// A server's name in config.toml, or its URL.
+        server: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -167,6 +186,10 @@ fn main() -> ExitCode {
         },
         Command::Doctor => commands::doctor::run(&home, &env),
         Command::Models => commands::models::run(home, env),
+        Command::Mcp { command } => match command {
+            McpCommand::Login { server } => commands::mcp::login(&home, &server),
+            McpCommand::Logout { server } => commands::mcp::logout(&home, &server),
+        },
         Command::Trust { dir } => commands::doctor::trust(&home, &env, dir),
     };
     match result {

@@ -135,7 +135,28 @@ pub enum McpResourcePart {
     },
 }
 
+/// Where a remote server's OAuth sign-in sends the user (the browser step): the session's editor
+/// through URL elicitation, or the terminal of `ferrite run` / `ferrite mcp login`.
+pub trait Browser: Send + Sync {
+    /// Whether a page can be shown to anyone now.
+    fn can_open(&self) -> bool;
+    /// Sends the user to `page`; see [`crate::elicit::Elicitor::open_page`].
+    fn open(
+        &self,
+        page: crate::elicit::Page,
+    ) -> BoxFuture<'_, Result<crate::elicit::Reply, String>>;
+    /// The sign-in of `id` is over, whichever way it went.
+    fn done(&self, id: &str);
+}
+
 pub trait McpLauncher: Send + Sync {
-    /// Starts `servers` in the background and returns at once.
-    fn launch(&self, servers: Vec<McpServerSpec>, notices: NoticeSink) -> Arc<dyn ToolProvider>;
+    /// Starts `servers` in the background and returns at once. `browser`: where a server that
+    /// asks for an OAuth sign-in sends the user; `None` when no one can be sent anywhere (the
+    /// server's tools are then unavailable and the notice says how to sign in).
+    fn launch(
+        &self,
+        servers: Vec<McpServerSpec>,
+        notices: NoticeSink,
+        browser: Option<Arc<dyn Browser>>,
+    ) -> Arc<dyn ToolProvider>;
 }

@@ -5,6 +5,7 @@
 //! Every prompt handed to a session has a supervisor (`supervisor`) that sends that `TurnEnded`
 //! when the session task cannot (it died, or never took the prompt).
 
+mod browser;
 pub mod discovery;
 mod error;
 mod handle;
@@ -274,7 +275,14 @@ impl Runtime {
             (Some(launcher), false) => {
                 let gate = notices.clone();
                 let sink: crate::mcp::NoticeSink = Arc::new(move |text: String| gate.notice(text));
-                Some(launcher.launch(mcp_servers, sink))
+                let browser = self.services.elicitor.get().map(|elicitor| {
+                    Arc::new(browser::SessionBrowser {
+                        elicitor: elicitor.clone(),
+                        session: id.clone(),
+                        gate: notices.clone(),
+                    }) as Arc<dyn crate::mcp::Browser>
+                });
+                Some(launcher.launch(mcp_servers, sink, browser))
             }
             _ => None,
         };

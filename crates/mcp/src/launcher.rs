@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use ferrite_core::env::Env;
 use ferrite_core::mcp::{
-    McpLauncher, McpPrompt, McpPromptMessage, McpResourcePart, McpServerSpec, NoticeSink,
-    ToolProvider,
+    Browser, McpLauncher, McpPrompt, McpPromptMessage, McpResourcePart, McpServerSpec,
+    McpTransport, NoticeSink, ToolProvider,
 };
 use ferrite_core::tools::Tool;
 use futures::future::BoxFuture;
@@ -16,15 +16,18 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::names;
-use crate::server::{CallError, Server};
+use crate::oauth::{OAuthConfig, SignInError};
+use crate::server::{CallError, Server, StartError};
 use crate::tool::McpTool;
 
 /// Starts MCP servers for sessions. Build one in `cli` and hand it to core as an
 /// `Arc<dyn McpLauncher>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launcher {
     startup_timeout: Duration,
     call_timeout: Duration,
+    /// OAuth for remote servers; `None`: a 401 is just a failure.
+    oauth: Option<OAuthConfig>,
 }
 
 impl Default for Launcher {
@@ -43,30 +46,58 @@ impl Launcher {
         Self {
             startup_timeout,
             call_timeout,
+            oauth: None,
         }
     }
 
-    /// The defaults, overridden by `FERRITE_MCP_STARTUP_TIMEOUT_MS` and
-    /// `FERRITE_MCP_CALL_TIMEOUT_MS` (for tests; unparsable values are ignored).
-    pub fn from_env(env: &Env) -> Self {
+    /// Remote servers that answer 401 can be signed in to, with tokens kept as `oauth` says.
+    pub fn with_oauth(mut self, oauth: OAuthConfig) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// The defaults, overridden by `FERRITE_MCP_STARTUP_TIMEOUT_MS`,
+    /// `FERRITE_MCP_CALL_TIMEOUT_MS` and (with `home`, where OAuth tokens are kept)
+    /// `FERRITE_MCP_SIGN_IN_TIMEOUT_MS` (for tests; unparsable values are ignored).
+    pub fn from_env(env: &Env, home: Option<&std::path::Path>) -> Self {
         let ms = |name: &str| {
             env.get(name)
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_millis)
         };
-        Self::new(
+        let launcher = Self::new(
             ms("FERRITE_MCP_STARTUP_TIMEOUT_MS").unwrap_or(Self::DEFAULT_STARTUP_TIMEOUT),
             ms("FERRITE_MCP_CALL_TIMEOUT_MS").unwrap_or(Self::DEFAULT_CALL_TIMEOUT),
-        )
+        );
+        match home {
+            Some(home) => {
+                let mut oauth = OAuthConfig::new(home);
+                if let Some(t) = ms("FERRITE_MCP_SIGN_IN_TIMEOUT_MS") {
+                    oauth.sign_in_timeout = t;
+                }
+                launcher.with_oauth(oauth)
+            }
+            None => launcher,
+        }
     }
 
     /// [`McpLauncher::launch`] with the concrete type, for callers that want [`McpTool`]s.
     /// Must be called within a Tokio runtime.
     pub fn start(&self, servers: Vec<McpServerSpec>, notices: NoticeSink) -> Arc<McpServers> {
+        self.start_with(servers, notices, None)
+    }
+
+    /// [`Self::start`] with a way to show sign-in pages.
+    pub fn start_with(
+        &self,
+        servers: Vec<McpServerSpec>,
+        notices: NoticeSink,
+        browser: Option<Arc<dyn Browser>>,
+    ) -> Arc<McpServers> {
         let deadline = Instant::now() + self.startup_timeout;
         let slots = servers
             .into_iter()
-            .map(|spec| self.start_one(spec, notices.clone()))
+            .map(|spec| self.start_one(spec, notices.clone(), browser.clone()))
             .collect();
         Arc::new(McpServers {
             slots,
@@ -75,7 +106,12 @@ impl Launcher {
         })
     }
 
-    fn start_one(&self, spec: McpServerSpec, notices: NoticeSink) -> Slot {
+    fn start_one(
+        &self,
+        spec: McpServerSpec,
+        notices: NoticeSink,
+        browser: Option<Arc<dyn Browser>>,
+    ) -> Slot {
         let (tx, rx) = watch::channel(State::Starting);
         let name = spec.name.clone();
         let timeout = self.startup_timeout;
@@ -96,10 +132,42 @@ impl Launcher {
                 task: Mutex::new(None),
             };
         };
+        let oauth = self.oauth.clone();
         let task = runtime.spawn(async move {
-            let state = match tokio::time::timeout(timeout, Server::connect(&spec, notices)).await {
+            let connect = || {
+                tokio::time::timeout(
+                    timeout,
+                    Server::connect(&spec, notices.clone(), oauth.as_ref()),
+                )
+            };
+            let mut attempt = connect().await;
+            // A sign-in waits for the user, so it is not bounded by the startup timeout; the
+            // connection after it is.
+            if let (Ok(Err(StartError::Unauthorized { challenge, failure })), Some(oauth)) =
+                (&attempt, &oauth)
+            {
+                let (challenge, failure) = (challenge.clone(), failure.clone());
+                attempt = match sign_in(&spec, oauth, challenge.as_deref(), browser).await {
+                    Ok(()) => connect().await,
+                    Err(SignInError::NotOAuth) => Ok(Err(StartError::Failed(failure))),
+                    Err(e) => {
+                        let (name, url) = (&spec.name, http_url(&spec));
+                        let text = sign_in_notice(name, url, &e);
+                        tracing::warn!(server = %name, "{text}");
+                        notices(text);
+                        let _ = tx.send(State::Failed);
+                        return;
+                    }
+                };
+            }
+            let state = match attempt {
                 Ok(Ok(server)) => State::Ready(Arc::new(server)),
-                Ok(Err(reason)) => {
+                Ok(Err(
+                    StartError::Failed(reason)
+                    | StartError::Unauthorized {
+                        failure: reason, ..
+                    },
+                )) => {
                     failed(reason);
                     State::Failed
                 }
@@ -123,8 +191,49 @@ impl Launcher {
 }
 
 impl McpLauncher for Launcher {
-    fn launch(&self, servers: Vec<McpServerSpec>, notices: NoticeSink) -> Arc<dyn ToolProvider> {
-        self.start(servers, notices)
+    fn launch(
+        &self,
+        servers: Vec<McpServerSpec>,
+        notices: NoticeSink,
+        browser: Option<Arc<dyn Browser>>,
+    ) -> Arc<dyn ToolProvider> {
+        self.start_with(servers, notices, browser)
+    }
+}
+
+async fn sign_in(
+    spec: &McpServerSpec,
+    oauth: &OAuthConfig,
+    challenge: Option<&str>,
+    browser: Option<Arc<dyn Browser>>,
+) -> Result<(), SignInError> {
+    let url = http_url(spec);
+    crate::oauth::sign_in(oauth, url, &spec.name, challenge, browser).await
+}
+
+fn http_url(spec: &McpServerSpec) -> &str {
+    match &spec.transport {
+        McpTransport::Http { url, .. } => url,
+        McpTransport::Stdio { command, .. } => command,
+    }
+}
+
+/// What the user is told when a server that wants a sign-in did not get one: its name, why,
+/// and the command that signs in from a terminal.
+fn sign_in_notice(name: &str, url: &str, e: &SignInError) -> String {
+    let how = format!("run `ferrite mcp login {url}` in a terminal, then start a new session");
+    match e {
+        SignInError::NoBrowser => format!(
+            "MCP server `{name}` needs you to sign in (OAuth), and this editor cannot open the \
+             sign-in page: {how}. Its tools are unavailable until then."
+        ),
+        SignInError::NotOAuth
+        | SignInError::Declined
+        | SignInError::TimedOut
+        | SignInError::Failed(_) => format!(
+            "MCP server `{name}` needs you to sign in (OAuth), and the sign-in did not \
+             complete ({e}); its tools are unavailable. To sign in: {how}."
+        ),
     }
 }
 

@@ -10,9 +10,11 @@ mod content;
 mod launcher;
 mod listing;
 pub mod names;
+pub mod oauth;
 mod prompts;
 mod server;
 mod tool;
 
 pub use launcher::{Launcher, McpServers};
+pub use oauth::OAuthConfig;
 pub use tool::McpTool;

@@ -25,6 +25,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
 use crate::listing::{self, Listing};
+use crate::oauth::OAuthConfig;
 
 /// How long a closing server gets to exit on its own before its process group is killed:
 /// rmcp's stdio shutdown waits up to 3 s after closing stdin, then up to 3 s after SIGTERM.
@@ -50,6 +51,23 @@ pub(crate) struct Server {
     stopping: AtomicBool,
 }
 
+/// Why a server did not start.
+pub(crate) enum StartError {
+    Failed(String),
+    /// A remote server answered 401: it may want an OAuth sign-in. `challenge` is its
+    /// `WWW-Authenticate`; `failure` the message to give when it turns out not to be OAuth.
+    Unauthorized {
+        challenge: Option<String>,
+        failure: String,
+    },
+}
+
+impl From<String> for StartError {
+    fn from(reason: String) -> Self {
+        Self::Failed(reason)
+    }
+}
+
 /// Why a call did not produce a result.
 pub(crate) enum CallError {
     /// The server is not running (any more); the reason says why.
@@ -61,7 +79,12 @@ pub(crate) enum CallError {
 impl Server {
     /// Starts the server and lists its tools. The caller bounds this with the startup timeout;
     /// dropping the future kills whatever was started.
-    pub(crate) async fn connect(spec: &McpServerSpec, notices: NoticeSink) -> Result<Self, String> {
+    /// `oauth`: where remote servers' tokens are stored (`None`: no OAuth, as in tests).
+    pub(crate) async fn connect(
+        spec: &McpServerSpec,
+        notices: NoticeSink,
+        oauth: Option<&OAuthConfig>,
+    ) -> Result<Self, StartError> {
         let info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("ferrite", env!("CARGO_PKG_VERSION")),
@@ -80,7 +103,10 @@ impl Server {
                 let running = match info.serve(transport).await {
                     Ok(running) => running,
                     Err(e) => {
-                        return Err(stderr_log.explain(&format!("initialize failed: {e}")).await);
+                        return Err(stderr_log
+                            .explain(&format!("initialize failed: {e}"))
+                            .await
+                            .into());
                     }
                 };
                 (running, group, stderr_log)
@@ -88,11 +114,27 @@ impl Server {
             McpTransport::Http { url, headers } => {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(header_map(headers)?);
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let running = info
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("initialize failed: {e}"))?;
+                let served = match oauth {
+                    Some(oauth) if !crate::oauth::has_authorization(headers) => {
+                        let client = crate::oauth::client(oauth, url).await?;
+                        info.serve(StreamableHttpClientTransport::with_client(client, config))
+                            .await
+                    }
+                    _ => {
+                        info.serve(StreamableHttpClientTransport::from_config(config))
+                            .await
+                    }
+                };
+                let running = match served {
+                    Ok(running) => running,
+                    Err(e) if oauth.is_some() && e.is_authorization_required() => {
+                        return Err(StartError::Unauthorized {
+                            challenge: e.auth_challenge().map(str::to_owned),
+                            failure: format!("initialize failed: {e}"),
+                        });
+                    }
+                    Err(e) => return Err(format!("initialize failed: {e}").into()),
+                };
                 (running, None, Arc::new(Stderr::new(false)))
             }
         };
@@ -101,7 +143,8 @@ impl Server {
             Err(e) => {
                 return Err(stderr_log
                     .explain(&format!("listing its tools failed: {e}"))
-                    .await);
+                    .await
+                    .into());
             }
         };
         let listing = listing::list(running.peer(), &spec.name, &notices).await;

@@ -14,6 +14,7 @@
 //! `--endless-prompts` (a prompt listing whose every page names a next one).
 
 pub mod catalog;
+pub mod oauth;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -312,15 +313,7 @@ pub async fn start_http() -> (String, HttpServer) {
 /// exactly `required` (when given).
 pub async fn start_http_with_auth(required: Option<&str>) -> (String, HttpServer) {
     let stop = CancellationToken::new();
-    let prototype = FakeMcp::new(Transport::Http);
-    let cancelled = prototype.cancelled.clone();
-    let service: StreamableHttpService<FakeMcp, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(prototype.clone()),
-        Default::default(),
-        StreamableHttpServerConfig::default()
-            .with_sse_keep_alive(None)
-            .with_cancellation_token(stop.child_token()),
-    );
+    let (service, cancelled) = service(&stop);
     let router = axum::Router::new().nest_service("/mcp", service).layer(
         axum::middleware::from_fn_with_state(required.map(str::to_owned), check_auth),
     );
@@ -333,6 +326,25 @@ pub async fn start_http_with_auth(required: Option<&str>) -> (String, HttpServer
             .await;
     });
     (url, HttpServer { stop, cancelled })
+}
+
+/// The MCP endpoint's service, stopping with `stop`, and its count of cancelled calls.
+fn service(
+    stop: &CancellationToken,
+) -> (
+    StreamableHttpService<FakeMcp, LocalSessionManager>,
+    Arc<AtomicUsize>,
+) {
+    let prototype = FakeMcp::new(Transport::Http);
+    let cancelled = prototype.cancelled.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(prototype.clone()),
+        Default::default(),
+        StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(None)
+            .with_cancellation_token(stop.child_token()),
+    );
+    (service, cancelled)
 }
 
 async fn check_auth(State(required): State<Option<String>>, req: Request, next: Next) -> Response {

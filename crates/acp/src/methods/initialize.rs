@@ -23,6 +23,8 @@ pub(crate) struct InitializeParams {
     terminal_output: bool,
     /// `clientCapabilities.elicitation.form`: the client shows forms (`ask_user`).
     elicitation_form: bool,
+    /// `clientCapabilities.elicitation.url`: the client sends the user to pages (MCP sign-ins).
+    elicitation_url: bool,
 }
 
 impl<'de> Deserialize<'de> for InitializeParams {
@@ -39,12 +41,16 @@ impl<'de> Deserialize<'de> for InitializeParams {
         let elicitation_form = raw
             .pointer("/clientCapabilities/elicitation/form")
             .is_some_and(Value::is_object);
+        let elicitation_url = raw
+            .pointer("/clientCapabilities/elicitation/url")
+            .is_some_and(Value::is_object);
         let request = serde_json::from_value(raw).map_err(serde::de::Error::custom)?;
         Ok(Self {
             request,
             terminal_auth,
             terminal_output,
             elicitation_form,
+            elicitation_url,
         })
     }
 }
@@ -66,6 +72,7 @@ pub(crate) async fn initialize(
         .children
         .set_client_shows(takes.subagents);
     s.client.set_elicitation_form(p.elicitation_form);
+    s.client.set_elicitation_url(p.elicitation_url);
     s.client.set_fs_write(caps.fs.write_text_file);
     s.client
         .set(takes, caps.fs.read_text_file, p.terminal_output);

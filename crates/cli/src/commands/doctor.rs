@@ -181,6 +181,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     if let Some(cwd) = cwd.as_deref() {
         write_hooks(&mut out, home, env, &config, cwd)?;
     }
+    write_remote_mcp(&mut out, home, &config)?;
 
     if problems == 0 {
         writeln!(out, "\nAll good.")?;
@@ -207,6 +208,34 @@ fn extensions_of(
     let hooks = ferrite_core::hooks::table::load(&config.hooks, &own, cwd, &approved);
     let agents = ferrite_core::agents::discover(&own, cwd, &approved);
     (hooks, agents, approved)
+}
+
+/// The remote MCP servers of config and whether a sign-in is stored for them (no network: a
+/// server that needs none is fine without; one that does says so when a session starts).
+fn write_remote_mcp(out: &mut impl Write, home: &Path, config: &Config) -> anyhow::Result<()> {
+    let remote: Vec<(&String, &String)> = config
+        .mcp_servers
+        .iter()
+        .filter_map(|(name, s)| s.url.as_ref().map(|url| (name, url)))
+        .collect();
+    if remote.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "remote MCP servers:")?;
+    let dir = ferrite_mcp::OAuthConfig::new(home).dir;
+    for (name, url) in remote {
+        let file = ferrite_mcp::oauth::TokenFile::new(&dir, url);
+        let state = if file.read().is_some() {
+            format!(
+                "OAuth sign-in stored ({}); `ferrite mcp logout {name}` forgets it",
+                file.path().display()
+            )
+        } else {
+            format!("no OAuth sign-in stored; if it asks for one: `ferrite mcp login {name}`")
+        };
+        writeln!(out, "  {name:<12} {url}  [{state}]")?;
+    }
+    Ok(())
 }
 
 /// The hooks a session here would have, and the repository's that wait for trust.

@@ -25,7 +25,12 @@ pub struct Args {
 pub fn run(home: PathBuf, env: Env, args: Args) -> anyhow::Result<ExitCode> {
     let rt = super::runtime()?;
     let code = rt.block_on(async move {
-        let (runtime, mut events) = Runtime::new(super::services(home, env));
+        let services = super::services(home, env);
+        // The browser step of an MCP server's sign-in: the link is printed on stderr.
+        let _ = services
+            .elicitor
+            .set(std::sync::Arc::new(super::mcp::TerminalLinks));
+        let (runtime, mut events) = Runtime::new(services);
         let result = turn(&runtime, &mut events, args).await;
         runtime.shutdown().await;
         result

@@ -21,6 +21,7 @@ mod images;
 mod inproc;
 mod many_sessions;
 mod mcp;
+mod mcp_oauth;
 mod mcp_prompts;
 mod models;
 mod ordering;

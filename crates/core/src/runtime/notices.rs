@@ -12,6 +12,9 @@ use crate::ids::SessionId;
 #[derive(Clone)]
 pub struct NoticeGate {
     inner: Arc<Mutex<GateState>>,
+    /// `true` once released: what else must wait for the session id to reach the client
+    /// (an MCP sign-in's `elicitation/create`) waits for this.
+    released: tokio::sync::watch::Sender<bool>,
     events: mpsc::Sender<SessionEvent>,
     session: SessionId,
 }
@@ -28,6 +31,7 @@ impl NoticeGate {
                 released: false,
                 held: vec![],
             })),
+            released: tokio::sync::watch::Sender::new(false),
             events,
             session,
         }
@@ -65,5 +69,12 @@ impl NoticeGate {
         for text in held {
             self.send(text);
         }
+        self.released.send_replace(true);
+    }
+
+    /// Waits until the gate is released (the client knows the session id).
+    pub(super) async fn wait_released(&self) {
+        let mut rx = self.released.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
     }
 }

@@ -190,7 +190,7 @@ async fn shutdown_while_starting_kills_the_server() {
 async fn the_launcher_works_through_the_core_trait() {
     let launcher: std::sync::Arc<dyn McpLauncher> = std::sync::Arc::new(Launcher::default());
     let notices = Notices::default();
-    let provider = launcher.launch(vec![stdio("fake", &[])], notices.sink());
+    let provider = launcher.launch(vec![stdio("fake", &[])], notices.sink(), None);
     assert!(names(&provider.tools().await).contains(&"mcp__fake__echo".to_owned()));
     provider.shutdown().await;
 }
@@ -202,11 +202,14 @@ fn timeouts_come_from_the_environment() {
         ("FERRITE_MCP_CALL_TIMEOUT_MS", "250"),
     ]);
     assert_eq!(
-        Launcher::from_env(&env),
+        Launcher::from_env(&env, None),
         Launcher::new(Duration::from_millis(1500), Duration::from_millis(250))
     );
     assert_eq!(
-        Launcher::from_env(&Env::from_pairs([("FERRITE_MCP_CALL_TIMEOUT_MS", "x")])),
+        Launcher::from_env(
+            &Env::from_pairs([("FERRITE_MCP_CALL_TIMEOUT_MS", "x")]),
+            None
+        ),
         Launcher::default()
     );
 }
