@@ -114,13 +114,15 @@ pub async fn sign_in(
         .await
         .map_err(|e| failed("invalid server URL", &e))?;
     manager.set_credential_store(TokenFile::new(&config.dir, url));
-    let resolution = manager
-        .resolve_metadata_from_challenge(challenge)
-        .await
-        .map_err(|e| failed("discovering its authorization server failed", &e))?;
-    if !resolution.source.is_discovered() {
-        return Err(SignInError::NotOAuth);
-    }
+    // Metadata that cannot be found or read is no OAuth to follow: the 401 stands as it is.
+    let resolution = match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) if resolution.source.is_discovered() => resolution,
+        Ok(_) => return Err(SignInError::NotOAuth),
+        Err(e) => {
+            tracing::info!(%url, error = %e, "no usable OAuth metadata");
+            return Err(SignInError::NotOAuth);
+        }
+    };
     manager.set_metadata(resolution.metadata);
     let Some(browser) = browser.filter(|b| b.can_open()) else {
         return Err(SignInError::NoBrowser);
@@ -144,10 +146,7 @@ pub async fn sign_in(
         ),
         url: session.auth_url.clone(),
     };
-    let id = page.id.clone();
-    let outcome = finish(config, &session, &*browser, page, waiting).await;
-    browser.done(&id);
-    outcome
+    finish(config, &session, &*browser, page, waiting).await
 }
 
 async fn finish(
@@ -158,8 +157,10 @@ async fn finish(
     waiting: tokio::task::JoinHandle<Result<String, String>>,
 ) -> Result<(), SignInError> {
     let _abort = AbortOnDrop(waiting.abort_handle());
+    let id = page.id.clone();
     let shown = tokio::time::timeout(config.sign_in_timeout, browser.open(page)).await;
     match shown {
+        // From here the page is open somewhere: the client hears when its work is over.
         Ok(Ok(Reply::Answered(_))) => {}
         Ok(Ok(Reply::Declined | Reply::Cancelled)) => return Err(SignInError::Declined),
         Ok(Err(why)) => {
@@ -169,6 +170,17 @@ async fn finish(
         }
         Err(_) => return Err(SignInError::TimedOut),
     }
+    let outcome = exchange(config, session, waiting).await;
+    browser.done(&id);
+    outcome
+}
+
+/// Waits for the browser to come back, then trades the code for the token.
+async fn exchange(
+    config: &OAuthConfig,
+    session: &AuthorizationSession,
+    waiting: tokio::task::JoinHandle<Result<String, String>>,
+) -> Result<(), SignInError> {
     let callback = match tokio::time::timeout(config.sign_in_timeout, waiting).await {
         Ok(Ok(Ok(url))) => url,
         Ok(Ok(Err(why))) => return Err(SignInError::Failed(why)),
@@ -180,7 +192,7 @@ async fn finish(
         .handle_callback_url(&callback)
         .await
         .map_err(|e| SignInError::Failed(format!("the token exchange failed: {e}")))?;
-    tracing::info!(url = %session.redirect_uri, "MCP sign-in complete");
+    tracing::info!("MCP sign-in complete");
     Ok(())
 }
 
@@ -196,6 +208,11 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// Whether a sign-in is stored for the server at `url`.
+pub(crate) fn has_token(config: &OAuthConfig, url: &str) -> bool {
+    TokenFile::new(&config.dir, url).read().is_some()
 }
 
 /// Whether `headers` already carry credentials: then they are what the user chose, and OAuth

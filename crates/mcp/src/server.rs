@@ -114,8 +114,14 @@ impl Server {
             McpTransport::Http { url, headers } => {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(header_map(headers)?);
+                // The OAuth client only once a token is stored: until then a server is reached
+                // (and fails) exactly as one that knows nothing of OAuth, and its 401 with a
+                // challenge is what starts a sign-in.
                 let served = match oauth {
-                    Some(oauth) if !crate::oauth::has_authorization(headers) => {
+                    Some(oauth)
+                        if !crate::oauth::has_authorization(headers)
+                            && crate::oauth::has_token(oauth, url) =>
+                    {
                         let client = crate::oauth::client(oauth, url).await?;
                         info.serve(StreamableHttpClientTransport::with_client(client, config))
                             .await

@@ -298,3 +298,86 @@ async fn mcp_login_from_a_terminal_stores_the_token_for_sessions() {
     assert!(out.status.success());
     assert!(token_files(world.home()).is_empty());
 }
+
+/// `ferrite run` prints the sign-in link on stderr; once the user has been there, the turn uses
+/// the server's tools.
+#[tokio::test]
+async fn ferrite_run_prints_the_link_and_then_uses_the_tools() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let (url, server) = start_http_oauth().await;
+    let world = World::new();
+    world.write_config(&format!("[mcp_servers.remote]\nurl = \"{url}\"\n"));
+    let fake = FakeProvider::start().await.unwrap();
+    let input = json!({ "text": "from run" }).to_string();
+    fake.push(Script::new().tool_call("e1", "mcp__remote__echo", input));
+    fake.push(Script::new().text("done"));
+    let mut run = tokio::process::Command::new(BIN)
+        .args(["run", "--mode", "auto", "use the remote tool"])
+        .current_dir(world.ws())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("FERRITE_HOME", world.home())
+        .envs(provider_env(&fake, Api::Anthropic))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(run.stderr.take().unwrap()).lines();
+    let link = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(link) = line.trim().strip_prefix("http") {
+                return format!("http{link}");
+            }
+        }
+        panic!("no link on stderr");
+    })
+    .await
+    .expect("the link is printed");
+    assert_eq!(visit(&link).await.0, 200);
+    let out = tokio::time::timeout(WAIT, run.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let requests = fake.requests();
+    assert!(tool_names(&requests[0].body).contains(&"mcp__remote__echo".to_owned()));
+    let (result, _) = tool_results(&requests[1].body).remove(0);
+    assert!(result.contains("from run"), "{result}");
+    assert_eq!(server.stats().code_grants, 1);
+    stored(world.home());
+}
+
+/// A user who declines the sign-in page: no wait for a browser, the session goes on without the
+/// server's tools, and the message says how to sign in later.
+#[tokio::test]
+async fn a_declined_sign_in_leaves_the_session_working() {
+    let (url, server) = start_http_oauth().await;
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let (sid, early) = session(&mut c, &world, &url).await;
+    let ask = c
+        .wait_for(WAIT, |m| m["method"] == "elicitation/create")
+        .await
+        .expect("the sign-in page is offered");
+    c.respond(&ask["id"], json!({"action": "decline"})).await;
+    fake.push(Script::new().text("fine"));
+    let seen = prompt_to_end(&mut c, &sid, "hello").await;
+    let all = [early, seen, c.drain(QUIET).await].concat();
+    assert!(
+        !all.iter().any(|m| m["method"] == "elicitation/complete"),
+        "nothing was opened, so nothing completes"
+    );
+    let text = agent_text(&all);
+    assert!(text.contains("declined"), "{text}");
+    assert!(text.contains(&format!("ferrite mcp login {url}")), "{text}");
+    assert!(
+        !tool_names(&fake.requests()[0].body)
+            .iter()
+            .any(|t| t.starts_with("mcp__remote"))
+    );
+    assert_eq!(server.stats().code_grants, 0);
+    assert!(token_files(world.home()).is_empty());
+}

@@ -214,7 +214,7 @@ async fn commands_cannot_modify_ferrite_home_inside_the_workspace() {
     }
 }
 
-/// Secrets: FERRITE_HOME's credentials and the `sandbox.deny_read` paths are unreadable; the
+/// Secrets: FERRITE_HOME's credentials and MCP tokens and the `sandbox.deny_read` paths are unreadable; the
 /// provider keys are not in a command's environment nor readable from the agent's /proc entry.
 #[tokio::test]
 async fn commands_cannot_read_secrets_or_keys() {
@@ -231,12 +231,17 @@ async fn commands_cannot_read_secrets_or_keys() {
     )
     .unwrap();
     std::fs::write(home.join("credentials.json"), "{\"x\":\"STORED-CRED\"}").unwrap();
+    std::fs::create_dir_all(home.join("mcp-auth")).unwrap();
+    std::fs::write(home.join("mcp-auth/t.json"), "{\"x\":\"STORED-MCP-TOKEN\"}").unwrap();
     let ws = canon(ws_dir.path());
     let mut r = rig_at(home.clone(), ws, "auto", vec![home_dir, ws_dir]).await;
     let agent = r.client.pid().unwrap();
     let results = r
         .run_commands(&[
-            &format!("cat {}/credentials.json; echo read-done", home.display()),
+            &format!(
+                "cat {h}/credentials.json {h}/mcp-auth/t.json; echo read-done",
+                h = home.display()
+            ),
             &format!("cat {}/id_rsa; ls {}", ssh.display(), ssh.display()),
             "env",
             &format!("tr '\\0' '\\n' < /proc/{agent}/environ; echo environ-done"),
@@ -245,6 +250,7 @@ async fn commands_cannot_read_secrets_or_keys() {
         .await;
     let all = results.join("\n");
     assert!(!all.contains("STORED-CRED"), "{all}");
+    assert!(!all.contains("STORED-MCP-TOKEN"), "{all}");
     assert!(!all.contains("PRIVATE-KEY-MATERIAL"), "{all}");
     assert!(!all.contains("test-anthropic-key"), "{all}");
     assert!(!all.contains("test-openai-key"), "{all}");
