@@ -344,6 +344,14 @@ fn oauth_error(status: StatusCode, error: &str) -> Response {
     (status, Json(json!({ "error": error }))).into_response()
 }
 
+/// Plays the user who was sent to `url`: GETs it and follows the redirects (to the client's
+/// loopback listener, here); the last page's status and text.
+pub async fn visit(url: &str) -> (u16, String) {
+    let response = reqwest::get(url).await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     /// The expected value was computed apart (Python's hashlib and base64.urlsafe_b64encode).
@@ -354,12 +362,4 @@ mod tests {
             "Flw9qGMWykBibMIoIG62ueUVQT9duQYd0YTKZn8KCTI"
         );
     }
-}
-
-/// Plays the user who was sent to `url`: GETs it and follows the redirects (to the client's
-/// loopback listener, here); the last page's status and text.
-pub async fn visit(url: &str) -> (u16, String) {
-    let response = reqwest::get(url).await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.text().await.unwrap_or_default())
 }
