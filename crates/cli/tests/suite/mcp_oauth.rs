@@ -19,7 +19,22 @@ const WAIT: Duration = Duration::from_secs(20);
 /// `ferrite acp` initialized with URL elicitation (`links`) or without, and notices either way
 /// off: a client that advertises nothing new.
 async fn client(world: &World, fake: &FakeProvider, links: bool) -> AcpClient {
-    let mut c = world.spawn_acp(provider_env(fake, Api::Anthropic));
+    client_env(world, fake, links, &[]).await
+}
+
+async fn client_env(
+    world: &World,
+    fake: &FakeProvider,
+    links: bool,
+    extra: &[(&str, &str)],
+) -> AcpClient {
+    let mut env = provider_env(fake, Api::Anthropic);
+    env.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let mut c = world.spawn_acp(env);
     let mut caps = json!({"fs": {"readTextFile": false, "writeTextFile": false}});
     if links {
         caps["elicitation"] = json!({"url": {}});
@@ -182,7 +197,8 @@ async fn sign_in_once_then_reuse_refresh_and_sign_in_again_when_revoked() {
     file["credentials"]["token_received_at"] = json!(1);
     let path = token_files(world.home()).remove(0);
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
-    let mut c = client(&world, &fake, true).await;
+    // With every debug log on: still no token in them.
+    let mut c = client_env(&world, &fake, true, &[("FERRITE_LOG", "debug")]).await;
     let (sid3, early) = session(&mut c, &world, &url).await;
     let seen = echo_turn(&mut c, &fake, &sid3, "refreshed").await;
     no_elicitation(&[early, seen].concat());
@@ -190,7 +206,15 @@ async fn sign_in_once_then_reuse_refresh_and_sign_in_again_when_revoked() {
     assert_eq!((s.authorizations, s.refreshes), (1, 1), "{s:?}");
     let refreshed = access_token(&stored(world.home()));
     assert_ne!(refreshed, token, "the new token is stored");
-    assert!(!c.stderr().contains(&refreshed));
+    let refresh_token = stored(world.home())["credentials"]["token_response"]["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let log = c.stderr();
+    assert!(log.contains("DEBUG"), "debug logs are on");
+    for secret in [&token, &refreshed, &refresh_token] {
+        assert!(!log.contains(secret.as_str()), "a token in the log");
+    }
     drop(c);
 
     // A revoked refresh token falls back to the browser.
@@ -380,4 +404,27 @@ async fn a_declined_sign_in_leaves_the_session_working() {
     );
     assert_eq!(server.stats().code_grants, 0);
     assert!(token_files(world.home()).is_empty());
+}
+
+/// `ferrite doctor` names the remote servers of config and says whether a sign-in is stored and
+/// how to sign in.
+#[tokio::test]
+async fn doctor_names_remote_servers_and_how_to_sign_in() {
+    let world = World::new();
+    world.write_config("[mcp_servers.remote]\nurl = \"https://mcp.example.com/mcp\"\n");
+    let out = std::process::Command::new(BIN)
+        .arg("doctor")
+        .current_dir(world.ws())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("FERRITE_HOME", world.home())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("https://mcp.example.com/mcp"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("remote"), "{line}");
+    assert!(line.contains("`ferrite mcp login remote`"), "{line}");
 }
