@@ -48,8 +48,9 @@ async fn client_env(
     c
 }
 
-/// A session in `auto` mode with the server at `url` as `remote`; its id and what came before
-/// the last answer.
+/// A session in `auto` mode with the server at `url` as `remote`, and its id. What else
+/// arrives meanwhile (an `elicitation/create`, notices) stays for later waits and collections.
+/// (The second value is kept empty for the call sites' shape.)
 async fn session(c: &mut AcpClient, world: &World, url: &str) -> (String, Vec<Value>) {
     let servers = json!([{"type": "http", "name": "remote", "url": url, "headers": []}]);
     let id = c
@@ -58,17 +59,26 @@ async fn session(c: &mut AcpClient, world: &World, url: &str) -> (String, Vec<Va
             json!({"cwd": world.ws(), "mcpServers": servers}),
         )
         .await;
-    let (mut early, answer) = c.collect_until_answer(&id).await;
-    let sid = sid(&answer.ok());
+    let answer = c
+        .wait_for(WAIT, answer_to(id))
+        .await
+        .expect("session/new answered");
+    let sid = sid(&answer["result"]);
     let id = c
         .send_request(
             "session/set_mode",
             json!({"sessionId": sid, "modeId": "auto"}),
         )
         .await;
-    let (more, _) = c.collect_until_answer(&id).await;
-    early.extend(more);
-    (sid, early)
+    c.wait_for(WAIT, answer_to(id))
+        .await
+        .expect("set_mode answered");
+    (sid, vec![])
+}
+
+/// Matches the answer to request `id`.
+fn answer_to(id: Value) -> impl Fn(&Value) -> bool {
+    move |m: &Value| m.get("method").is_none() && m["id"] == id
 }
 
 /// Answers the URL elicitation of `sid` as a user does: yes, then the link in a browser.
@@ -427,4 +437,45 @@ async fn doctor_names_remote_servers_and_how_to_sign_in() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("remote"), "{line}");
     assert!(line.contains("`ferrite mcp login remote`"), "{line}");
+}
+
+/// Two sessions that start at once with an expired token take turns refreshing it (the
+/// authorization server rotates refresh tokens): neither is sent back to the browser.
+#[tokio::test]
+async fn sessions_refreshing_at_once_keep_the_sign_in() {
+    let (url, server) = start_http_oauth().await;
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let (signed, _) = session(&mut c, &world, &url).await;
+    sign_in_as_user(&mut c, &signed).await;
+    drop(c);
+
+    server.expire_access_tokens();
+    let path = token_files(world.home()).remove(0);
+    let mut file = stored(world.home());
+    file["credentials"]["token_received_at"] = json!(1);
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let mut c = client(&world, &fake, false).await;
+    let servers = json!([{"type": "http", "name": "remote", "url": url, "headers": []}]);
+    let new = json!({"cwd": world.ws(), "mcpServers": servers});
+    let a = c.send_request("session/new", new.clone()).await;
+    let b = c.send_request("session/new", new).await;
+    // The answers may come in either order: each is waited for apart.
+    let first = c.wait_for(WAIT, answer_to(a)).await.expect("an answer");
+    let second = c.wait_for(WAIT, answer_to(b)).await.expect("an answer");
+    let mut seen = vec![];
+    for s in [sid(&first["result"]), sid(&second["result"])] {
+        c.request(
+            "session/set_mode",
+            json!({"sessionId": s, "modeId": "auto"}),
+        )
+        .await
+        .ok();
+        seen.extend(echo_turn(&mut c, &fake, &s, "both").await);
+    }
+    no_elicitation(&seen);
+    let st = server.stats();
+    assert_eq!((st.authorizations, st.refused), (1, 0), "{st:?}");
+    assert!(st.refreshes >= 1, "{st:?}");
 }

@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -107,6 +109,29 @@ impl CredentialStore for TokenFile {
             .map(|_| ())
             .map_err(store_error)
     }
+
+    /// One refresh at a time per server, across sessions and processes (an OS lock on a file
+    /// beside the token's): authorization servers rotate refresh tokens, so a second refresh
+    /// with the same one would be refused and send the user back to the browser. The one that
+    /// waited loads the token the first stored.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = self.path.with_extension("lock");
+        let locked = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+            if let Some(dir) = path.parent() {
+                ferrite_core::private_fs::create_dir_all(dir)?;
+            }
+            let file = ferrite_core::private_fs::file_options()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(&path)?;
+            file.lock()?;
+            Ok(file)
+        });
+        let file = locked.await.map_err(store_error)?.map_err(store_error)?;
+        // Dropping the file (with the guard) releases the lock.
+        Ok(Some(CredentialRefreshGuard::new(file)))
+    }
 }
 
 #[cfg(test)]
@@ -135,6 +160,29 @@ mod tests {
         }
         assert!(a.remove().unwrap());
         assert!(!a.remove().unwrap());
+    }
+
+    #[tokio::test]
+    async fn refreshes_of_one_server_take_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = TokenFile::new(dir.path(), "https://a.example/mcp");
+        let first = a.acquire_refresh_guard().await.unwrap();
+        let waiting = {
+            let a = a.clone();
+            tokio::spawn(async move { a.acquire_refresh_guard().await.map(|_| ()) })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!waiting.is_finished(), "the second waits for the first");
+        drop(first);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        // Another server's refresh does not wait.
+        let b = TokenFile::new(dir.path(), "https://b.example/mcp");
+        let _a = a.acquire_refresh_guard().await.unwrap();
+        let _b = b.acquire_refresh_guard().await.unwrap();
     }
 
     #[test]
