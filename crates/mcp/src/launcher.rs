@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use ferrite_core::env::Env;
 use ferrite_core::mcp::{
-    Browser, McpLauncher, McpPrompt, McpPromptMessage, McpResourcePart, McpServerSpec,
-    McpTransport, NoticeSink, ToolProvider,
+    Browser, McpLauncher, McpPrompt, McpPromptMessage, McpResourcePart, McpServerSpec, NoticeSink,
+    ToolProvider,
 };
 use ferrite_core::tools::Tool;
 use futures::future::BoxFuture;
@@ -15,10 +15,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::names;
-use crate::oauth::{OAuthConfig, SignInError};
-use crate::server::{CallError, Server, StartError};
+use crate::oauth::OAuthConfig;
+use crate::server::{CallError, Server};
 use crate::tool::McpTool;
+use crate::{names, starting};
 
 /// Starts MCP servers for sessions. Build one in `cli` and hand it to core as an
 /// `Arc<dyn McpLauncher>`.
@@ -134,51 +134,19 @@ impl Launcher {
         };
         let oauth = self.oauth.clone();
         let task = runtime.spawn(async move {
-            let connect = || {
-                tokio::time::timeout(
-                    timeout,
-                    Server::connect(&spec, notices.clone(), oauth.as_ref()),
-                )
-            };
-            let mut attempt = connect().await;
-            // A sign-in waits for the user, so it is not bounded by the startup timeout; the
-            // connection after it is.
-            if let (Ok(Err(StartError::Unauthorized { challenge, failure })), Some(oauth)) =
-                (&attempt, &oauth)
-            {
-                let (challenge, failure) = (challenge.clone(), failure.clone());
-                attempt = match sign_in(&spec, oauth, challenge.as_deref(), browser).await {
-                    Ok(()) => connect().await,
-                    Err(SignInError::NotOAuth) => Ok(Err(StartError::Failed(failure))),
-                    Err(e) => {
-                        let (name, url) = (&spec.name, http_url(&spec));
-                        let text = sign_in_notice(name, url, &e);
-                        tracing::warn!(server = %name, "{text}");
+            let state =
+                match starting::start(&spec, &notices, oauth.as_ref(), browser, timeout).await {
+                    Ok(server) => State::Ready(Arc::new(server)),
+                    Err(starting::Failure::Failed(reason)) => {
+                        failed(reason);
+                        State::Failed
+                    }
+                    Err(starting::Failure::Told(text)) => {
+                        tracing::warn!(server = %spec.name, "{text}");
                         notices(text);
-                        let _ = tx.send(State::Failed);
-                        return;
+                        State::Failed
                     }
                 };
-            }
-            let state = match attempt {
-                Ok(Ok(server)) => State::Ready(Arc::new(server)),
-                Ok(Err(
-                    StartError::Failed(reason)
-                    | StartError::Unauthorized {
-                        failure: reason, ..
-                    },
-                )) => {
-                    failed(reason);
-                    State::Failed
-                }
-                Err(_) => {
-                    failed(format!(
-                        "it did not finish starting (initialize, tools/list) within {} s",
-                        timeout.as_secs_f64()
-                    ));
-                    State::Failed
-                }
-            };
             // No receiver left means the session is gone; dropping the server kills it.
             let _ = tx.send(state);
         });
@@ -198,42 +166,6 @@ impl McpLauncher for Launcher {
         browser: Option<Arc<dyn Browser>>,
     ) -> Arc<dyn ToolProvider> {
         self.start_with(servers, notices, browser)
-    }
-}
-
-async fn sign_in(
-    spec: &McpServerSpec,
-    oauth: &OAuthConfig,
-    challenge: Option<&str>,
-    browser: Option<Arc<dyn Browser>>,
-) -> Result<(), SignInError> {
-    let url = http_url(spec);
-    crate::oauth::sign_in(oauth, url, &spec.name, challenge, browser).await
-}
-
-fn http_url(spec: &McpServerSpec) -> &str {
-    match &spec.transport {
-        McpTransport::Http { url, .. } => url,
-        McpTransport::Stdio { command, .. } => command,
-    }
-}
-
-/// What the user is told when a server that wants a sign-in did not get one: its name, why,
-/// and the command that signs in from a terminal.
-fn sign_in_notice(name: &str, url: &str, e: &SignInError) -> String {
-    let how = format!("run `ferrite mcp login {url}` in a terminal, then start a new session");
-    match e {
-        SignInError::NoBrowser => format!(
-            "MCP server `{name}` needs you to sign in (OAuth), and this editor cannot open the \
-             sign-in page: {how}. Its tools are unavailable until then."
-        ),
-        SignInError::NotOAuth
-        | SignInError::Declined
-        | SignInError::TimedOut
-        | SignInError::Failed(_) => format!(
-            "MCP server `{name}` needs you to sign in (OAuth), and the sign-in did not \
-             complete ({e}); its tools are unavailable. To sign in: {how}."
-        ),
     }
 }
 

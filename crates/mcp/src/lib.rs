@@ -4,7 +4,8 @@
 //! `cli` builds a [`Launcher`] and hands it to core as an `Arc<dyn McpLauncher>`; core calls
 //! `launch` when a session starts, `tools()` before each turn and `shutdown()` when the session
 //! closes. A server that fails or dies is left out and the user told through the notice sink;
-//! the session goes on with the others.
+//! the session goes on with the others. A remote server that answers 401 with OAuth is signed in
+//! to ([`oauth`]) and started again.
 
 mod content;
 mod launcher;
@@ -13,6 +14,7 @@ pub mod names;
 pub mod oauth;
 mod prompts;
 mod server;
+mod starting;
 mod tool;
 
 pub use launcher::{Launcher, McpServers};

@@ -54,9 +54,10 @@ pub(crate) struct Server {
 /// Why a server did not start.
 pub(crate) enum StartError {
     Failed(String),
-    /// A remote server answered 401: it may want an OAuth sign-in. `challenge` is its
-    /// `WWW-Authenticate`; `failure` the message to give when it turns out not to be OAuth.
+    /// The remote server at `url` answered 401: it may want an OAuth sign-in. `challenge` is
+    /// its `WWW-Authenticate`; `failure` the message to give when it turns out not to be OAuth.
     Unauthorized {
+        url: String,
         challenge: Option<String>,
         failure: String,
     },
@@ -135,6 +136,7 @@ impl Server {
                     Ok(running) => running,
                     Err(e) if oauth.is_some() && e.is_authorization_required() => {
                         return Err(StartError::Unauthorized {
+                            url: url.clone(),
                             challenge: e.auth_challenge().map(str::to_owned),
                             failure: format!("initialize failed: {e}"),
                         });
