@@ -118,11 +118,10 @@ impl Server {
                 // The OAuth client only once a token is stored: until then a server is reached
                 // (and fails) exactly as one that knows nothing of OAuth, and its 401 with a
                 // challenge is what starts a sign-in.
+                // Credentials in the headers are the user's choice: no OAuth then.
+                let oauth = oauth.filter(|_| !crate::oauth::has_authorization(headers));
                 let served = match oauth {
-                    Some(oauth)
-                        if !crate::oauth::has_authorization(headers)
-                            && crate::oauth::has_token(oauth, url) =>
-                    {
+                    Some(oauth) if crate::oauth::has_token(oauth, url) => {
                         let client = crate::oauth::client(oauth, url).await?;
                         info.serve(StreamableHttpClientTransport::with_client(client, config))
                             .await
