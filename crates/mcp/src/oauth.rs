@@ -53,6 +53,9 @@ pub enum SignInError {
     /// The server publishes no OAuth metadata: its 401 is about something else (a missing
     /// header), and the original failure stands.
     NotOAuth,
+    /// Its metadata could not be fetched or read (the server is down, answers garbage): as
+    /// good as none for a session, worth saying for `ferrite mcp login`.
+    NoMetadata(String),
     /// Nobody can be sent to the page (the editor cannot open links).
     NoBrowser,
     /// The user declined or dismissed the page.
@@ -66,6 +69,7 @@ impl std::fmt::Display for SignInError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::NotOAuth => write!(f, "the server does not publish OAuth metadata"),
+            Self::NoMetadata(why) => write!(f, "its OAuth metadata could not be read: {why}"),
             Self::NoBrowser => write!(f, "there is no way to show the sign-in page here"),
             Self::Declined => write!(f, "the sign-in was declined"),
             Self::TimedOut => write!(f, "the sign-in was not finished in time"),
@@ -114,14 +118,10 @@ pub async fn sign_in(
         .await
         .map_err(|e| failed("invalid server URL", &e))?;
     manager.set_credential_store(TokenFile::new(&config.dir, url));
-    // Metadata that cannot be found or read is no OAuth to follow: the 401 stands as it is.
     let resolution = match manager.resolve_metadata_from_challenge(challenge).await {
         Ok(resolution) if resolution.source.is_discovered() => resolution,
         Ok(_) => return Err(SignInError::NotOAuth),
-        Err(e) => {
-            tracing::info!(%url, error = %e, "no usable OAuth metadata");
-            return Err(SignInError::NotOAuth);
-        }
+        Err(e) => return Err(SignInError::NoMetadata(with_sources(&e))),
     };
     manager.set_metadata(resolution.metadata);
     let Some(browser) = browser.filter(|b| b.can_open()) else {
@@ -194,6 +194,18 @@ async fn exchange(
         .map_err(|e| SignInError::Failed(format!("the token exchange failed: {e}")))?;
     tracing::info!("MCP sign-in complete");
     Ok(())
+}
+
+/// `e` and what caused it ("discovery failed for …: connection refused").
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// A fresh id for a sign-in page, unique in the process.

@@ -57,8 +57,12 @@ pub(crate) async fn start(
             )) => Err(Failure::Failed(reason)),
             Err(_) => Err(too_slow()),
         },
-        // No OAuth behind the 401: it fails as it always did.
+        // No OAuth (that can be read) behind the 401: it fails as it always did.
         Err(SignInError::NotOAuth) => Err(Failure::Failed(failure)),
+        Err(SignInError::NoMetadata(why)) => {
+            tracing::info!(server = %spec.name, %why, "no usable OAuth metadata");
+            Err(Failure::Failed(failure))
+        }
         Err(e) => Err(Failure::Told(sign_in_notice(&spec.name, &url, &e))),
     }
 }
@@ -74,6 +78,7 @@ fn sign_in_notice(name: &str, url: &str, e: &SignInError) -> String {
              sign-in page: {how}. Its tools are unavailable until then."
         ),
         SignInError::NotOAuth
+        | SignInError::NoMetadata(_)
         | SignInError::Declined
         | SignInError::TimedOut
         | SignInError::Failed(_) => format!(
