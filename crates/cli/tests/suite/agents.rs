@@ -195,8 +195,9 @@ async fn the_user_picks_a_custom_agent_for_the_session() {
     assert!(body.to_string().contains("REVIEWER-PROMPT-9931"), "{body}");
     assert_eq!(sorted_tools(body), ["grep", "read"]);
 
-    // Loaded in a new process, the session still works as the agent.
-    drop(c);
+    // Loaded in a new process, the session still works as the agent. (The first process is
+    // gone first: a killed one may still hold the log's lock for a moment.)
+    stop(c).await;
     let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
     c.initialize().await;
     let loaded = c

@@ -177,6 +177,15 @@ pub fn tool_names(body: &Value) -> Vec<String> {
 }
 
 /// Sends a prompt and returns what came before its answer, which must end the turn normally.
+/// Ends an agent process and waits until it is gone, so that the next process can open its
+/// sessions (a killed one may hold a log's lock for a moment after `kill`).
+pub async fn stop(mut c: AcpClient) {
+    c.close_stdin().await;
+    c.wait_exit(std::time::Duration::from_secs(10))
+        .await
+        .expect("the agent exits on EOF");
+}
+
 pub async fn prompt_to_end(c: &mut AcpClient, session: &str, text: &str) -> Vec<Value> {
     let id = c
         .send_request("session/prompt", text_prompt(session, text))

@@ -68,7 +68,7 @@ async fn an_appended_system_prompt_reaches_the_model_and_survives_a_load() {
     let system = system_sent(&mut c, &fake, &s).await;
     assert!(system.starts_with("You are Ferrite"), "{system}");
     assert!(system.ends_with("ANSWER IN FRENCH\n"), "{system}");
-    drop(c);
+    stop(c).await;
 
     // Another process, a load without `systemPrompt`: the stored one applies.
     let mut c = client(&world).await;
@@ -201,7 +201,7 @@ async fn directories_named_on_load_are_workspace_roots_from_then_on() {
     .ok();
     assert!(!write_turn(&mut c, &fake, &s, &other.join("b.txt")).await);
     assert!(other.join("b.txt").exists());
-    drop(c);
+    stop(c).await;
     // A later load that names none keeps them (the log has them).
     let mut c = client(&world).await;
     c.request(
