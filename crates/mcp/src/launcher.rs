@@ -204,7 +204,7 @@ impl McpServers {
             if server.check_alive().await.is_err() {
                 continue;
             }
-            for tool in &server.tools {
+            for tool in &server.tools(self.call_timeout).await {
                 let name = names::unique_tool_name(&server.name, &tool.name, &taken);
                 taken.insert(name.clone());
                 tools.push(Arc::new(McpTool::new(

@@ -37,11 +37,14 @@ const STDERR_SETTLE: Duration = Duration::from_millis(500);
 
 pub(crate) struct Server {
     pub(crate) name: String,
-    pub(crate) tools: Vec<rmcp::model::Tool>,
+    /// Its tools as last listed: again after it said they changed (`notifications/tools/
+    /// list_changed`), before the next turn takes them.
+    tools: Mutex<Vec<rmcp::model::Tool>>,
+    tools_changed: Arc<AtomicBool>,
     /// Its prompts and resources, as listed when it started.
     pub(crate) listing: Listing,
     peer: Peer<RoleClient>,
-    running: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    running: Mutex<Option<RunningService<RoleClient, Client>>>,
     group: Option<ProcessGroupGuard>,
     stderr: Arc<Stderr>,
     notices: NoticeSink,
@@ -49,6 +52,23 @@ pub(crate) struct Server {
     gone: Mutex<Option<String>>,
     /// Set by shutdown: calls fail quietly from then on (no notice for a server we stopped).
     stopping: AtomicBool,
+}
+
+/// Ferrite as an MCP client: what it says of itself, and what it hears of a server's tool
+/// list changing (the next turn lists them again).
+pub(crate) struct Client {
+    config: ClientConfig,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl rmcp::ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Why a server did not start.
@@ -86,10 +106,14 @@ impl Server {
         notices: NoticeSink,
         oauth: Option<&OAuthConfig>,
     ) -> Result<Self, StartError> {
-        let info = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("ferrite", env!("CARGO_PKG_VERSION")),
-        );
+        let tools_changed = Arc::new(AtomicBool::new(false));
+        let info = Client {
+            config: ClientConfig::new(
+                ClientCapabilities::default(),
+                Implementation::new("ferrite", env!("CARGO_PKG_VERSION")),
+            ),
+            tools_changed: tools_changed.clone(),
+        };
         let (running, group, stderr_log) = match &spec.transport {
             McpTransport::Stdio { command, args, env } => {
                 let (transport, stderr) =
@@ -163,7 +187,8 @@ impl Server {
         );
         Ok(Self {
             name: spec.name.clone(),
-            tools,
+            tools: Mutex::new(tools),
+            tools_changed,
             listing,
             peer: running.peer().clone(),
             running: Mutex::new(Some(running)),
@@ -173,6 +198,27 @@ impl Server {
             gone: Mutex::new(None),
             stopping: AtomicBool::new(false),
         })
+    }
+
+    /// Its tools now: listed again when the server said they changed since the last time
+    /// (bounded by `timeout`; the last list stands when listing fails).
+    pub(crate) async fn tools(&self, timeout: Duration) -> Vec<rmcp::model::Tool> {
+        if self.tools_changed.swap(false, Ordering::SeqCst) {
+            match tokio::time::timeout(timeout, self.peer.list_all_tools()).await {
+                Ok(Ok(tools)) => {
+                    tracing::info!(server = %self.name, tools = tools.len(), "MCP server's tools changed");
+                    *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(server = %self.name, error = %e, "listing changed tools failed")
+                }
+                Err(_) => tracing::warn!(server = %self.name, "listing changed tools timed out"),
+            }
+        }
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Calls `tool` (its real MCP name). Dropping the future (timeout, cancel) sends

@@ -19,7 +19,7 @@ pub mod oauth;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -56,6 +56,9 @@ pub struct FakeMcp {
     grandchild: Option<u32>,
     cancelled: Arc<AtomicUsize>,
     endless_prompts: bool,
+    /// `--unlockable`: an `unlock` tool that adds a `door` tool and says its list changed.
+    unlockable: bool,
+    unlocked: Arc<AtomicBool>,
 }
 
 impl FakeMcp {
@@ -65,7 +68,31 @@ impl FakeMcp {
             grandchild: None,
             cancelled: Arc::default(),
             endless_prompts: false,
+            unlockable: false,
+            unlocked: Arc::default(),
         }
+    }
+
+    /// The tools listed now.
+    fn listed(&self) -> Vec<Tool> {
+        let mut all = tools();
+        let none = || {
+            Arc::new(serde_json::Map::from_iter([(
+                "type".to_owned(),
+                json!("object"),
+            )]))
+        };
+        if self.unlockable {
+            all.push(Tool::new(
+                "unlock",
+                "Adds the `door` tool (the tool list changes).",
+                none(),
+            ));
+        }
+        if self.unlocked.load(Ordering::SeqCst) {
+            all.push(Tool::new("door", "Opens the door.", none()));
+        }
+        all
     }
 }
 
@@ -119,6 +146,7 @@ impl ServerHandler for FakeMcp {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_prompts()
             .enable_resources()
             .build();
@@ -182,7 +210,7 @@ impl ServerHandler for FakeMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        Ok(ListToolsResult::with_all_items(self.listed()))
     }
 
     async fn call_tool(
@@ -243,6 +271,12 @@ impl ServerHandler for FakeMcp {
                 ResourceContents::text("the resource's text", "file:///notes.txt"),
             )])
             .into()),
+            "unlock" if self.unlockable => {
+                self.unlocked.store(true, Ordering::SeqCst);
+                let sent = context.peer.notify_tool_list_changed().await;
+                text(format!("unlocked (list_changed sent: {})", sent.is_ok()))
+            }
+            "door" if self.unlocked.load(Ordering::SeqCst) => text("the door opens".into()),
             "dotted.name" => text("dotted".into()),
             LONG_TOOL_NAME => text("long".into()),
             other => Err(ErrorData::invalid_params(
@@ -269,6 +303,7 @@ pub async fn run_stdio(args: Vec<String>) {
     }
     let mut server = FakeMcp::new(Transport::Stdio);
     server.endless_prompts = has("--endless-prompts");
+    server.unlockable = has("--unlockable");
     if has("--grandchild") {
         // Not touching our stdout: that is the JSON-RPC pipe. Never waited for on purpose: it
         // is there to be killed with the process group.

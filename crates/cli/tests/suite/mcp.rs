@@ -412,3 +412,36 @@ async fn clients_that_take_notices_get_a_notice() {
         .expect("a notice");
     assert!(notice["params"]["update"].to_string().contains("ghost"));
 }
+
+/// A server that says its tools changed (`notifications/tools/list_changed`) has them listed
+/// again: the next turn offers the new ones.
+#[tokio::test]
+async fn a_server_s_changed_tools_are_offered_from_the_next_turn() {
+    let mut r = start(json!([stdio("vault", &["--unlockable"])]), &[]).await;
+    r.fake
+        .push(Script::new().tool_call("u1", "mcp__vault__unlock", "{}".to_owned()));
+    r.fake.push(Script::new().text("unlocked"));
+    let (_, answer) = r.prompt().await;
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert!(
+        r.tool_messages(1)[0].contains("list_changed sent: true"),
+        "{:?}",
+        r.tool_messages(1)
+    );
+    assert!(!r.offered_tools(0).contains(&"mcp__vault__door".to_owned()));
+    r.fake
+        .push(Script::new().tool_call("d1", "mcp__vault__door", "{}".to_owned()));
+    r.fake.push(Script::new().text("opened"));
+    let (_, answer) = r.prompt().await;
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert!(
+        r.offered_tools(2).contains(&"mcp__vault__door".to_owned()),
+        "{:?}",
+        r.offered_tools(2)
+    );
+    assert!(
+        r.tool_messages(3)
+            .iter()
+            .any(|m| m.contains("the door opens"))
+    );
+}
