@@ -255,7 +255,7 @@ impl McpServers {
             if server.is_closed() {
                 continue;
             }
-            for prompt in &server.listing.prompts {
+            for prompt in &server.listing().prompts {
                 if let Some(command) = crate::prompts::command(&server.name, prompt, &taken) {
                     taken.insert(command.command.clone());
                     out.push((command, server.clone(), prompt.name.clone()));
@@ -273,12 +273,12 @@ impl McpServers {
             .into_iter()
             .filter(|s| !s.is_closed())
             .collect();
-        let exact = servers.iter().find(|s| s.listing.resources.lists(uri));
+        let exact = servers.iter().find(|s| s.listing().resources.lists(uri));
         exact
             .or_else(|| {
                 servers
                     .iter()
-                    .find(|s| s.listing.resources.claims_scheme(uri))
+                    .find(|s| s.listing().resources.claims_scheme(uri))
             })
             .cloned()
     }

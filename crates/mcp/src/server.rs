@@ -41,8 +41,9 @@ pub(crate) struct Server {
     /// list_changed`), before the next turn takes them.
     tools: Mutex<Vec<rmcp::model::Tool>>,
     tools_changed: Arc<AtomicBool>,
-    /// Its prompts and resources, as listed when it started.
-    pub(crate) listing: Listing,
+    /// Its prompts and resources: as listed when it started, again each time it says they
+    /// changed.
+    listing: Arc<Mutex<Arc<Listing>>>,
     peer: Peer<RoleClient>,
     running: Mutex<Option<RunningService<RoleClient, Client>>>,
     group: Option<ProcessGroupGuard>,
@@ -54,11 +55,32 @@ pub(crate) struct Server {
     stopping: AtomicBool,
 }
 
-/// Ferrite as an MCP client: what it says of itself, and what it hears of a server's tool
-/// list changing (the next turn lists them again).
+/// Ferrite as an MCP client: what it says of itself, and what it hears of a server's lists
+/// changing. Tools are listed again before the next turn (a turn keeps its tools); prompts and
+/// resources at once, in the background (the session's command list follows within its poll).
 pub(crate) struct Client {
     config: ClientConfig,
     tools_changed: Arc<AtomicBool>,
+    name: String,
+    notices: NoticeSink,
+    listing: Arc<Mutex<Arc<Listing>>>,
+}
+
+impl Client {
+    /// Lists prompts and resources again, off the connection's own task (a request made from
+    /// a notification's handler must not wait on the loop that delivers its answer).
+    fn relist(&self, peer: Peer<RoleClient>) {
+        let (name, notices, shared) = (
+            self.name.clone(),
+            self.notices.clone(),
+            self.listing.clone(),
+        );
+        tokio::spawn(async move {
+            let listing = listing::list(&peer, &name, &notices).await;
+            tracing::info!(server = %name, prompts = listing.prompts.len(), "MCP server's prompts or resources changed");
+            *shared.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(listing);
+        });
+    }
 }
 
 impl rmcp::ClientHandler for Client {
@@ -68,6 +90,20 @@ impl rmcp::ClientHandler for Client {
 
     async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
         self.tools_changed.store(true, Ordering::SeqCst);
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.relist(context.peer);
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.relist(context.peer);
     }
 }
 
@@ -107,12 +143,16 @@ impl Server {
         oauth: Option<&OAuthConfig>,
     ) -> Result<Self, StartError> {
         let tools_changed = Arc::new(AtomicBool::new(false));
+        let shared_listing: Arc<Mutex<Arc<Listing>>> = Arc::default();
         let info = Client {
             config: ClientConfig::new(
                 ClientCapabilities::default(),
                 Implementation::new("ferrite", env!("CARGO_PKG_VERSION")),
             ),
             tools_changed: tools_changed.clone(),
+            name: spec.name.clone(),
+            notices: notices.clone(),
+            listing: shared_listing.clone(),
         };
         let (running, group, stderr_log) = match &spec.transport {
             McpTransport::Stdio { command, args, env } => {
@@ -179,17 +219,21 @@ impl Server {
             }
         };
         let listing = listing::list(running.peer(), &spec.name, &notices).await;
+        let prompts = listing.prompts.len();
+        *shared_listing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(listing);
         tracing::info!(
             server = %spec.name,
             tools = tools.len(),
-            prompts = listing.prompts.len(),
+            prompts,
             "MCP server started"
         );
         Ok(Self {
             name: spec.name.clone(),
             tools: Mutex::new(tools),
             tools_changed,
-            listing,
+            listing: shared_listing,
             peer: running.peer().clone(),
             running: Mutex::new(Some(running)),
             group,
@@ -198,6 +242,14 @@ impl Server {
             gone: Mutex::new(None),
             stopping: AtomicBool::new(false),
         })
+    }
+
+    /// Its prompts and resources as last listed.
+    pub(crate) fn listing(&self) -> Arc<Listing> {
+        self.listing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Its tools now: listed again when the server said they changed since the last time

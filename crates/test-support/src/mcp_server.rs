@@ -85,7 +85,7 @@ impl FakeMcp {
         if self.unlockable {
             all.push(Tool::new(
                 "unlock",
-                "Adds the `door` tool (the tool list changes).",
+                "Adds the `door` tool and the `knock` prompt (the lists change).",
                 none(),
             ));
         }
@@ -148,6 +148,7 @@ impl ServerHandler for FakeMcp {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_resources()
             .build();
         ServerConfig::new(caps).with_server_info(Implementation::new("fake-mcp-server", "0.0.0"))
@@ -159,9 +160,15 @@ impl ServerHandler for FakeMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let cursor = request.and_then(|r| r.cursor).unwrap_or_default();
-        Ok(catalog::prompts(
-            self.endless_prompts.then_some(cursor.as_str()),
-        ))
+        let mut listed = catalog::prompts(self.endless_prompts.then_some(cursor.as_str()));
+        if self.unlocked.load(Ordering::SeqCst) {
+            listed.prompts.push(rmcp::model::Prompt::new(
+                "knock",
+                Some("Knocks on the door"),
+                None,
+            ));
+        }
+        Ok(listed)
     }
 
     async fn get_prompt(
@@ -273,8 +280,9 @@ impl ServerHandler for FakeMcp {
             .into()),
             "unlock" if self.unlockable => {
                 self.unlocked.store(true, Ordering::SeqCst);
-                let sent = context.peer.notify_tool_list_changed().await;
-                text(format!("unlocked (list_changed sent: {})", sent.is_ok()))
+                let sent = context.peer.notify_tool_list_changed().await.is_ok()
+                    && context.peer.notify_prompt_list_changed().await.is_ok();
+                text(format!("unlocked (list_changed sent: {sent})"))
             }
             "door" if self.unlocked.load(Ordering::SeqCst) => text("the door opens".into()),
             "dotted.name" => text("dotted".into()),

@@ -414,7 +414,7 @@ async fn clients_that_take_notices_get_a_notice() {
 }
 
 /// A server that says its tools changed (`notifications/tools/list_changed`) has them listed
-/// again: the next turn offers the new ones.
+/// again: the next turn offers the new ones. Changed prompts become commands at once.
 #[tokio::test]
 async fn a_server_s_changed_tools_are_offered_from_the_next_turn() {
     let mut r = start(json!([stdio("vault", &["--unlockable"])]), &[]).await;
@@ -429,6 +429,19 @@ async fn a_server_s_changed_tools_are_offered_from_the_next_turn() {
         r.tool_messages(1)
     );
     assert!(!r.offered_tools(0).contains(&"mcp__vault__door".to_owned()));
+    // Its prompts changed too: the session's commands follow without a turn.
+    let commands = r
+        .client
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+                && m["params"]["update"].to_string().contains("knock")
+        })
+        .await
+        .expect("the new prompt among the commands");
+    assert!(
+        commands.to_string().contains("mcp__vault__knock"),
+        "{commands}"
+    );
     r.fake
         .push(Script::new().tool_call("d1", "mcp__vault__door", "{}".to_owned()));
     r.fake.push(Script::new().text("opened"));
