@@ -14,11 +14,19 @@ How: runs the binary under valgrind's callgrind (spawn, `initialize`, `session/n
 second for discovery, stdin closed), takes every function of the binary that ran, and writes a
 linker script fragment (crates/cli/build.rs passes it to release links on Linux) whose output
 section `.text.startup` holds them, inserted before `.text`. Symbol hashes change with the
-dependency graph and the compiler, so a name is matched without its hash where the binary has
-one function of that name, and exactly where a generic has many instances (`RawVec::grow_one`):
-a stale exact name then matches nothing and that function stays where it was. Nothing breaks
-when the file is out of date; the startup memory grows back. Re-run after dependency or
-toolchain updates, with a release binary built from the same tree.
+dependency graph and the compiler (one dependency added to ferrite-core changed the names of
+half the bytes traced), so a name is matched without its hash where the binary has at most
+`SHARED` functions of that name, and exactly where a generic has more instances
+(`RawVec::grow_one`): fewer names go stale, for a section somewhat larger than what runs. A stale
+name matches nothing and its function stays where it was: nothing breaks when the file is out
+of date, the startup memory grows back. Re-run after dependency or toolchain updates:
+
+    FERRITE_STARTUP_ORDER=off cargo build --release -p ferrite -p ferrite-test-support
+    python3 scripts/startup_order.py target/release/ferrite
+    cargo build --release -p ferrite -p ferrite-test-support
+
+(valgrind does not see the functions of a binary linked with the script, hence the first build;
+the same packages as bench/ builds, since a different feature set renames symbols too).
 """
 import collections
 import json
@@ -32,6 +40,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "crates", "cli", "startup.ld")
+# A name shared by at most this many functions is matched without its hash (all of them).
+SHARED = 16
 
 
 def trace(binary: str) -> list[str]:
@@ -99,7 +109,7 @@ def main():
     pats, seen = [], set()
     for n in names:
         s = stripped(n)
-        p = s if count[s] <= 1 else re.sub(r"\.llvm\.\d+$", "", n)
+        p = s if count[s] <= SHARED else re.sub(r"\.llvm\.\d+$", "", n)
         if p.startswith("_R") or ".llvm." in n:
             p += "*"
         if not re.fullmatch(r"[A-Za-z0-9_$.*]+", p) or p in seen:

@@ -38,7 +38,9 @@ pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
         let _ = writeln!(std::io::stderr(), "{TERMINAL_HINT}");
     }
     let rt = super::runtime()?;
-    let result = rt.block_on(async move {
+    // Boxed: the agent's future is tens of KiB, and each stack frame it passes through on its way
+    // into the runtime (this one, `block_on`'s) would otherwise keep a copy of it resident.
+    let result = rt.block_on(Box::pin(async move {
         let (runtime, events) = Runtime::new(super::services(home, env));
         let options = ServeOptions {
             agent_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -51,7 +53,7 @@ pub fn run(home: PathBuf, env: Env) -> anyhow::Result<ExitCode> {
             options,
         )
         .await
-    });
+    }));
     // Everything that matters is flushed by `serve`; don't wait on the thread blocked in a
     // read of stdin.
     rt.shutdown_background();

@@ -24,7 +24,8 @@ pub struct Args {
 
 pub fn run(home: PathBuf, env: Env, args: Args) -> anyhow::Result<ExitCode> {
     let rt = super::runtime()?;
-    let code = rt.block_on(async move {
+    // Boxed, as in `acp::run`: the future is large, and `main`'s frame would hold it.
+    let code = rt.block_on(Box::pin(async move {
         let services = super::services(home, env);
         // The browser step of an MCP server's sign-in: the link is printed on stderr.
         let _ = services
@@ -34,7 +35,7 @@ pub fn run(home: PathBuf, env: Env, args: Args) -> anyhow::Result<ExitCode> {
         let result = turn(&runtime, &mut events, args).await;
         runtime.shutdown().await;
         result
-    });
+    }));
     rt.shutdown_background();
     code
 }
