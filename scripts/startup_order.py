@@ -11,7 +11,8 @@ windows, so a fresh agent held 7-8 MB of text it mostly never ran (bench/README.
 2026-12-05, "startup memory").
 
 How: runs the binary under valgrind's callgrind (spawn, `initialize`, `session/new`, half a
-second for discovery, stdin closed), takes every function of the binary that ran, and writes a
+second for discovery, stdin closed; once as is, once with a configured provider that accepts
+connections and never answers, bench/startup.py's two scenarios), takes every function of the binary that ran, and writes a
 linker script fragment (crates/cli/build.rs passes it to release links on Linux) whose output
 section `.text.startup` holds them, inserted before `.text`. Symbol hashes change with the
 dependency graph and the compiler (one dependency added to ferrite-core changed the names of
@@ -33,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,12 +46,21 @@ OUT = os.path.join(ROOT, "crates", "cli", "startup.ld")
 SHARED = 16
 
 
-def trace(binary: str) -> list[str]:
-    """Mangled names of the binary's functions that ran, in order of first execution."""
+def trace(binary: str, provider: bool) -> list[str]:
+    """Mangled names of the binary's functions that ran, in order of first execution. With
+    `provider`, a configured provider as in bench/startup.py's `silent` scenario (its server
+    accepts the connection and never answers), so discovery connects and sends its request."""
     home = tempfile.mkdtemp()
     out = os.path.join(home, "callgrind.out")
     env = {"PATH": os.environ["PATH"], "HOME": home, "FERRITE_HOME": home,
            "FERRITE_MODEL": "ollama/bench", "LANG": "C.UTF-8"}
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    if provider:
+        with open(os.path.join(home, "config.toml"), "w") as f:
+            f.write('[providers.silent]\napi = "openai-chat"\n'
+                    f'base_url = "http://127.0.0.1:{silent.getsockname()[1]}/v1"\n')
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--demangle=no",
            binary, "acp"]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -87,6 +98,7 @@ def trace(binary: str) -> list[str]:
                 if n not in seen:
                     seen.add(n)
                     names.append(n)
+    silent.close()
     shutil.rmtree(home, ignore_errors=True)
     return names
 
@@ -101,7 +113,8 @@ def stripped(name: str) -> str:
 
 def main():
     binary = sys.argv[1]
-    names = trace(binary)
+    names = trace(binary, False)
+    names += [n for n in trace(binary, True) if n not in set(names)]
     nm = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True,
                         check=True).stdout
     count = collections.Counter(stripped(l.split()[-1]) for l in nm.splitlines()
