@@ -21,7 +21,7 @@ export BENCH_NO_BUILD=1
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ)  nproc=$(nproc)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# ferrite: $FERRITE_BIN"
-for b in startup load list stream stream_latency cancel ordering sessions turn_overhead request_build mcp_start; do
+for b in startup load list subagent stream stream_latency cancel ordering sessions turn_overhead request_build mcp_start; do
   echo
   "$PY" "$ROOT/bench/$b.py"
 done

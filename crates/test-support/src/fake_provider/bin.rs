@@ -7,6 +7,7 @@
 //! `--text-deltas N` answers every request with N small text deltas (default 16), `--gap-ms`
 //! apart (default 0); `--stamp` makes each of those deltas `ts=<send time in ns> ` (latency
 //! benchmarks); `GET /_fake/timings` lists when each model call arrived and was answered;
+//! `POST /_fake/push` with a [`Script`] queues it for the next model call (before the fallback);
 //! `--script FILE` answers every request with the JSON [`Script`] in FILE
 //! (`{"steps":[{"type":"text","text":"hi"},{"type":"tool_call","id":"c1","name":"read","args_json":"{}"}]}`).
 //! Point an Anthropic provider at the origin, OpenAI providers at origin + `/v1`.

@@ -214,6 +214,16 @@ async fn handle(
             r#"{"error":{"message":"fake provider: body cut"}}"#,
         );
     };
+    // A benchmark queues the answers of the calls to come (a parent's, then its subagent's).
+    if path == "/_fake/push" && method == Method::POST {
+        return match serde_json::from_slice::<super::Script>(&body) {
+            Ok(script) => {
+                lock(&state).queue.push_back(script.into());
+                http_reply(200, &[], "{}")
+            }
+            Err(e) => http_reply(400, &[], &serde_json::json!({"error": e.to_string()}).to_string()),
+        };
+    }
     let request_end_ns = now_ns();
     let api = WireApi::from_path(&path);
     // Parsed once: history-sized bodies are megabytes.
