@@ -221,7 +221,11 @@ async fn handle(
                 lock(&state).queue.push_back(script.into());
                 http_reply(200, &[], "{}")
             }
-            Err(e) => http_reply(400, &[], &serde_json::json!({"error": e.to_string()}).to_string()),
+            Err(e) => http_reply(
+                400,
+                &[],
+                &serde_json::json!({"error": e.to_string()}).to_string(),
+            ),
         };
     }
     let request_end_ns = now_ns();
