@@ -340,6 +340,8 @@ pub(crate) async fn close(s: &Server, p: SessionParams) -> Result<Json, Fail> {
         return Err(Fail::params("unknown session"));
     }
     s.caller.cancel_session(&sid);
+    // A running subagent's session: closing it stops it (its parent goes on).
+    s.runtime.services().children.cancel(&sid);
     s.runtime.close(&sid).await;
     Ok(Json(json!({})))
 }

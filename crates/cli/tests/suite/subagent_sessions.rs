@@ -236,6 +236,16 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
 
 #[tokio::test]
 async fn cancelling_the_child_alone_lets_the_parent_go_on() {
+    stop_the_child_alone(false).await;
+}
+
+#[tokio::test]
+async fn closing_a_running_child_stops_it_and_the_parent_goes_on() {
+    stop_the_child_alone(true).await;
+}
+
+/// `session/cancel` (or `session/close`) of a running child.
+async fn stop_the_child_alone(close: bool) {
     let world = World::new();
     let fake = FakeProvider::start().await.unwrap();
     let mut c = client(&world, &fake, true).await;
@@ -276,8 +286,14 @@ async fn cancelling_the_child_alone_lets_the_parent_go_on() {
         busy.message()
     );
     let t = std::time::Instant::now();
-    c.notify("session/cancel", json!({"sessionId": child}))
-        .await;
+    if close {
+        c.request("session/close", json!({"sessionId": child}))
+            .await
+            .ok();
+    } else {
+        c.notify("session/cancel", json!({"sessionId": child}))
+            .await;
+    }
     let (_, answer) = c.collect_until_answer(&id).await;
     assert_eq!(
         answer.ok()["stopReason"],
