@@ -260,15 +260,15 @@ async fn run_stages(
 }
 
 /// A subagent's turn (`subagent`): the same loop as every turn's, in the subagent's session,
-/// with nothing to steer it and no background commands of its own to hear about.
+/// steered by what the user sends the child, with no background commands of its own to hear
+/// about (its commands' ends are its parent's to hear).
 fn child_turn(
     run: ChildRun<'_>,
 ) -> futures::future::BoxFuture<'_, Result<TurnOutcome, StoreError>> {
     Box::pin(async move {
-        let inbox = Inbox::default();
         let background = crate::background::BackgroundJobs::default();
         let steering = Steering {
-            inbox: &inbox,
+            inbox: run.inbox,
             roots: run.env.roots.as_slice(),
             background: &background,
         };

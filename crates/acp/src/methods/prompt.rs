@@ -85,10 +85,18 @@ pub(crate) async fn steering(s: &Server, req: SteeringRequest) -> Result<Json, F
     if content.is_empty() {
         return Err(Fail::params("the message is empty"));
     }
-    let handle = s
-        .runtime
-        .get(&sid)
-        .ok_or_else(|| Fail::params("unknown session: create, load or resume it first"))?;
+    let Some(handle) = s.runtime.get(&sid) else {
+        // A running subagent's session: its next model request takes the message.
+        return match s.runtime.services().children.steer(&sid, content) {
+            Some(true) => Ok(Json(json!({ "outcome": "injected" }))),
+            Some(false) => Ok(Json(
+                json!({ "outcome": "promptRequired", "reason": "noRunningTurn" }),
+            )),
+            None => Err(Fail::params(
+                "unknown session: create, load or resume it first",
+            )),
+        };
+    };
     // Queued before the first await, like a prompt: it reaches the session in arrival order.
     let reply = handle.submit_steering(content)?;
     Ok(Json(match reply.await.unwrap_or(Steered::NoRunningTurn) {

@@ -411,3 +411,58 @@ async fn a_subagent_s_last_request_offers_no_tools_so_it_answers() {
     );
     assert!(reqs[21].body.to_string().contains("I listed it all."));
 }
+
+#[tokio::test]
+async fn the_user_steers_a_running_child() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let parent = sid(&c.new_session(&world.ws()).await);
+    fake.push(task("t1", "look", "List the workspace."));
+    // The child's first answer takes a while: the user's message arrives meanwhile.
+    fake.push(Script::new().stall(Duration::from_millis(800)).tool_call(
+        "s1",
+        "ls",
+        "{}".to_owned(),
+    ));
+    fake.push(Script::new().text("looked in src too"));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "go"))
+        .await;
+    let announce = c
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["sessionUpdate"] == "subagent_update"
+        })
+        .await
+        .expect("the child announced");
+    let child = announce["params"]["update"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let said = json!({"sessionId": child, "prompt": [{"type": "text", "text": "look in src too"}]});
+    let steered = c.request("_session/steering", said).await.ok();
+    assert_eq!(steered["outcome"], "injected");
+    let (before, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 4, "parent, child twice, parent");
+    assert!(
+        reqs[2].body.to_string().contains("look in src too"),
+        "the child's next request has it"
+    );
+    assert!(
+        !reqs[3].body.to_string().contains("look in src too"),
+        "the parent's does not"
+    );
+    assert!(
+        session_updates(&before).iter().any(|(s, u)| *s == child
+            && kind(u) == "user_message_chunk"
+            && u["content"]["text"] == "look in src too"),
+        "shown in the child's session"
+    );
+    // Once it ended, the child takes no more.
+    let late = json!({"sessionId": child, "prompt": [{"type": "text", "text": "and more"}]});
+    let answer = c.request("_session/steering", late).await;
+    assert_eq!(answer.code(), -32602, "{}", answer.message());
+}

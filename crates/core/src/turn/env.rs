@@ -92,6 +92,8 @@ pub(crate) struct ChildRun<'a> {
     pub env: &'a CallEnv,
     pub system: &'a str,
     pub limits: Limits,
+    /// What the user sends the subagent while it works.
+    pub inbox: &'a crate::steering::Inbox,
     pub cancel: &'a CancellationToken,
 }
 

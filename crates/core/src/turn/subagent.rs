@@ -289,7 +289,10 @@ impl Child {
         // The child's own cancel: the parent's cancels it too; `session/cancel` of the child
         // only it.
         let token = cancel.child_token();
-        let running = env.children.register(self.id.clone(), token.clone());
+        let inbox = crate::steering::Inbox::default();
+        let running = env
+            .children
+            .register(self.id.clone(), token.clone(), inbox.clone());
         let turn_model = TurnModel {
             client: model.client.clone(),
             info: model.info.clone(),
@@ -311,6 +314,7 @@ impl Child {
                 stop_event: HookEvent::SubagentStop,
                 answer_last: true,
             },
+            inbox: &inbox,
             cancel: &token,
         })
         .await;
