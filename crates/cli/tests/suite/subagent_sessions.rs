@@ -52,6 +52,20 @@ fn session_updates(messages: &[Value]) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// The id of the first child a `subagent_update` announces.
+async fn announced_child(c: &mut AcpClient) -> String {
+    let announce = c
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["sessionUpdate"] == "subagent_update"
+        })
+        .await
+        .expect("the child announced");
+    announce["params"]["update"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// How many session logs the store holds.
 fn session_logs(world: &World) -> usize {
     std::fs::read_dir(world.home().join("sessions"))
@@ -260,16 +274,7 @@ async fn stop_the_child_alone(close: bool) {
     let id = c
         .send_request("session/prompt", text_prompt(&parent, "go"))
         .await;
-    let announce = c
-        .wait_for(Duration::from_secs(10), |m| {
-            m["params"]["update"]["sessionUpdate"] == "subagent_update"
-        })
-        .await
-        .expect("the child announced");
-    let child = announce["params"]["update"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let child = announced_child(&mut c).await;
     // Let the child's request reach the model.
     tokio::time::sleep(Duration::from_millis(300)).await;
     // A running child cannot be loaded meanwhile.
@@ -430,16 +435,7 @@ async fn the_user_steers_a_running_child() {
     let id = c
         .send_request("session/prompt", text_prompt(&parent, "go"))
         .await;
-    let announce = c
-        .wait_for(Duration::from_secs(10), |m| {
-            m["params"]["update"]["sessionUpdate"] == "subagent_update"
-        })
-        .await
-        .expect("the child announced");
-    let child = announce["params"]["update"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let child = announced_child(&mut c).await;
     let said = json!({"sessionId": child, "prompt": [{"type": "text", "text": "look in src too"}]});
     let steered = c.request("_session/steering", said).await.ok();
     assert_eq!(steered["outcome"], "injected");
