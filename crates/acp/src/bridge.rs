@@ -226,7 +226,6 @@ impl ferrite_core::elicit::Elicitor for AcpElicitor {
         session: &SessionId,
         page: ferrite_core::elicit::Page,
     ) -> BoxFuture<'_, Result<ferrite_core::elicit::Reply, String>> {
-        use ferrite_core::elicit::Reply;
         let session = session.clone();
         Box::pin(async move {
             let caller = self.caller.upgrade().ok_or("the server is shutting down")?;
@@ -237,17 +236,7 @@ impl ferrite_core::elicit::Elicitor for AcpElicitor {
                 "url": page.url,
                 "message": ferrite_core::display::visible(&page.message),
             });
-            match caller.call(&session, "elicitation/create", params).await {
-                Ok(v) => match v.get("action").and_then(serde_json::Value::as_str) {
-                    Some("accept") => Ok(Reply::Answered(vec![])),
-                    Some("decline") => Ok(Reply::Declined),
-                    Some("cancel") => Ok(Reply::Cancelled),
-                    _ => Err("the editor's answer could not be read".to_owned()),
-                },
-                Err(CallError::Rejected(e)) => Err(format!("the editor refused: {e}")),
-                Err(CallError::Cancelled) => Ok(Reply::Cancelled),
-                Err(CallError::Gone) => Err("the server is shutting down".into()),
-            }
+            reply_of(caller.call(&session, "elicitation/create", params).await)
         })
     }
 
@@ -266,7 +255,6 @@ impl ferrite_core::elicit::Elicitor for AcpElicitor {
         session: &SessionId,
         question: ferrite_core::elicit::Question,
     ) -> BoxFuture<'_, Result<ferrite_core::elicit::Reply, String>> {
-        use ferrite_core::elicit::Reply;
         let session = session.clone();
         Box::pin(async move {
             let caller = self.caller.upgrade().ok_or("the server is shutting down")?;
@@ -279,18 +267,27 @@ impl ferrite_core::elicit::Elicitor for AcpElicitor {
             if let Some(call) = &question.tool_call {
                 params["toolCallId"] = serde_json::Value::String(call.clone());
             }
-            match caller.call(&session, "elicitation/create", params).await {
-                Ok(v) => match v.get("action").and_then(serde_json::Value::as_str) {
-                    Some("accept") => Ok(Reply::Answered(answer_values(v.get("content")))),
-                    Some("decline") => Ok(Reply::Declined),
-                    Some("cancel") => Ok(Reply::Cancelled),
-                    _ => Err("the editor's answer could not be read".to_owned()),
-                },
-                Err(CallError::Rejected(e)) => Err(format!("the editor refused: {e}")),
-                Err(CallError::Cancelled) => Ok(Reply::Cancelled),
-                Err(CallError::Gone) => Err("the server is shutting down".into()),
-            }
+            reply_of(caller.call(&session, "elicitation/create", params).await)
         })
+    }
+}
+
+/// What the editor's answer to `elicitation/create` says: accepted (with the form's values, if
+/// any), declined, cancelled; or why there is no answer.
+fn reply_of(
+    answer: Result<serde_json::Value, CallError>,
+) -> Result<ferrite_core::elicit::Reply, String> {
+    use ferrite_core::elicit::Reply;
+    match answer {
+        Ok(v) => match v.get("action").and_then(serde_json::Value::as_str) {
+            Some("accept") => Ok(Reply::Answered(answer_values(v.get("content")))),
+            Some("decline") => Ok(Reply::Declined),
+            Some("cancel") => Ok(Reply::Cancelled),
+            _ => Err("the editor's answer could not be read".to_owned()),
+        },
+        Err(CallError::Rejected(e)) => Err(format!("the editor refused: {e}")),
+        Err(CallError::Cancelled) => Ok(Reply::Cancelled),
+        Err(CallError::Gone) => Err("the server is shutting down".into()),
     }
 }
 
