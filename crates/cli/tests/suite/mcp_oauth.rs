@@ -162,6 +162,25 @@ fn no_elicitation(seen: &[Value]) {
     );
 }
 
+/// The sign-in link a terminal command prints on stderr. The rest of its stderr is read on (and
+/// dropped), so the command never writes into a closed pipe.
+async fn printed_link(stderr: tokio::process::ChildStderr) -> String {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut lines = BufReader::new(stderr).lines();
+    let link = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(link) = line.trim().strip_prefix("http") {
+                return format!("http{link}");
+            }
+        }
+        panic!("no link on stderr");
+    })
+    .await
+    .expect("the link is printed");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    link
+}
+
 #[tokio::test]
 async fn sign_in_once_then_reuse_refresh_and_sign_in_again_when_revoked() {
     let (url, server) = start_http_oauth().await;
@@ -278,7 +297,6 @@ async fn without_url_elicitation_the_user_is_told_how_to_sign_in() {
 /// editor use the stored token.
 #[tokio::test]
 async fn mcp_login_from_a_terminal_stores_the_token_for_sessions() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let (url, server) = start_http_oauth().await;
     let world = World::new();
     let mut login = tokio::process::Command::new(BIN)
@@ -293,17 +311,7 @@ async fn mcp_login_from_a_terminal_stores_the_token_for_sessions() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(login.stderr.take().unwrap()).lines();
-    let link = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(link) = line.trim().strip_prefix("http") {
-                return format!("http{link}");
-            }
-        }
-        panic!("no link on stderr");
-    })
-    .await
-    .expect("the link is printed");
+    let link = printed_link(login.stderr.take().unwrap()).await;
     let (status, _) = visit(&link).await;
     assert_eq!(status, 200);
     let status = tokio::time::timeout(WAIT, login.wait())
@@ -337,7 +345,6 @@ async fn mcp_login_from_a_terminal_stores_the_token_for_sessions() {
 /// the server's tools.
 #[tokio::test]
 async fn ferrite_run_prints_the_link_and_then_uses_the_tools() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let (url, server) = start_http_oauth().await;
     let world = World::new();
     world.write_config(&format!("[mcp_servers.remote]\nurl = \"{url}\"\n"));
@@ -358,17 +365,7 @@ async fn ferrite_run_prints_the_link_and_then_uses_the_tools() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(run.stderr.take().unwrap()).lines();
-    let link = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(link) = line.trim().strip_prefix("http") {
-                return format!("http{link}");
-            }
-        }
-        panic!("no link on stderr");
-    })
-    .await
-    .expect("the link is printed");
+    let link = printed_link(run.stderr.take().unwrap()).await;
     assert_eq!(visit(&link).await.0, 200);
     let out = tokio::time::timeout(WAIT, run.wait_with_output())
         .await
