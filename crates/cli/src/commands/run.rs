@@ -93,12 +93,15 @@ async fn turn(
                 stdout.flush()?;
             }
             // A terminal obeys ESC sequences and CR: the title is shown escaped, as in editors.
-            Event::ToolCall(c) if !args.json => writeln!(
-                stderr,
-                "[{:?}] {}",
-                c.kind,
-                ferrite_core::display::visible(&c.title)
-            )?,
+            // Activity is for whoever watches: a stderr closed under the turn does not end it.
+            Event::ToolCall(c) if !args.json => {
+                let _ = writeln!(
+                    stderr,
+                    "[{:?}] {}",
+                    c.kind,
+                    ferrite_core::display::visible(&c.title)
+                );
+            }
             Event::TurnEnded(outcome) => {
                 failed = outcome.failure.is_some()
                     || matches!(outcome.stop, StopReason::Refusal | StopReason::Cancelled);
@@ -110,7 +113,7 @@ async fn turn(
     if !args.json {
         writeln!(stdout)?;
     }
-    writeln!(stderr, "session: {}", handle.id())?;
+    let _ = writeln!(stderr, "session: {}", handle.id());
     Ok(if failed {
         ExitCode::FAILURE
     } else {

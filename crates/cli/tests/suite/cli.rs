@@ -193,3 +193,42 @@ fn doctor_version_and_help() {
         assert!(text(&out.stdout).contains(cmd), "{cmd}");
     }
 }
+
+/// Activity on stderr is for whoever watches: with stderr closed (a pipe nobody reads), the turn
+/// still runs to its end and its answer is printed.
+#[tokio::test]
+async fn run_finishes_its_turn_when_stderr_is_closed() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    std::fs::write(world.ws().join("a.txt"), "x\n").unwrap();
+    fake.push(Script::new().tool_call("r1", "read", r#"{"path":"a.txt"}"#.to_owned()));
+    fake.push(Script::new().text("read it"));
+    let env = provider_env(&fake, Api::Anthropic);
+    let (home, ws) = (world.home().to_owned(), world.ws());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(BIN)
+            .args(["run", "read a.txt"])
+            .current_dir(&ws)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FERRITE_HOME", &home)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Nobody reads stderr: its read end is closed before the turn writes anything.
+        drop(child.stderr.take());
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout).trim(), "read it");
+    assert_eq!(
+        fake.requests().len(),
+        2,
+        "the tool ran and the model answered"
+    );
+}
