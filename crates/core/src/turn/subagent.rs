@@ -200,7 +200,8 @@ struct Child {
 }
 
 impl Child {
-    /// Creates the child's log (its task first) and tells the editor of it.
+    /// Creates the child's log (its settings, title and task) and its recorder; `run` tells the
+    /// editor of it.
     fn start(
         rec: &Recorder,
         env: &CallEnv,
