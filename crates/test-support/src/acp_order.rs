@@ -190,20 +190,24 @@ impl OrderCheck {
         }
         let call = u["toolCallId"].as_str().unwrap_or_default().to_owned();
         let finished = matches!(u["status"].as_str(), Some("completed" | "failed"));
+        // An update's `locations` replace the call's (ACP: fields present are replaced).
+        let locations = u["locations"].as_array().map(|l| {
+            l.iter()
+                .filter_map(|x| x["path"].as_str().map(str::to_owned))
+                .collect::<Vec<_>>()
+        });
         match kind {
             "tool_call" => {
-                let locations = u["locations"]
-                    .as_array()
-                    .map(|l| {
-                        l.iter()
-                            .filter_map(|x| x["path"].as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                s.calls.insert(call, (finished, locations));
+                s.calls
+                    .insert(call, (finished, locations.unwrap_or_default()));
             }
             "tool_call_update" => match s.calls.get_mut(&call) {
-                Some(entry) => entry.0 |= finished,
+                Some(entry) => {
+                    entry.0 |= finished;
+                    if let Some(locations) = locations {
+                        entry.1 = locations;
+                    }
+                }
                 None => bad.push(format!(
                     "tool_call_update for tool call {call:?} of session {session_id} arrived before its tool_call"
                 )),

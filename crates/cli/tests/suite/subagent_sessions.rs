@@ -462,3 +462,48 @@ async fn the_user_steers_a_running_child() {
     let answer = c.request("_session/steering", late).await;
     assert_eq!(answer.code(), -32602, "{}", answer.message());
 }
+
+/// A client that reads files for the agent but does not show subagents: a subagent's read goes
+/// through the editor about the parent's card, which names the file while it is read.
+#[tokio::test]
+async fn a_hidden_subagent_s_editor_reads_are_about_the_parent_s_card() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    std::fs::write(world.ws().join("a.txt"), "on disk\n").unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": false}}}),
+    )
+    .await
+    .ok();
+    let parent = sid(&c.new_session(&world.ws()).await);
+    fake.push(task("t1", "look", "Read a.txt."));
+    fake.push(Script::new().tool_call("s1", "read", json!({"path": "a.txt"}).to_string()));
+    fake.push(Script::new().text("it says hello"));
+    fake.push(Script::new().text("done"));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "go"))
+        .await;
+    let read = c
+        .wait_for(Duration::from_secs(10), |m| {
+            m["method"] == "fs/read_text_file"
+        })
+        .await
+        .expect("the read goes through the editor");
+    assert_eq!(read["params"]["sessionId"], parent.as_str());
+    c.respond(&read["id"], json!({"content": "in the editor's buffer\n"}))
+        .await;
+    let (before, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    assert!(
+        fake.requests()[2]
+            .body
+            .to_string()
+            .contains("in the editor's buffer"),
+        "the subagent read the editor's text"
+    );
+    assert!(session_updates(&before).iter().all(|(s, _)| *s == parent));
+    // The strict client checks that the read named a running card's file (no violation).
+    assert!(c.violations().is_empty(), "{:?}", c.violations());
+}

@@ -51,7 +51,7 @@ impl Relay {
             Event::ToolCall(v) => {
                 let mut progress = self.progress();
                 progress.push(v.title.clone());
-                Some(progress_text(&progress))
+                Some((progress_text(&progress), v.locations.clone()))
             }
             _ => None,
         };
@@ -61,11 +61,14 @@ impl Relay {
         }
         let parent = self.parent.session_id().clone();
         match (ev.event, listing) {
-            (Event::ToolCall(_), Some(text)) => {
+            // The card names the files of the subagent's current call: the editor follows
+            // them, and a read the editor is asked for is about a call it knows.
+            (Event::ToolCall(_), Some((text, locations))) => {
                 let update = ToolCallUpdateView {
                     id: self.card.id.clone(),
                     status: Some(ToolStatus::InProgress),
                     content: Some(vec![ToolContent::Text { text: text.into() }]),
+                    locations: Some(locations),
                     ..Default::default()
                 };
                 self.parent
