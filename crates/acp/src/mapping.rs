@@ -329,11 +329,18 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
             to,
             content.iter().map(user_block).collect(),
         )],
-        // Only in the child's own session (loaded by its id): the task, as a prompt.
-        Event::SessionMessage { content, .. } => content
-            .iter()
-            .map(|c| U::UserMessageChunk(acp::ContentChunk::new(user_block(c))))
-            .collect(),
+        // Only in the child's own session (loaded by its id). The model wrote the task, so it is
+        // never shown as the user's words: the agent's message, naming where it came from.
+        Event::SessionMessage { from, content, .. } => {
+            let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
+            vec![U::AgentMessageChunk(acp::ContentChunk::new(text_block(
+                &format!(
+                    "Task from the main agent (session {}):\n\n{}\n\n",
+                    from.as_str(),
+                    text.join("\n\n")
+                ),
+            )))]
+        }
         Event::Plan { entries } if takes.plans => vec![advertised::checklist(plan(entries))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::PlanProposal { markdown } if takes.plans => vec![advertised::proposal(markdown)],

@@ -381,6 +381,40 @@ async fn a_client_without_subagents_never_hears_of_the_child() {
     assert_eq!(session_logs(&world), 2, "the parent's log and the child's");
     let listed = c.request("session/list", json!({})).await.ok();
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1, "{listed}");
+    // The child's task was written by the model: loaded by its id, the child never shows it
+    // as the user's words (a hostile task must not pass for something the user said).
+    let child = std::fs::read_dir(world.home().join("sessions"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".jsonl").map(str::to_owned)
+        })
+        .find(|id| *id != parent)
+        .unwrap();
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": child, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replay, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    let replay = session_updates(&replay);
+    assert!(
+        replay
+            .iter()
+            .all(|(_, u)| !(kind(u) == "user_message_chunk"
+                && u.to_string().contains("Read a.txt."))),
+        "{replay:?}"
+    );
+    assert!(replay.iter().any(|(_, u)| kind(u) == "agent_message_chunk"
+        && u["content"]["text"].as_str().is_some_and(
+            |t| t.starts_with("Task from the main agent") && t.contains("Read a.txt.")
+        )));
+    c.request("session/close", json!({"sessionId": child}))
+        .await
+        .ok();
     // Deleting the parent deletes its subagents' sessions: nothing else reaches them.
     c.request("session/delete", json!({"sessionId": parent}))
         .await
