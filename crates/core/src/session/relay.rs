@@ -36,6 +36,11 @@ impl Relay {
         self.progress.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether the editor shows the child's session.
+    pub fn shown(&self) -> bool {
+        self.shown
+    }
+
     /// The parent's `task` card.
     pub fn card(&self) -> &ToolCallView {
         &self.card

@@ -271,10 +271,13 @@ impl Child {
         cancel: &CancellationToken,
     ) -> Result<Nested, StoreError> {
         self.announce(rec, true).await?;
-        let card = self.rec.relay().map(|r| r.card().id.clone());
-        if env.children.client_shows()
-            && let Some(card) = card
-        {
+        // Decided once, when the relay was made: the editor shows the child or it does not.
+        let shown_card = self
+            .rec
+            .relay()
+            .filter(|r| r.shown())
+            .map(|r| r.card().id.clone());
+        if let Some(card) = shown_card {
             // The card points at the child's session from the start.
             rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
                 id: card,
