@@ -41,17 +41,14 @@ fn update<'a>(messages: &'a [(String, Value)], kind: &str) -> &'a Value {
     &messages.iter().find(|(k, _)| k == kind).unwrap().1
 }
 
-/// A checklist, then the checklist emptied, in one turn; what the client saw live and on load.
-async fn plan_turn(caps: Value) -> (Vec<Value>, Vec<Value>) {
-    let world = World::new();
-    let (fake, mut c, s) = agent(&world, caps).await;
-    let plan = json!({"entries": [{"content": "read the code", "status": "in_progress"}]});
-    fake.push(Script::new().tool_call("p1", "update_plan", plan.to_string()));
-    fake.push(Script::new().tool_call("p2", "update_plan", json!({"entries": []}).to_string()));
-    fake.push(Script::new().text("done"));
-    let id = c
-        .send_request("session/prompt", text_prompt(&s, "go"))
-        .await;
+/// What the client sees of prompt `text` live, then of the whole session on load.
+async fn live_then_replay(
+    world: &World,
+    c: &mut AcpClient,
+    s: &str,
+    text: &str,
+) -> (Vec<Value>, Vec<Value>) {
+    let id = c.send_request("session/prompt", text_prompt(s, text)).await;
     let (live, answer) = c.collect_until_answer(&id).await;
     assert_eq!(answer.ok()["stopReason"], "end_turn");
     c.request("session/close", json!({"sessionId": s}))
@@ -66,6 +63,17 @@ async fn plan_turn(caps: Value) -> (Vec<Value>, Vec<Value>) {
     let (replay, _) = c.collect_until_answer(&id).await;
     assert!(c.violations().is_empty(), "{:?}", c.violations());
     (live, replay)
+}
+
+/// A checklist, then the checklist emptied, in one turn; what the client saw live and on load.
+async fn plan_turn(caps: Value) -> (Vec<Value>, Vec<Value>) {
+    let world = World::new();
+    let (fake, mut c, s) = agent(&world, caps).await;
+    let plan = json!({"entries": [{"content": "read the code", "status": "in_progress"}]});
+    fake.push(Script::new().tool_call("p1", "update_plan", plan.to_string()));
+    fake.push(Script::new().tool_call("p2", "update_plan", json!({"entries": []}).to_string()));
+    fake.push(Script::new().text("done"));
+    live_then_replay(&world, &mut c, &s, "go").await
 }
 
 const PLAN_KINDS: [&str; 3] = ["plan", "plan_update", "plan_removed"];
@@ -115,23 +123,7 @@ async fn compaction_turn(caps: Value) -> (Vec<Value>, Vec<Value>) {
             .text("SUMMARY: parser in src/lib.rs")
             .usage(50, 12, 0),
     );
-    let id = c
-        .send_request("session/prompt", text_prompt(&s, "/compact"))
-        .await;
-    let (live, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
-    c.request("session/close", json!({"sessionId": s}))
-        .await
-        .ok();
-    let id = c
-        .send_request(
-            "session/load",
-            json!({"sessionId": s, "cwd": world.ws(), "mcpServers": []}),
-        )
-        .await;
-    let (replay, _) = c.collect_until_answer(&id).await;
-    assert!(c.violations().is_empty(), "{:?}", c.violations());
-    (live, replay)
+    live_then_replay(&world, &mut c, &s, "/compact").await
 }
 
 const COMPACTION_KINDS: [&str; 2] = ["compaction_update", "compaction_summary_chunk"];
