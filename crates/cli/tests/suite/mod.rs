@@ -10,6 +10,7 @@ mod commands;
 mod common;
 mod compaction;
 mod compaction_replay;
+mod container;
 mod discovery;
 mod durability;
 mod file_safety;

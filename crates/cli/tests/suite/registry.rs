@@ -109,3 +109,44 @@ fn icon_is_a_16px_current_color_svg() {
     }
     assert!(svg.contains("currentColor"));
 }
+
+/// The Action installs the release it belongs to (a pinned version, not `latest`), and the
+/// licence the entry names ships beside the binary.
+#[test]
+fn the_action_is_pinned_and_the_licence_ships() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let action = std::fs::read_to_string(root.join("action.yml")).unwrap();
+    let version_input = action
+        .split("\n  version:\n")
+        .nth(1)
+        .expect("a `version` input");
+    let default = version_input
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("default:"))
+        .expect("a default version")
+        .trim()
+        .trim_matches('"');
+    assert_eq!(
+        default,
+        env!("CARGO_PKG_VERSION"),
+        "action.yml pins this release"
+    );
+
+    let licence = std::fs::read_to_string(root.join("LICENSE")).unwrap();
+    assert_eq!(env!("CARGO_PKG_LICENSE"), "Apache-2.0");
+    assert!(licence.contains("Apache License") && licence.contains("Version 2.0"));
+    // dist packs the files it finds beside the binary's manifest into every archive.
+    let packed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("LICENSE"));
+    assert_eq!(packed.unwrap(), licence);
+    let entry = read_json("agent.json");
+    // The npm package (scripts/npm_packages.py) of the same release, started the same way.
+    assert_eq!(
+        entry["distribution"]["npx"]["package"],
+        format!("@ferrite-agent/ferrite@{}", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(entry["distribution"]["npx"]["args"][0], "acp");
+    assert!(
+        entry["authors"][0].as_str().unwrap().contains("https://"),
+        "authors name a contact"
+    );
+}
