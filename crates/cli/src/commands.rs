@@ -2,8 +2,10 @@
 
 pub mod acp;
 pub mod auth;
+pub mod completions;
 pub mod doctor;
 pub mod mcp;
+pub mod mcp_config;
 pub mod models;
 pub mod run;
 pub mod sessions;

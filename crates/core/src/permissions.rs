@@ -477,6 +477,12 @@ pub fn decide(call: &Call<'_>, rules: &Rules) -> Decision {
     }
 }
 
+/// What the model is told of a call that needed the user's approval in a session with no one
+/// to ask (`ferrite run`): the call's result, word for word, so `ferrite run` can tell these
+/// refusals from the others (its exit status says a call wanted approval).
+pub const NO_ONE_TO_ASK: &str =
+    "Permission denied: this call needs the user's approval and there is no one to ask.";
+
 /// The four choices of a permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -20,11 +20,13 @@ pub fn list(home: &Path, cwd: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let mut out = std::io::stdout().lock();
+    let mut listed = 0;
     for s in SessionStore::new(home).list()? {
         // Subagents' sessions belong to their parent (`ferrite sessions show ID` shows one).
         if s.subagent || cwd.as_ref().is_some_and(|c| *c != s.cwd) {
             continue;
         }
+        listed += 1;
         writeln!(
             out,
             "{}\t{}\t{}\t{}",
@@ -33,6 +35,14 @@ pub fn list(home: &Path, cwd: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             s.cwd.display(),
             s.title.unwrap_or_default()
         )?;
+    }
+    // Said on stderr: stdout stays the (empty) listing for scripts.
+    if listed == 0 {
+        let whence = match &cwd {
+            Some(c) => format!(" in {}", c.display()),
+            None => String::new(),
+        };
+        writeln!(std::io::stderr(), "No sessions{whence}.")?;
     }
     Ok(ExitCode::SUCCESS)
 }

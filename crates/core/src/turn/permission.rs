@@ -119,10 +119,7 @@ async fn ask(
     cancel: &CancellationToken,
 ) -> Gate {
     let Some(approver) = env.approver.as_ref() else {
-        return Gate::Refused(
-            "Permission denied: this call needs the user's approval and there is no one to ask."
-                .into(),
-        );
+        return Gate::Refused(permissions::NO_ONE_TO_ASK.into());
     };
     let options = permissions::options_for(tool, access, &env.roots, env.shell);
     // A subagent's call is asked about on its parent's card where the editor does not show the

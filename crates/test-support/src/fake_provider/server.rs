@@ -67,6 +67,8 @@ enum Listing {
     OpenAi(Vec<(String, Option<u64>)>),
     /// Ollama: `GET /api/tags`, `POST /api/show` (context length), and `GET /v1/models`.
     Ollama(Vec<(String, u64)>),
+    /// Every listing (`GET …/models`) answered with this status and body (a key rejected).
+    Refused(u16, String),
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -123,6 +125,12 @@ impl FakeProvider {
     /// The answer to every request that finds the queue empty.
     pub fn set_fallback(&self, reply: impl Into<Reply>) {
         lock(&self.state).fallback = Some(reply.into());
+    }
+
+    /// Answers every model listing (`GET …/models`) with `status` and `body`: a provider that
+    /// rejects the key (`ferrite doctor`, `ferrite login`).
+    pub fn refuse_listings(&self, status: u16, body: &str) {
+        lock(&self.state).listing = Some(Listing::Refused(status, body.to_owned()));
     }
 
     /// Answers `GET /v1/models` with these models (vLLM-style: `max_model_len` is the window).
@@ -380,6 +388,9 @@ fn listing_answer(
     let json = |v: Value| Some(http_reply(200, &[], &v.to_string()));
     let sees = |id: &str| vision.iter().any(|v| v == id);
     match (method.as_str(), path, listing) {
+        ("GET", p, Listing::Refused(status, body)) if p.ends_with("/models") => {
+            Some(http_reply(*status, &[], body))
+        }
         ("GET", "/v1/models", Listing::OpenAi(models)) => json(serde_json::json!({
             "object": "list",
             "data": models.iter().map(|(id, w)| {
