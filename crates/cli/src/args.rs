@@ -22,6 +22,8 @@ Exit status:
   2  usage error (unknown option, bad --mode, no prompt)
   3  the turn ended, but a call was refused because it needed approval (--mode ask, or a
      write outside the workspace in auto)
+  4  the turn ended, but a file change failed (e.g. a read-only or foreign-owned file) and
+     no later call made it; stderr names the file and why
 
 The answer goes to stdout; each call's outcome, failures and a final usage line go to stderr.
 A run the model never answered leaves no session behind.

@@ -29,6 +29,8 @@ pub const FAILED: u8 = 1;
 pub const USAGE: u8 = 2;
 /// Exit status: the turn ended, but a call was refused because it needed approval.
 pub const REFUSED: u8 = 3;
+/// Exit status: the turn ended, but a file change it made failed and no later call made it.
+pub const UNWRITTEN: u8 = 4;
 
 /// A run that cannot go on, and the exit status it ends with.
 struct Stop {
@@ -113,6 +115,8 @@ fn finish(
         FAILED
     } else if ended.refused_for_approval > 0 {
         REFUSED
+    } else if !ended.unwritten.is_empty() {
+        UNWRITTEN
     } else {
         0
     };

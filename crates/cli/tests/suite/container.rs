@@ -97,7 +97,8 @@ async fn the_entrypoint_edits_a_checkout_owned_by_another_uid() {
     ]);
     let out = tokio::task::spawn_blocking({
         let ws = ws.clone();
-        move || run_entrypoint(&ws, &env, &["--mode", "auto", "create hello.txt"])
+        // No --mode: `ferrite run`'s default (`auto`) is what the container runs.
+        move || run_entrypoint(&ws, &env, &["create hello.txt"])
     })
     .await
     .unwrap();
@@ -125,4 +126,46 @@ async fn the_entrypoint_edits_a_checkout_owned_by_another_uid() {
         std::fs::read_dir(&sessions).unwrap().next().is_some(),
         "{stderr}"
     );
+}
+
+/// A file change the run cannot make (a directory the uid cannot write, as a read-only or
+/// foreign-owned mount is) makes the run fail, naming the file: never exit 0 for work that did
+/// not happen.
+#[tokio::test]
+async fn a_write_that_fails_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ws = tmp.path().join("work");
+    let locked = ws.join("locked");
+    std::fs::create_dir_all(&locked).unwrap();
+    if own_uid() == 0 {
+        chown_tree(&ws, OWNER);
+    }
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    fake.push(Script::new().tool_call("w1", "write", r#"{"path":"locked/new.txt","content":"x"}"#));
+    fake.push(Script::new().text("I could not write it."));
+    let mut env = provider_env(&fake, Api::Anthropic);
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    if own_uid() == 0 {
+        chown_tree(&home, OWNER);
+    }
+    env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+    let out = tokio::task::spawn_blocking({
+        let ws = ws.clone();
+        move || run_entrypoint(&ws, &env, &["write locked/new.txt"])
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("[failed]"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("ferrite: not changed:") && l.contains("new.txt")),
+        "{stderr}"
+    );
+    assert!(!locked.join("new.txt").exists());
 }

@@ -3,10 +3,10 @@
 //! stderr. `--json`: every event as a JSON line on stdout, a failure as its own `run_failed`
 //! event (never as the model's words), and a last `run_ended` event.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
-use ferrite_core::content::{ToolCallUpdateView, ToolContent, ToolStatus};
+use ferrite_core::content::{ToolCallUpdateView, ToolContent, ToolKind, ToolStatus};
 use ferrite_core::events::{Event, SessionEvent, TurnOutcome};
 use ferrite_core::failure::TurnFailure;
 use ferrite_core::ids::SessionId;
@@ -25,6 +25,11 @@ pub(super) struct Ended {
     pub refused_for_approval: usize,
     /// The agent's text after its last call (`-o`).
     pub last_message: String,
+    /// File changes of the session's own calls that failed (a read-only mount, a wrong
+    /// `old_string`) and were not made by a later call: what the user asked for did not happen,
+    /// so the run does not report success. Keyed by what the call was about (its files, else
+    /// its title), with the first line of why.
+    pub unwritten: BTreeMap<String, String>,
 }
 
 /// The tokens and cost of the turn's model calls.
@@ -116,9 +121,13 @@ pub(super) fn summary(
         let event = json!({"session": session, "turn": null, "event": {
             "type": "run_ended", "exit_code": code,
             "refused_for_approval": ended.refused_for_approval,
+            "unwritten": ended.unwritten.keys().collect::<Vec<_>>(),
             "usage": usage.map(TurnUsage::json)}});
         out(&format!("{event}\n"));
         return;
+    }
+    for (what, why) in &ended.unwritten {
+        err(&format!("ferrite: not changed: {what}: {why}"));
     }
     if ended.refused_for_approval > 0 {
         err(&format!(
@@ -148,6 +157,9 @@ pub(super) struct Report {
     /// Whether stdout's last character was not a newline.
     mid_line: bool,
     refused_for_approval: usize,
+    /// What each file-changing call of this session is about (its paths, else its title).
+    changes: HashMap<String, Vec<String>>,
+    unwritten: BTreeMap<String, String>,
     progress: Option<Progress>,
 }
 
@@ -161,6 +173,8 @@ impl Report {
             last_message: String::new(),
             mid_line: false,
             refused_for_approval: 0,
+            changes: HashMap::new(),
+            unwritten: BTreeMap::new(),
             progress: Progress::on_terminal(),
         }
     }
@@ -208,6 +222,15 @@ impl Report {
                 let title = ferrite_core::display::visible(&c.title).into_owned();
                 if let Some(p) = self.progress.as_mut() {
                     p.working_on(&title);
+                }
+                if ours && matches!(c.kind, ToolKind::Edit | ToolKind::Delete | ToolKind::Move) {
+                    let mut about: Vec<String> = (c.locations.iter())
+                        .map(|l| l.path.display().to_string())
+                        .collect();
+                    if about.is_empty() {
+                        about.push(title.clone());
+                    }
+                    self.changes.insert(c.id.clone(), about);
                 }
                 self.titles.insert(c.id, title);
                 if ours {
@@ -266,6 +289,7 @@ impl Report {
             failure,
             refused_for_approval: self.refused_for_approval,
             last_message: std::mem::take(&mut self.last_message),
+            unwritten: std::mem::take(&mut self.unwritten),
         }
     }
 
@@ -288,6 +312,15 @@ impl Report {
         };
         if let Some(p) = self.progress.as_mut() {
             p.working_on("");
+        }
+        if let Some(about) = self.changes.get(&u.id).filter(|_| ours) {
+            for what in about {
+                if word == "failed" {
+                    self.unwritten.insert(what.clone(), reason.clone());
+                } else if word == "done" {
+                    self.unwritten.remove(what);
+                }
+            }
         }
         if self.json {
             return;
