@@ -12,6 +12,7 @@ mod compaction;
 mod compaction_replay;
 mod discovery;
 mod durability;
+mod edit_review;
 mod file_safety;
 mod first_run;
 mod golden;
