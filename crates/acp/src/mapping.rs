@@ -360,10 +360,19 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::Usage { used, size, cost } => vec![U::UsageUpdate(
             acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
         )],
-        Event::Notice { text } if takes.notices => advertised::notice(text).into_iter().collect(),
+        Event::Notice { text } if takes.notices => {
+            advertised::notice(text, acp::NoticeSeverity::Warning)
+                .into_iter()
+                .collect()
+        }
+        Event::Info { text } if takes.notices => {
+            advertised::notice(text, acp::NoticeSeverity::Info)
+                .into_iter()
+                .collect()
+        }
         // Marked, so a client can tell it from the conversation (it may come between turns);
         // a paragraph of its own in a Markdown client, each of its lines one too.
-        Event::Notice { text } => vec![U::AgentMessageChunk(
+        Event::Notice { text } | Event::Info { text } => vec![U::AgentMessageChunk(
             acp::ContentChunk::new(text_block(&format!(
                 "\n\n{}\n\n",
                 ferrite_core::content::markdown_paragraphs(text)

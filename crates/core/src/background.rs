@@ -36,6 +36,8 @@ pub struct BackgroundJobs(Arc<Mutex<Jobs>>);
 struct Jobs {
     next: u32,
     by_id: BTreeMap<String, Job>,
+    /// Signalled when a command ends, so an idle session tells the user at once.
+    ended: Arc<tokio::sync::Notify>,
 }
 
 struct Job {
@@ -52,19 +54,33 @@ struct Job {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
     Running,
-    /// How it ended, in words; `told` once the model and the user heard of it.
+    /// How it ended, in words (`ok`: exit code 0); `told` once the model heard of it, `shown`
+    /// once the user did (an idle session shows it at once, the model hears at the next turn).
     Ended {
         how: String,
+        ok: bool,
         told: bool,
+        shown: bool,
     },
 }
 
-/// A background command that ended and nobody was told yet.
+/// Who is told of a command's end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Audience {
+    Model,
+    User,
+}
+
+/// A background command that ended and the model (or the user) was not told of yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ended {
     pub id: String,
     pub command: String,
     pub how: String,
+    /// It exited with code 0.
+    pub ok: bool,
+    /// The user was shown it already.
+    pub shown: bool,
 }
 
 /// What `bash_output` reads.
@@ -115,14 +131,20 @@ impl BackgroundJobs {
         let cancel = CancellationToken::new();
         let state = Arc::new(Mutex::new(State::Running));
         let task = tokio::spawn({
-            let (cancel, state) = (cancel.clone(), state.clone());
+            let (cancel, state, signal) = (cancel.clone(), state.clone(), jobs.ended.clone());
             async move {
                 let quiet = |_: &str| {};
-                let how = match runner.run(spec, cancel, &quiet).await {
-                    Ok(out) => ending(&out.exit),
-                    Err(e) => format!("could not run: {e}"),
+                let (how, ok) = match runner.run(spec, cancel, &quiet).await {
+                    Ok(out) => (ending(&out.exit), out.exit == Exit::Code(0)),
+                    Err(e) => (format!("could not run: {e}"), false),
                 };
-                *lock(&state) = State::Ended { how, told: false };
+                *lock(&state) = State::Ended {
+                    how,
+                    ok,
+                    told: false,
+                    shown: false,
+                };
+                signal.notify_one();
             }
         });
         jobs.by_id.insert(
@@ -147,8 +169,10 @@ impl BackgroundJobs {
         // Read the state first: output written before the end is then all in the file.
         let ended = match &mut *lock(&job.state) {
             State::Running => None,
-            State::Ended { how, told } => {
-                *told = true;
+            State::Ended {
+                how, told, shown, ..
+            } => {
+                (*told, *shown) = (true, true);
                 Some(how.clone())
             }
         };
@@ -179,31 +203,65 @@ impl BackgroundJobs {
         }
         let mut state = lock(&state);
         Ok(match &mut *state {
-            State::Ended { how, told } => {
-                *told = true;
+            State::Ended {
+                how, told, shown, ..
+            } => {
+                (*told, *shown) = (true, true);
                 how.clone()
             }
             State::Running => "still stopping".to_owned(),
         })
     }
 
-    /// The commands that ended since the last look and nobody was told of, marked told.
+    /// The commands that ended and the model was not told of, marked told (and shown).
     pub fn take_ended(&self) -> Vec<Ended> {
+        self.take(Audience::Model)
+    }
+
+    /// The commands that ended and the user was not shown, marked shown: the model is told
+    /// at its next turn ([`Self::take_ended`]).
+    pub fn take_unshown(&self) -> Vec<Ended> {
+        self.take(Audience::User)
+    }
+
+    fn take(&self, audience: Audience) -> Vec<Ended> {
         let jobs = lock(&self.0);
         let mut out = Vec::new();
         for (id, job) in &jobs.by_id {
-            if let State::Ended { how, told } = &mut *lock(&job.state)
-                && !*told
-            {
-                *told = true;
-                out.push(Ended {
-                    id: id.clone(),
-                    command: job.command.clone(),
-                    how: how.clone(),
-                });
+            let mut state = lock(&job.state);
+            let State::Ended {
+                how,
+                ok,
+                told,
+                shown,
+            } = &mut *state
+            else {
+                continue;
+            };
+            let new = match audience {
+                Audience::Model => !*told,
+                Audience::User => !*shown,
+            };
+            if !new {
+                continue;
             }
+            out.push(Ended {
+                id: id.clone(),
+                command: job.command.clone(),
+                how: how.clone(),
+                ok: *ok,
+                shown: *shown,
+            });
+            *shown = true;
+            *told |= audience == Audience::Model;
         }
         out
+    }
+
+    /// Waits until a command ends (at once if one ended since the last wait).
+    pub async fn ended(&self) {
+        let signal = lock(&self.0).ended.clone();
+        signal.notified().await;
     }
 
     /// Stops every command and waits (bounded) until their processes are gone.

@@ -133,7 +133,7 @@ pub(crate) struct Store {
 impl Store {
     pub fn new(home: &Path, session: &SessionId) -> Self {
         Self {
-            dir: home.join("checkpoints").join(session.as_str()),
+            dir: crate::log::SessionStore::new(home).checkpoint_dir(session),
         }
     }
 
@@ -214,18 +214,6 @@ impl Store {
         match std::fs::remove_file(self.manifest_path(id)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             Ok(()) | Err(_) => Ok(()),
-        }
-    }
-}
-
-/// Removes a session's checkpoints (with `session/delete`).
-pub fn delete_session(home: &Path, session: &SessionId) {
-    let dir = Store::new(home, session).dir;
-    match std::fs::remove_dir_all(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "could not remove a session's checkpoints")
         }
     }
 }

@@ -53,9 +53,12 @@ impl Children {
     }
 
     /// Hands the running child `id` a message from the user (`_session/steering`): its next
-    /// model request takes it. `None`: no child of that id runs; `Some(false)`: it is ending
-    /// and takes no more.
-    pub fn steer(&self, id: &SessionId, content: Vec<UserContent>) -> Option<bool> {
+    /// model request takes it. `None`: no child of that id runs.
+    pub fn steer(
+        &self,
+        id: &SessionId,
+        content: Vec<UserContent>,
+    ) -> Option<crate::steering::Steered> {
         self.running()
             .get(id)
             .map(|child| child.inbox.push(content))

@@ -34,14 +34,46 @@ pub trait ClientFs: Send + Sync {
     }
 }
 
-/// Whether `write`/`edit` of `path` goes through the editor (`fs_delegation = "review"`): a
-/// file in the workspace whose folder exists (the editor creates no folders), where the client
-/// writes files.
+/// Whether `write`/`edit` of `path` may go through the editor (`fs_delegation = "review"`, the
+/// default): a file in the workspace whose folder exists (the editor creates no folders), where
+/// the client writes files. The caller also needs the path free of links and the session's
+/// commands quiet ([`CommandGate`], `crate::fsops::slot`), checked again right before sending.
 pub fn delegate_write(policy: FsDelegation, writes: bool, path: &Path, roots: &[PathBuf]) -> bool {
     policy == FsDelegation::Review
         && writes
         && roots.iter().any(|r| path.starts_with(r))
         && path.parent().is_some_and(Path::is_dir)
+}
+
+/// The session's commands against its delegated writes. An editor writes a path as it finds it
+/// (in place, following a link), so a command that swaps a file for a link while the editor
+/// writes it would redirect the write out of what the policy decided. Every command of the
+/// session and of its subagents (foreground, background, hooks) holds a share of the gate while
+/// it runs; a delegated write takes the whole gate or is not delegated, and no command starts
+/// until the write was checked.
+#[derive(Clone, Default)]
+pub struct CommandGate(std::sync::Arc<tokio::sync::RwLock<()>>);
+
+/// Held by a running command.
+pub type CommandShare = tokio::sync::OwnedRwLockReadGuard<()>;
+/// Held by a delegated write from the last check before sending until it was verified.
+pub type QuietCommands = tokio::sync::OwnedRwLockWriteGuard<()>;
+
+impl CommandGate {
+    /// Waits until no delegated write is in flight, and holds a share while the command runs.
+    pub async fn command(&self) -> CommandShare {
+        self.0.clone().read_owned().await
+    }
+
+    /// The whole gate when no command of the session runs, else `None`: never waits.
+    pub fn quiet(&self) -> Option<QuietCommands> {
+        self.0.clone().try_write_owned().ok()
+    }
+
+    /// Whether no command of the session runs now.
+    pub fn is_quiet(&self) -> bool {
+        self.0.try_write().is_ok()
+    }
 }
 
 /// What the agent itself did to files in this session, so a stale editor buffer is not

@@ -18,12 +18,14 @@ use file::{parse_raw, read_raw, read_workspace_raw};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FsDelegation {
-    #[default]
+    /// Reads as `review`; every write goes to disk.
     UnsavedOnly,
     Never,
     Always,
-    /// Reads as `unsaved_only`, and `write`/`edit` go through the editor's
-    /// `fs/write_text_file`, so its review of agent edits (Zed's Keep/Reject) tracks them.
+    /// The default: reads as `unsaved_only`, and `write`/`edit` go through the editor's
+    /// `fs/write_text_file` where the client writes files, so its review of agent edits (Zed's
+    /// Keep/Reject) tracks them (`crate::tools::delegated`).
+    #[default]
     Review,
 }
 
@@ -198,7 +200,7 @@ impl Default for Config {
             model: None,
             max_mode: Mode::Full,
             max_turn_requests: 200,
-            fs_delegation: FsDelegation::UnsavedOnly,
+            fs_delegation: FsDelegation::Review,
             permissions: PermissionsConfig {
                 timeout_secs: 300,
                 allow: vec![],

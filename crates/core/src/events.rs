@@ -53,6 +53,11 @@ pub enum Event {
     Notice {
         text: String,
     },
+    /// News for the user that is not a warning (a background command that ended well); shown
+    /// like [`Event::Notice`], with `info` severity where the client takes notices.
+    Info {
+        text: String,
+    },
     /// A compaction of the conversation (`turn/compact.rs`) started, or ended as `stage` says.
     /// `id` names it within the session: the n-th compaction is `compaction-n`.
     Compaction {

@@ -68,6 +68,34 @@ pub fn open_write(path: &Path, parents: Parents) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
+/// What a resolved path names now, reached without following any link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Nothing there (its folder is).
+    Absent,
+    /// A regular file, with its permission bits.
+    File { mode: u32 },
+}
+
+/// What `path` names, when every directory on the way is a real directory (no link) and the
+/// name itself is a regular file or nothing; an error otherwise (a link anywhere, a special
+/// file). What a write handed to another program (the editor) is checked against, before and
+/// after.
+pub fn slot(path: &Path) -> io::Result<Slot> {
+    refuse_own_proc(path)?;
+    let (dir, name) = walk_to_parent(path, Parents::MustExist)?;
+    match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => Ok(Slot::File {
+                mode: st.st_mode & 0o7777,
+            }),
+            other => Err(not_regular(other, path)),
+        },
+        Err(Errno::NOENT) => Ok(Slot::Absent),
+        Err(e) => Err(explain(e, path)),
+    }
+}
+
 /// A name in a directory opened without following any link: what `/undo` changes the workspace
 /// through. The directory was reached by the same no-follow walk as [`open_write`]'s, so a
 /// symlink planted anywhere on the way makes [`entry`] fail, and every operation acts on the

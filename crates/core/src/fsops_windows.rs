@@ -54,6 +54,27 @@ pub fn open_write(path: &Path, parents: Parents) -> io::Result<File> {
     Ok(file)
 }
 
+/// What a resolved path names now (see the Unix version): a regular file or nothing, with no
+/// link on the way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Absent,
+    File { mode: u32 },
+}
+
+/// What `path` names, when no directory on the way is a link and the name is a regular file or
+/// nothing; an error otherwise.
+pub fn slot(path: &Path) -> io::Result<Slot> {
+    let (parent, _) = split(path)?;
+    check_no_link_on_the_way(&parent, path)?;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() => Ok(Slot::File { mode: 0o644 }),
+        Ok(meta) => Err(not_regular(&meta, path)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Slot::Absent),
+        Err(e) => Err(e),
+    }
+}
+
 /// A name in a checked directory: what `/undo` changes the workspace through. Every operation
 /// acts on the name itself (a link there is removed or replaced, never followed).
 pub struct Entry {

@@ -411,7 +411,8 @@ impl Runtime {
         }
     }
 
-    /// Removes a session's log. Refused while a turn runs.
+    /// Removes everything stored for a session and its subagents: logs, command outputs,
+    /// checkpoints. Refused while a turn runs; an id that never existed is already gone.
     pub async fn delete(&self, id: &SessionId) -> Result<(), RuntimeError> {
         if let Some(h) = self.get(id) {
             if h.snapshot().await.map(|s| s.running).unwrap_or(false) {
@@ -419,8 +420,11 @@ impl Runtime {
             }
             self.close(id).await;
         }
+        if !self.services.store.path(id).exists() {
+            self.services.store.sweep(id);
+            return Ok(());
+        }
         self.services.store.delete_with_subagents(id)?;
-        crate::checkpoints::delete_session(&self.services.home, id);
         Ok(())
     }
 

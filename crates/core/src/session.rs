@@ -27,6 +27,8 @@ struct SessionCore {
     log: LogWriter,
     /// Whether the user was told that commands run unsandboxed (once per session).
     sandbox_warned: Arc<AtomicBool>,
+    /// The session's commands against its writes through the editor (`crate::clientfs`).
+    command_gate: crate::clientfs::CommandGate,
     /// What hooks and workspace trust remember for the session's life in this process.
     extensions: Arc<crate::hooks::SessionFlags>,
     /// The session's MCP servers' tools.
@@ -66,6 +68,7 @@ impl Session {
                 state,
                 log,
                 sandbox_warned: Default::default(),
+                command_gate: Default::default(),
                 extensions: Default::default(),
                 extra_tools,
                 disk_changes: Default::default(),
@@ -164,6 +167,7 @@ fn turn_start(core: &SessionCore) -> TurnStart {
         web_search: s.web_search,
         extra_tools: core.extra_tools.clone(),
         sandbox_warned: core.sandbox_warned.clone(),
+        command_gate: core.command_gate.clone(),
         extensions: core.extensions.clone(),
         agent: s.agent.clone(),
         client_prompt: s.system_prompt.clone(),

@@ -40,6 +40,8 @@ pub struct Skill {
     pub body: String,
     /// `allowed-tools`: the tools a turn that runs the skill keeps (never more than it has).
     pub allowed_tools: Option<Vec<String>>,
+    /// One of the user's own (FERRITE_HOME, `~/.agents`, `~/.claude`), not the project's.
+    pub personal: bool,
 }
 
 /// The folders skills are found in, personal first, each with the area its files must stay in.
@@ -131,6 +133,8 @@ pub fn discover(own: &OwnFiles, cwd: &Path) -> Vec<Skill> {
                     .filter(|t| !t.is_empty())
                     .collect()
             });
+        // A personal skill's area is its skills folder (`skill_dirs`).
+        let personal = Some(area.as_path()) == dir.parent();
         by_name.insert(
             name.clone(),
             Skill {
@@ -139,6 +143,7 @@ pub fn discover(own: &OwnFiles, cwd: &Path) -> Vec<Skill> {
                 dir,
                 body,
                 allowed_tools,
+                personal,
             },
         );
     }
@@ -217,6 +222,25 @@ pub fn files(skill: &Skill) -> Vec<String> {
     out.sort();
     out.truncate(MAX_LISTED_FILES);
     out
+}
+
+/// Where a file of the skill, `rel` to its folder, lies once every link is followed; `None` when
+/// `rel` is not a path inside the folder or its target lies outside it. A project skill's file is
+/// read under the same policy as `read` of that target (`tools::skill`): a skill folder that
+/// links elsewhere in the repository hands out nothing `read` would ask about.
+pub fn file_target(skill: &Skill, rel: &str) -> Option<PathBuf> {
+    let rel_path = Path::new(rel);
+    let valid = !rel.is_empty()
+        && !rel_path.is_absolute()
+        && rel_path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !valid {
+        return None;
+    }
+    let folder = std::fs::canonicalize(&skill.dir).ok()?;
+    let target = crate::paths::resolve(Path::new("/"), &skill.dir.join(rel_path).to_string_lossy());
+    crate::paths::is_under(&target, &folder).then_some(target)
 }
 
 /// A file of the skill, `rel` to its folder: no absolute path or `..`, its target inside the

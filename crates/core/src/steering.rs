@@ -8,10 +8,19 @@
 //! turn's next request or, if the turn ends another way (cancel, failure), recorded at its end
 //! so the next turn's model sees it. Closing and pushing take one lock, so no message falls
 //! between the two.
+//!
+//! Like the prompt queue, the inbox is bounded: at most [`MAX_WAITING`] messages and
+//! [`MAX_WAITING_BYTES`] of them wait at once; one more is refused (the client is told, -32602)
+//! until the turn takes what waits.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::content::UserContent;
+
+/// Messages that may wait for a turn at once (as many as prompts may wait behind one).
+pub const MAX_WAITING: usize = 16;
+/// Bytes of messages (text, image and resource data) that may wait for a turn at once.
+pub const MAX_WAITING_BYTES: usize = 1024 * 1024;
 
 /// What became of a steering message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +29,31 @@ pub enum Steered {
     Injected,
     /// No turn is running (or it already stopped taking messages): send it as a prompt.
     NoRunningTurn,
+    /// Too much already waits for the turn ([`MAX_WAITING`], [`MAX_WAITING_BYTES`]).
+    Full,
+}
+
+/// The bytes a message holds, as the cap counts them.
+fn size(content: &[UserContent]) -> usize {
+    content
+        .iter()
+        .map(|c| match c {
+            UserContent::Text { text } => text.len(),
+            UserContent::Image { data, uri, .. } => {
+                data.len() + uri.as_ref().map_or(0, String::len)
+            }
+            UserContent::ResourceLink {
+                uri, name, text, ..
+            } => uri.len() + name.len() + text.as_ref().map_or(0, String::len),
+            UserContent::Resource {
+                uri, text, blob, ..
+            } => {
+                uri.len()
+                    + text.as_ref().map_or(0, String::len)
+                    + blob.as_ref().map_or(0, String::len)
+            }
+        })
+        .sum()
 }
 
 /// The messages waiting for one turn.
@@ -37,14 +71,19 @@ impl Inbox {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds a message for the turn; false when it no longer takes any.
-    pub fn push(&self, content: Vec<UserContent>) -> bool {
+    /// Adds a message for the turn, unless it no longer takes any or too much waits already.
+    pub fn push(&self, content: Vec<UserContent>) -> Steered {
         let mut s = self.state();
         if s.closed {
-            return false;
+            return Steered::NoRunningTurn;
+        }
+        let bytes = size(&content);
+        let waiting: usize = s.waiting.iter().map(|m| size(m)).sum();
+        if s.waiting.len() >= MAX_WAITING || waiting + bytes > MAX_WAITING_BYTES {
+            return Steered::Full;
         }
         s.waiting.push(content);
-        true
+        Steered::Injected
     }
 
     /// The messages waiting, oldest first.
@@ -81,20 +120,44 @@ mod tests {
     #[test]
     fn a_message_is_delivered_or_refused_never_lost() {
         let inbox = Inbox::default();
-        assert!(inbox.push(text("a")));
-        assert!(inbox.push(text("b")));
+        assert_eq!(inbox.push(text("a")), Steered::Injected);
+        assert_eq!(inbox.push(text("b")), Steered::Injected);
         assert_eq!(inbox.take(), vec![text("a"), text("b")]);
-        assert!(inbox.push(text("c")));
+        assert_eq!(inbox.push(text("c")), Steered::Injected);
         // A turn about to end takes what came in and goes on.
         assert_eq!(inbox.take_or_close(), vec![text("c")]);
-        assert!(inbox.push(text("d")), "still open: the turn went on");
+        assert_eq!(
+            inbox.push(text("d")),
+            Steered::Injected,
+            "still open: the turn went on"
+        );
         assert_eq!(inbox.take_or_close(), vec![text("d")]);
         // Nothing waiting: closed, and later messages are refused.
         assert!(inbox.take_or_close().is_empty());
-        assert!(!inbox.push(text("e")));
+        assert_eq!(inbox.push(text("e")), Steered::NoRunningTurn);
         let other = Inbox::default();
-        assert!(other.push(text("f")));
+        assert_eq!(other.push(text("f")), Steered::Injected);
         assert_eq!(other.close(), vec![text("f")], "undelivered at the end");
-        assert!(!other.push(text("g")));
+        assert_eq!(other.push(text("g")), Steered::NoRunningTurn);
+    }
+
+    #[test]
+    fn what_waits_is_bounded_in_count_and_bytes() {
+        let inbox = Inbox::default();
+        for i in 0..MAX_WAITING {
+            assert_eq!(inbox.push(text(&i.to_string())), Steered::Injected);
+        }
+        assert_eq!(inbox.push(text("one more")), Steered::Full);
+        assert_eq!(inbox.take().len(), MAX_WAITING);
+        assert_eq!(inbox.push(text("room again")), Steered::Injected);
+        let big = "x".repeat(MAX_WAITING_BYTES);
+        assert_eq!(inbox.push(text(&big)), Steered::Full, "over the bytes");
+        inbox.take();
+        assert_eq!(
+            inbox.push(text(&big)),
+            Steered::Injected,
+            "exactly the bytes"
+        );
+        assert_eq!(inbox.push(text("y")), Steered::Full);
     }
 }

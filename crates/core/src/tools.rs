@@ -4,6 +4,7 @@
 mod ask_user;
 mod background;
 mod bash;
+mod delegated;
 mod edit;
 pub mod find;
 pub mod grep;
@@ -44,6 +45,7 @@ pub use update_plan::{UPDATE_PLAN, UpdatePlan};
 pub use web_fetch::WebFetch;
 pub use write::Write;
 
+pub(crate) use delegated::{delegated_writer, write_through};
 pub(crate) use schema::input_schema;
 
 /// How a call is shown before it runs.
@@ -167,6 +169,8 @@ pub struct ToolContext<'a> {
     /// The editor's file system, for reading unsaved buffers (`docs/acp.md`).
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: crate::config::FsDelegation,
+    /// The session's commands against writes through the editor (`delegated`).
+    pub command_gate: crate::clientfs::CommandGate,
     /// Deny rules applied to each file `grep`, `find` and `ls` come across.
     pub read_deny: ReadDeny,
     /// Fetches web pages (`web_fetch`); `None` where the binary has no HTTP client (core tests).
@@ -306,35 +310,4 @@ pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
         r.add(t);
     }
     r
-}
-
-/// The editor, when `write`/`edit` of `path` go through it (`clientfs::delegate_write`).
-pub(crate) fn delegated_writer(
-    ctx: &ToolContext<'_>,
-    path: &std::path::Path,
-) -> Option<Arc<dyn crate::clientfs::ClientFs>> {
-    ctx.client_fs.clone().filter(|c| {
-        crate::clientfs::delegate_write(ctx.fs_delegation, c.writes(), path, &ctx.roots)
-    })
-}
-
-/// Has the editor write `content` to `path` (`fs/write_text_file`); its refusal is the call's
-/// error, and nothing was written.
-pub(crate) async fn write_through(
-    ctx: &ToolContext<'_>,
-    client: &dyn crate::clientfs::ClientFs,
-    path: &std::path::Path,
-    shown: &str,
-    content: &str,
-) -> Result<(), ToolError> {
-    let write = client.write_text_file(ctx.recorder.session(), path, content.to_owned());
-    tokio::select! {
-        biased;
-        () = ctx.cancel.cancelled() => Err(ToolError::Cancelled(format!(
-            "Cancelled while the editor wrote {shown}."
-        ))),
-        r = write => r.map_err(|e| ToolError::RespondToModel(format!(
-            "The editor could not write {shown}: {e}. The file is unchanged."
-        ))),
-    }
 }

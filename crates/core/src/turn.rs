@@ -84,7 +84,7 @@ struct Steering<'a> {
 
 /// Background commands that ended since the last request: the model is told in the
 /// conversation (a note in the user's turn, logged, naming the command by its id), the user by a
-/// notice.
+/// notice unless an idle session showed it already (`crate::runtime`).
 async fn tell_ended(
     rec: &Recorder,
     background: &crate::background::BackgroundJobs,
@@ -102,13 +102,24 @@ async fn tell_ended(
                 text: note.as_str().into(),
             }],
         })?;
-        let text = format!(
-            "Background command {} (`{}`) {}.",
-            ended.id, ended.command, ended.how
-        );
-        rec.emit(crate::events::Event::Notice { text }).await;
+        if !ended.shown {
+            rec.emit(ended_notice(&ended)).await;
+        }
     }
     Ok(())
+}
+
+/// What the user is shown of a background command's end: news when it exited with code 0,
+/// a warning otherwise.
+pub(crate) fn ended_notice(ended: &crate::background::Ended) -> crate::events::Event {
+    let text = format!(
+        "Background command {} (`{}`) {}.",
+        ended.id, ended.command, ended.how
+    );
+    match ended.ok {
+        true => crate::events::Event::Info { text },
+        false => crate::events::Event::Notice { text },
+    }
 }
 
 /// Records steering messages in the conversation, each as the user's message, and shows them.
@@ -203,7 +214,8 @@ async fn run_stages(
         Err(outcome) => return Ok(outcome),
     };
     if !skills.is_empty() {
-        env.tools.add(Arc::new(crate::tools::SkillTool));
+        env.tools
+            .add(Arc::new(crate::tools::SkillTool::new(skills.clone())));
     }
     // Only where the editor can show a question (and the session has the tools to act on
     // the answer).

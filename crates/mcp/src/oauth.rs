@@ -137,8 +137,9 @@ pub async fn sign_in(
     let session = AuthorizationSession::new(manager, request)
         .await
         .map_err(|(_, e)| failed("preparing the sign-in failed", &e))?;
+    let state = sign_in_state(&session.auth_url)?;
     // Listening before the page is shown: a browser that comes back at once finds us.
-    let waiting = tokio::spawn(redirect.wait(server.to_owned()));
+    let waiting = tokio::spawn(redirect.wait(server.to_owned(), state));
     let page = Page {
         id: page_id(),
         message: format!(
@@ -196,6 +197,36 @@ async fn exchange(
     Ok(())
 }
 
+/// The `state` of a sign-in page the user may be sent to: an `https` address, or `http` to this
+/// machine (a local authorization server). Any other (`file:`, `javascript:`, `http` to another
+/// host) is refused and never shown, printed or sent: the page the user opens and trusts is
+/// the authorization server's own.
+fn sign_in_state(auth_url: &str) -> Result<String, SignInError> {
+    let refused = |why: &str| {
+        SignInError::Failed(format!(
+            "the authorization server's sign-in page {why}; only https pages (or http on this              machine) are opened"
+        ))
+    };
+    let url = url::Url::parse(auth_url).map_err(|_| refused("is not a valid address"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() {
+        "https" if url.host().is_some() => {}
+        "http" if loopback => {}
+        "http" => return Err(refused("is plain http to another machine")),
+        _ => return Err(refused("is not an https address")),
+    }
+    url.query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| refused("carries no `state`"))
+}
+
 /// `e` and what caused it ("discovery failed for …: connection refused").
 fn with_sources(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
@@ -233,4 +264,32 @@ pub(crate) fn has_authorization(headers: &std::collections::BTreeMap<String, Str
     headers
         .keys()
         .any(|k| k.eq_ignore_ascii_case("authorization"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_or_local_http_sign_in_pages_are_opened() {
+        for ok in [
+            "https://auth.example.com/authorize?state=s1&x=1",
+            "http://127.0.0.1:8080/authorize?state=s1",
+            "http://localhost/authorize?state=s1",
+            "http://[::1]:9/authorize?state=s1",
+        ] {
+            assert_eq!(sign_in_state(ok).ok().as_deref(), Some("s1"), "{ok}");
+        }
+        for bad in [
+            "javascript:alert(1)//?state=s1",
+            "file:///etc/passwd?state=s1",
+            "http://auth.example.com/authorize?state=s1",
+            "http://127.0.0.1.evil.example/authorize?state=s1",
+            "data:text/html,hi?state=s1",
+            "https://auth.example.com/authorize",
+        ] {
+            let err = sign_in_state(bad).unwrap_err().to_string();
+            assert!(!err.contains(bad), "the address is never repeated: {err}");
+        }
+    }
 }

@@ -82,8 +82,6 @@ pub(super) fn checklist(plan: acp::Plan) -> acp::SessionUpdate {
     }
 }
 
-/// A `notice`: its first line is the title (a title must stand alone and not be empty), the
-/// rest its description. Ferrite's notices are warnings (something did not go as asked).
 /// The plan `exit_plan` proposes, as a Markdown plan of its own id (beside the checklist).
 pub(super) fn proposal(markdown: &str) -> acp::SessionUpdate {
     acp::SessionUpdate::PlanUpdate(acp::PlanUpdate::new(acp::PlanUpdateContent::markdown(
@@ -95,13 +93,16 @@ pub(super) fn proposal(markdown: &str) -> acp::SessionUpdate {
 /// The id of the plan `exit_plan` proposes.
 pub(super) const PROPOSAL_PLAN_ID: &str = "proposal";
 
-pub(super) fn notice(text: &str) -> Option<acp::SessionUpdate> {
+/// A `notice`: its first line is the title (a title must stand alone and not be empty), the
+/// rest its description. Most of Ferrite's notices are warnings (something did not go as
+/// asked); news that is not (a background command that ended well) is `info`.
+pub(super) fn notice(text: &str, severity: acp::NoticeSeverity) -> Option<acp::SessionUpdate> {
     let text = text.trim();
     let (title, rest) = text.split_once('\n').unwrap_or((text, ""));
     let rest = rest.trim();
     (!title.trim().is_empty()).then(|| {
         acp::SessionUpdate::Notice(
-            acp::Notice::new(acp::NoticeSeverity::Warning, title.trim().to_owned())
+            acp::Notice::new(severity, title.trim().to_owned())
                 .description((!rest.is_empty()).then(|| rest.to_owned())),
         )
     })

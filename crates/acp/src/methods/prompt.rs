@@ -88,10 +88,7 @@ pub(crate) async fn steering(s: &Server, req: SteeringRequest) -> Result<Json, F
     let Some(handle) = s.runtime.get(&sid) else {
         // A running subagent's session: its next model request takes the message.
         return match s.runtime.services().children.steer(&sid, content) {
-            Some(true) => Ok(Json(json!({ "outcome": "injected" }))),
-            Some(false) => Ok(Json(
-                json!({ "outcome": "promptRequired", "reason": "noRunningTurn" }),
-            )),
+            Some(steered) => answer(steered),
             None => Err(Fail::params(
                 "unknown session: create, load or resume it first",
             )),
@@ -99,8 +96,22 @@ pub(crate) async fn steering(s: &Server, req: SteeringRequest) -> Result<Json, F
     };
     // Queued before the first await, like a prompt: it reaches the session in arrival order.
     let reply = handle.submit_steering(content)?;
-    Ok(Json(match reply.await.unwrap_or(Steered::NoRunningTurn) {
-        Steered::Injected => json!({ "outcome": "injected" }),
-        Steered::NoRunningTurn => json!({ "outcome": "promptRequired", "reason": "noRunningTurn" }),
-    }))
+    answer(reply.await.unwrap_or(Steered::NoRunningTurn))
+}
+
+/// The answer to `_session/steering`: a message past the cap is refused like a prompt past
+/// the queue's (-32602).
+fn answer(steered: Steered) -> Result<Json, Fail> {
+    match steered {
+        Steered::Injected => Ok(Json(json!({ "outcome": "injected" }))),
+        Steered::NoRunningTurn => Ok(Json(
+            json!({ "outcome": "promptRequired", "reason": "noRunningTurn" }),
+        )),
+        Steered::Full => Err(Fail::params(format!(
+            "{} messages (or {} KiB) already wait for the running turn; wait until it takes \
+             them, or cancel",
+            ferrite_core::steering::MAX_WAITING,
+            ferrite_core::steering::MAX_WAITING_BYTES / 1024
+        ))),
+    }
 }

@@ -291,3 +291,82 @@ async fn the_permission_request_says_the_command_runs_in_the_background() {
     answer.ok();
     assert_eq!(processes_with("sleep 86441"), Vec::<String>::new());
 }
+
+/// A background command that ends while the session is idle is shown at once, between turns:
+/// `info` when it exited with code 0, a warning otherwise. The model still hears of it at the
+/// next turn, and the user is not shown it twice.
+#[tokio::test]
+async fn a_command_that_ends_between_turns_is_shown_at_once_as_info_when_it_succeeded() {
+    let world = World::new();
+    let fake = ferrite_test_support::fake_provider::FakeProvider::start()
+        .await
+        .unwrap();
+    let mut c = world.spawn_acp(super::turns::provider_env(
+        &fake,
+        super::turns::Api::Anthropic,
+    ));
+    c.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"session": {"notices": {}}}}),
+    )
+    .await
+    .ok();
+    let s = sid(&c.new_session(&world.ws()).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": s, "modeId": "full"}),
+    )
+    .await
+    .ok();
+    let wait = "while [ ! -e release ]; do sleep 0.05; done";
+    fake.push(call(
+        "b1",
+        "bash",
+        json!({"command": format!("{wait}; exit 0"), "background": true}),
+    ));
+    fake.push(call(
+        "b2",
+        "bash",
+        json!({"command": format!("{wait}; exit 3"), "background": true}),
+    ));
+    fake.push(Script::new().text("started"));
+    prompt_to_end(&mut c, &s, "start them").await;
+    std::fs::write(world.ws().join("release"), "").unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    while seen.len() < 2 {
+        let m = c
+            .wait_for(Duration::from_secs(20), |m| {
+                m["params"]["update"]["sessionUpdate"] == "notice"
+            })
+            .await
+            .expect("a notice with no prompt sent");
+        let u = &m["params"]["update"];
+        let title = u["title"].as_str().unwrap().to_owned();
+        let id = if title.contains("bg-1") {
+            "bg-1"
+        } else {
+            "bg-2"
+        };
+        seen.insert(id, (u["severity"].clone(), title));
+    }
+    assert_eq!(seen["bg-1"].0, "info", "{seen:?}");
+    assert!(seen["bg-1"].1.contains("exited with code 0"), "{seen:?}");
+    assert_eq!(seen["bg-2"].0, "warning", "{seen:?}");
+    assert!(seen["bg-2"].1.contains("exited with code 3"), "{seen:?}");
+    // The next turn: the model is told, the user is not shown it again.
+    fake.push(Script::new().text("noted"));
+    let next = prompt_to_end(&mut c, &s, "anything new?").await;
+    let body = fake.requests()[3].body.to_string();
+    assert!(
+        body.contains("the background command bg-1")
+            && body.contains("the background command bg-2"),
+        "{body}"
+    );
+    assert!(
+        !next
+            .iter()
+            .any(|m| m["params"]["update"]["sessionUpdate"] == "notice"),
+        "{next:?}"
+    );
+    stop(c).await;
+}

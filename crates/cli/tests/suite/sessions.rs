@@ -419,7 +419,7 @@ async fn resume_restores_without_replay() {
 }
 
 #[tokio::test]
-async fn unknown_sessions_are_invalid_params() {
+async fn unknown_sessions_are_invalid_params_but_deleting_one_succeeds() {
     let w = World::new();
     let mut c = w.client().await;
     let ghost = "01234567-89ab-7def-8123-456789abcdef";
@@ -444,12 +444,23 @@ async fn unknown_sessions_are_invalid_params() {
             .code(),
         -32602
     );
+    // Deleting is the exception (acp-tck ACP-DELETE-002): an id that never existed is already
+    // gone, so the answer is `{}`; an id that is not an id at all is still refused.
     assert_eq!(
         c.request("session/delete", json!({"sessionId": ghost}))
             .await
-            .code(),
-        -32602
+            .ok(),
+        json!({})
     );
+    for bad in ["../sessions", "a/b", "", "x.jsonl"] {
+        assert_eq!(
+            c.request("session/delete", json!({"sessionId": bad}))
+                .await
+                .code(),
+            -32602,
+            "{bad:?}"
+        );
+    }
     assert_eq!(
         c.request("_ferrite/session/fork", json!({"sessionId": ghost}))
             .await

@@ -141,9 +141,39 @@ async fn a_repository_skill_cannot_read_outside_the_repository() {
     );
 }
 
+/// Runs a prompt to its end, answering each permission request with `option`; the titles of
+/// the calls asked about.
+async fn prompt_answering(
+    c: &mut ferrite_test_support::AcpClient,
+    s: &str,
+    option: &str,
+) -> Vec<String> {
+    let id = c.send_request("session/prompt", text_prompt(s, "go")).await;
+    let mut asked = vec![];
+    loop {
+        let m = c
+            .next_message(Duration::from_secs(20))
+            .await
+            .expect("a message");
+        if m["method"] == "session/request_permission" {
+            asked.push(
+                m["params"]["toolCall"]["title"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+            );
+            let answer = json!({"outcome": {"outcome": "selected", "optionId": option}});
+            c.respond(&m["id"], answer).await;
+        } else if m.get("id") == Some(&id) && m.get("method").is_none() {
+            assert_eq!(m["result"]["stopReason"], "end_turn", "{m}");
+            return asked;
+        }
+    }
+}
+
 /// A project skill above the cwd (the repository root's `.claude/skills`) may not hand the model a
-/// file outside its own folder through a link: `read` of that file would ask, since it is outside
-/// the workspace the editor opened.
+/// file outside its own folder through a link; and a file of its own folder is outside the
+/// workspace the editor opened, so the user is asked first, as `read` of it would.
 #[tokio::test]
 async fn a_skill_file_is_read_only_inside_the_skill_s_folder() {
     let world = World::new();
@@ -174,7 +204,12 @@ async fn a_skill_file_is_read_only_inside_the_skill_s_folder() {
     fake.push(call("k1", "guide.md"));
     fake.push(call("k2", "leak.md"));
     fake.push(Script::new().text("done"));
-    prompt_to_end(&mut c, &s, "go").await;
+    let asked = prompt_answering(&mut c, &s, "allow_once").await;
+    assert_eq!(
+        asked,
+        ["Skill notes: guide.md"],
+        "only the file it may read"
+    );
     let requests = fake.requests();
     let (guide, _) = tool_results(&requests[1].body).remove(0);
     assert!(guide.contains("GUIDE-TEXT"), "{guide}");
@@ -182,5 +217,51 @@ async fn a_skill_file_is_read_only_inside_the_skill_s_folder() {
     assert!(is_error, "{leak}");
     for r in &requests {
         assert!(!r.body.to_string().contains("PRIVATE-NOTES-7731"));
+    }
+}
+
+/// The case: `R/sub/.claude/skills/rootskill` links to the repository root `R`, the
+/// editor opened `R/sub`. `skill {name, file: "topsecret.txt"}` is `read ../topsecret.txt`: the
+/// user is asked, and a refusal keeps the file from the model. A skill file inside the
+/// workspace is read without a question, as `read` would.
+#[tokio::test]
+async fn a_skill_folder_linked_to_the_repository_root_hands_out_nothing_read_would_ask_about() {
+    let world = World::new();
+    let repo = world.ws();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::write(repo.join("topsecret.txt"), "TOP-SECRET-5150").unwrap();
+    std::fs::write(
+        repo.join("SKILL.md"),
+        "---\nname: rootskill\ndescription: The root\n---\nRoot.\n",
+    )
+    .unwrap();
+    let skills = repo.join("sub/.claude/skills");
+    std::fs::create_dir_all(skills.join("honest")).unwrap();
+    std::fs::write(
+        skills.join("honest/SKILL.md"),
+        "---\ndescription: Honest\n---\nSee guide.md.\n",
+    )
+    .unwrap();
+    std::fs::write(skills.join("honest/guide.md"), "GUIDE-TEXT").unwrap();
+    std::os::unix::fs::symlink(&repo, skills.join("rootskill")).unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let s = sid(&c.new_session(&repo.join("sub")).await);
+    let call = |id: &str, name: &str, file: &str| {
+        Script::new().tool_call(id, "skill", json!({"name": name, "file": file}).to_string())
+    };
+    fake.push(call("k1", "rootskill", "topsecret.txt"));
+    fake.push(call("k2", "honest", "guide.md"));
+    fake.push(Script::new().text("done"));
+    let asked = prompt_answering(&mut c, &s, "reject_once").await;
+    assert_eq!(asked, ["Skill rootskill: topsecret.txt"]);
+    let requests = fake.requests();
+    let (secret, is_error) = tool_results(&requests[1].body).remove(0);
+    assert!(is_error, "{secret}");
+    let (guide, is_error) = tool_results(&requests[2].body).remove(0);
+    assert!(!is_error && guide.contains("GUIDE-TEXT"), "{guide}");
+    for r in &requests {
+        assert!(!r.body.to_string().contains("TOP-SECRET-5150"));
     }
 }

@@ -258,3 +258,44 @@ async fn steering_without_a_running_turn_asks_for_a_prompt_and_is_advertised() {
     assert_eq!(empty.code(), -32602);
     assert!(fake.requests().is_empty(), "nothing reached the model");
 }
+
+/// Steering is capped like the prompt queue: while the turn takes nothing, at most 16 messages
+/// (and 1 MiB of them) wait; one more is refused with -32602 and never reaches the turn.
+#[tokio::test]
+async fn steering_messages_past_the_cap_are_refused() {
+    let mut r = rig(Api::Chat).await;
+    r.fake.push(
+        Script::new()
+            .text("Working")
+            .stall(Duration::from_secs(120))
+            .text("never"),
+    );
+    let prompt = send_and_wait_for_text(&mut r, "do it").await;
+    let too_big = "x".repeat(1024 * 1024 + 1);
+    let refused = r
+        .client
+        .request("_session/steering", steer(&r.sid, &too_big))
+        .await;
+    assert_eq!(refused.code(), -32602, "over the bytes");
+    for i in 0..16 {
+        let steered = r
+            .client
+            .request("_session/steering", steer(&r.sid, &format!("note {i}")))
+            .await;
+        assert_eq!(steered.ok()["outcome"], "injected", "message {i}");
+    }
+    let refused = r
+        .client
+        .request("_session/steering", steer(&r.sid, "one too many"))
+        .await;
+    assert_eq!(refused.code(), -32602, "over the count");
+    assert!(refused.message().contains("wait"), "{}", refused.message());
+    r.client
+        .notify("session/cancel", json!({"sessionId": r.sid}))
+        .await;
+    let (before, answer) = r.client.collect_until_answer(&prompt).await;
+    assert_eq!(answer.ok()["stopReason"], "cancelled");
+    let shown = user_texts(&before);
+    assert_eq!(shown.len(), 16, "{shown:?}");
+    assert!(!shown.iter().any(|t| t == "one too many" || t.len() > 1024));
+}

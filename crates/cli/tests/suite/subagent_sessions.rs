@@ -541,3 +541,83 @@ async fn a_hidden_subagent_s_editor_reads_are_about_the_parent_s_card() {
     // The strict client checks that the read named a running card's file (no violation).
     assert!(c.violations().is_empty(), "{:?}", c.violations());
 }
+
+/// What is stored in `dir` (names), when it exists.
+fn stored(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `session/delete` removes everything stored for the session and its subagents: their logs,
+/// the full outputs of their commands (`sessions/<id>/tool-output/`) and their checkpoint
+/// stores (a child loaded and prompted on its own has one).
+#[tokio::test]
+async fn deleting_a_session_leaves_nothing_of_it_or_its_subagents() {
+    let world = World::new();
+    std::fs::write(world.ws().join("a.txt"), "a\n").unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = client(&world, &fake, false).await;
+    let parent = sid(&c.new_session(&world.ws()).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": parent, "modeId": "full"}),
+    )
+    .await
+    .ok();
+    fake.push(Script::new().tool_call("b1", "bash", r#"{"command":"echo kept-output"}"#));
+    fake.push(task("t1", "look", "Read a.txt."));
+    fake.push(Script::new().text("child done"));
+    fake.push(Script::new().text("done"));
+    prompt_to_end(&mut c, &parent, "go").await;
+    let sessions = world.home().join("sessions");
+    assert!(sessions.join(&parent).join("tool-output").exists());
+    let child = stored(&sessions)
+        .into_iter()
+        .filter_map(|n| n.strip_suffix(".jsonl").map(str::to_owned))
+        .find(|id| *id != parent)
+        .expect("the child's log");
+    // The child, loaded and prompted on its own, changes a file: its own checkpoint store.
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": child, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await;
+    c.wait_answer(&id).await.ok();
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": child, "modeId": "full"}),
+    )
+    .await
+    .ok();
+    fake.push(Script::new().tool_call("w1", "write", r#"{"path":"a.txt","content":"b\n"}"#));
+    fake.push(Script::new().text("written"));
+    prompt_to_end(&mut c, &child, "change it").await;
+    let checkpoints = world.home().join("checkpoints");
+    assert!(
+        checkpoints.join(&child).exists(),
+        "{:?}",
+        stored(&checkpoints)
+    );
+    c.request("session/close", json!({"sessionId": child}))
+        .await
+        .ok();
+    assert_eq!(
+        c.request("session/delete", json!({"sessionId": parent}))
+            .await
+            .ok(),
+        json!({})
+    );
+    assert_eq!(stored(&sessions), Vec::<String>::new());
+    let left: Vec<String> = stored(&checkpoints)
+        .into_iter()
+        .filter(|n| *n == parent || *n == child)
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    stop(c).await;
+}

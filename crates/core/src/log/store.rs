@@ -53,12 +53,34 @@ pub enum Hold {
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     dir: PathBuf,
+    /// `FERRITE_HOME/checkpoints/`: each session's checkpoint store is a folder there.
+    checkpoints: PathBuf,
 }
 
 impl SessionStore {
     pub fn new(home: &Path) -> Self {
         Self {
             dir: home.join("sessions"),
+            checkpoints: home.join("checkpoints"),
+        }
+    }
+
+    /// The folder of the session's checkpoint store (`crate::checkpoints`).
+    pub fn checkpoint_dir(&self, id: &SessionId) -> PathBuf {
+        self.checkpoints.join(id.as_str())
+    }
+
+    /// What is kept for a session besides its log: its folder (`sessions/<id>/`: the full
+    /// outputs of its commands) and its checkpoint store.
+    fn folders(&self, id: &SessionId) -> [PathBuf; 2] {
+        [self.dir.join(id.as_str()), self.checkpoint_dir(id)]
+    }
+
+    /// Removes the folders of a session that has no log (an id that never existed, or whose
+    /// log is gone): nothing of it is left behind.
+    pub fn sweep(&self, id: &SessionId) {
+        for dir in self.folders(id) {
+            remove_folder(&dir);
         }
     }
 
@@ -156,13 +178,16 @@ impl SessionStore {
         }
     }
 
-    /// Removes a log. Refused while another process holds it.
+    /// Removes a log and everything kept for its session ([`Self::folders`]). Refused while
+    /// another process holds it.
     pub fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         let path = self.path(id);
         let file = File::open(&path).map_err(|e| io_error(&path, e))?;
         lock(&file, &path)?;
         let _ = std::fs::remove_file(roots_path(&path));
-        std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })
+        std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })?;
+        self.sweep(id);
+        Ok(())
     }
 
     /// The additional workspace roots the session of `summary` has now: those its last
@@ -319,6 +344,18 @@ fn parse_log(bytes: &[u8], path: &Path) -> Result<LoadedLog, StoreError> {
 }
 
 /// Where a log's current additional roots are kept: `<id>.roots` beside `<id>.jsonl`.
+/// Removes a folder and what it holds (links in it are removed, never followed); a folder that
+/// is not there is fine, one that cannot be removed is left with a warning.
+fn remove_folder(dir: &Path) {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not remove a session's files")
+        }
+    }
+}
+
 fn roots_path(log: &Path) -> PathBuf {
     log.with_extension("roots")
 }

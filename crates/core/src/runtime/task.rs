@@ -201,6 +201,7 @@ pub(super) async fn session_task(
                 Some(op) => task.take(op).await,
             },
             end = wait_running(&mut task.running) => task.turn_ended(end).await,
+            () = task.background.ended() => task.show_ended().await,
             _ = commands_tick.tick() => task.poll_commands().await,
         }
     };
@@ -284,14 +285,11 @@ impl SessionTask {
                 }
             }
             Op::Steer { content, reply } => {
-                let taken = self
-                    .running
-                    .as_ref()
-                    .is_some_and(|r| r.deadline.is_none() && r.inbox.push(content));
-                let _ = reply.send(match taken {
-                    true => crate::steering::Steered::Injected,
-                    false => crate::steering::Steered::NoRunningTurn,
-                });
+                let steered = match self.running.as_ref() {
+                    Some(r) if r.deadline.is_none() => r.inbox.push(content),
+                    _ => crate::steering::Steered::NoRunningTurn,
+                };
+                let _ = reply.send(steered);
             }
             Op::Change { change, reply } => {
                 let result = apply_change(&self.core, &mut self.ctx, &change);
@@ -330,6 +328,22 @@ impl SessionTask {
             }
             // Handled by the loop: it ends the task.
             Op::Close { reply } => drop(reply),
+        }
+    }
+
+    /// A background command ended: an idle session shows the user at once (a running turn
+    /// tells both the model and the user at its next request).
+    async fn show_ended(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        for ended in self.background.take_unshown() {
+            let ev = SessionEvent {
+                session: self.session.clone(),
+                turn: None,
+                event: crate::turn::ended_notice(&ended),
+            };
+            let _ = self.events.send(ev).await;
         }
     }
 
@@ -408,6 +422,9 @@ impl SessionTask {
         // The next prompt in line (its start counts as activity, so nothing is released).
         if let Some(next) = self.queued.pop_front() {
             self.start_turn(next.req, next.turn, next.ended);
+        } else {
+            // A command that ended after the turn's last request is shown now.
+            self.show_ended().await;
         }
     }
 

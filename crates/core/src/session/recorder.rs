@@ -31,6 +31,8 @@ pub(crate) struct TurnStart {
     pub web_search: bool,
     pub extra_tools: Option<Arc<dyn ToolProvider>>,
     pub sandbox_warned: Arc<AtomicBool>,
+    /// Shared by the session's turns and subagents (`crate::clientfs::CommandGate`).
+    pub command_gate: crate::clientfs::CommandGate,
     pub extensions: Arc<crate::hooks::SessionFlags>,
     /// The custom agent the user chose for the session.
     pub agent: Option<String>,

@@ -128,11 +128,16 @@ impl Tool for Edit {
             let (p, s) = (path.clone(), shown.clone());
             let out = match blocking(move || edit_file(&p, &s, &input, commit)).await {
                 Ok((out, new_text)) => match &editor {
-                    Some(client) => {
-                        crate::tools::write_through(ctx, client.as_ref(), &path, &shown, &new_text)
-                            .await
-                            .map(|()| out)
-                    }
+                    Some(client) => crate::tools::write_through(
+                        ctx,
+                        client.as_ref(),
+                        &path,
+                        &shown,
+                        &new_text,
+                        crate::fsops::Parents::MustExist,
+                    )
+                    .await
+                    .map(|()| out),
                     None => Ok(out),
                 },
                 Err(e) => Err(e),

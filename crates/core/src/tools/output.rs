@@ -312,6 +312,7 @@ pub(crate) mod testing {
                 client_fs: None,
                 elicitor: None,
                 fs_delegation: crate::config::FsDelegation::Never,
+                command_gate: Default::default(),
                 read_deny: self.read_deny.clone(),
                 web: None,
                 web_reach: crate::web::Reach::PublicOnly,

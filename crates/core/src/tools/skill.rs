@@ -1,6 +1,8 @@
 //! `skill`: loads a skill's instructions, or a file next to them (`crate::skills`). Offered
-//! only in a session that has skills. No permission: a skill's text is read like `AGENTS.md`,
-//! through the same policy.
+//! only in a session that has skills. A skill's text is read like `AGENTS.md`, through the same
+//! policy, without a question; a file of a project skill is what `read` of its target would be
+//! (asked about outside the workspace), so a skill folder that links to the repository root
+//! hands out nothing `read` would ask about.
 
 use std::path::Path;
 
@@ -27,7 +29,16 @@ struct Input {
     file: Option<String>,
 }
 
-pub struct SkillTool;
+/// The tool, knowing the session's skills (a file's access depends on its skill).
+pub struct SkillTool {
+    skills: std::sync::Arc<Vec<crate::skills::Skill>>,
+}
+
+impl SkillTool {
+    pub fn new(skills: std::sync::Arc<Vec<crate::skills::Skill>>) -> Self {
+        Self { skills }
+    }
+}
 
 impl Tool for SkillTool {
     fn name(&self) -> &str {
@@ -61,8 +72,23 @@ impl Tool for SkillTool {
         }
     }
 
-    fn access(&self, _input: &Value, _cwd: &Path) -> Access {
-        Access::None
+    /// A project skill's file is a `read` of its target; the body, a personal skill's file and
+    /// a file the call refuses anyway (outside the skill's folder) ask nothing.
+    fn access(&self, input: &Value, _cwd: &Path) -> Access {
+        let name = input.get("name").and_then(Value::as_str);
+        let file = input.get("file").and_then(Value::as_str);
+        let (Some(name), Some(file)) = (name, file) else {
+            return Access::None;
+        };
+        match self.skills.iter().find(|s| s.name == name && !s.personal) {
+            Some(skill) => match crate::skills::file_target(skill, file) {
+                Some(target) => Access::Read {
+                    paths: vec![target],
+                },
+                None => Access::None,
+            },
+            None => Access::None,
+        }
     }
 
     fn call<'a>(

@@ -101,6 +101,7 @@ impl Tool for Write {
                         &path,
                         &shown,
                         &input.content,
+                        Parents::Create,
                     )
                     .await?;
                     Ok(written_output(&path, &shown, old_text, input.content))

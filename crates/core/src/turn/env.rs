@@ -117,6 +117,8 @@ pub(crate) struct ToolBase {
     pub deny_read: Vec<PathBuf>,
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: FsDelegation,
+    /// The session's: every command holds a share, a write through the editor all of it.
+    pub command_gate: crate::clientfs::CommandGate,
     pub web: Option<Arc<dyn crate::web::WebFetch>>,
     pub web_reach: crate::web::Reach,
     /// Whether the turn's model takes images.
@@ -170,6 +172,7 @@ impl CallEnv {
                 inner,
                 env_remove: crate::exec::secret_env_names(config),
                 warned: start.sandbox_warned.clone(),
+                gate: start.command_gate.clone(),
                 rec: rec.clone(),
             })
         });
@@ -216,6 +219,7 @@ impl CallEnv {
                 client_fs: services.client_fs.get().cloned(),
                 elicitor: services.elicitor.get().cloned(),
                 fs_delegation: config.fs_delegation,
+                command_gate: start.command_gate.clone(),
                 web: services.web.clone(),
                 web_reach: if config.web_fetch_allow_private {
                     crate::web::Reach::Anywhere
@@ -312,6 +316,7 @@ impl CallEnv {
             bash_timeout: base.bash_timeout,
             client_fs: base.client_fs.clone(),
             fs_delegation: base.fs_delegation,
+            command_gate: base.command_gate.clone(),
             web: base.web.clone(),
             web_reach: base.web_reach,
             model_images: base.model_images,

@@ -24,6 +24,8 @@ pub(crate) struct TurnRunner {
     pub warned: Arc<AtomicBool>,
     /// Where the warning goes.
     pub rec: Recorder,
+    /// Each command holds a share of it while it runs (`crate::clientfs::CommandGate`).
+    pub gate: crate::clientfs::CommandGate,
 }
 
 /// The turn's runner for one call, in the mode that call runs in.
@@ -43,6 +45,9 @@ impl CommandRunner for ModeAwareRunner {
         let mut spec = spec;
         spec.env_remove.extend(turn.env_remove.iter().cloned());
         Box::pin(async move {
+            // Held until the command (and a background one is a command) has ended: no write
+            // goes through the editor meanwhile.
+            let _running = turn.gate.command().await;
             let first = turn
                 .inner
                 .run(spec.clone(), cancel.clone(), on_output)

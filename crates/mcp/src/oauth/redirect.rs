@@ -2,6 +2,10 @@
 //! listener on 127.0.0.1 at a port the system picks, to which the authorization server sends
 //! the browser back with the code. It reads one request line per connection and answers a
 //! small page; nothing else of HTTP is needed for a browser's GET.
+//!
+//! Any local process can reach the listener, so only a callback that carries the `state` of
+//! this sign-in counts (a code, or the authorization server's error): any other is answered
+//! with an error page and the wait goes on.
 
 use std::time::Duration;
 
@@ -34,15 +38,20 @@ impl Redirect {
         &self.uri
     }
 
-    /// Waits for the browser to come back; the whole callback URL (with `code` and `state`),
-    /// or the error the authorization server sent instead. Other requests (a favicon, a
-    /// stray connection) are answered 404 and waited past.
-    pub(crate) async fn wait(self, server: String) -> Result<String, String> {
+    /// Waits for the browser to come back with `state`; the whole callback URL (with `code`
+    /// and `state`), or the error the authorization server sent instead. Other requests (a
+    /// favicon, a stray connection, a callback of another `state`) are answered and waited past.
+    pub(crate) async fn wait(self, server: String, state: String) -> Result<String, String> {
+        let expected = Expected {
+            base: &self.uri,
+            server: &server,
+            state: &state,
+        };
         loop {
             let Ok((stream, _)) = self.listener.accept().await else {
                 continue;
             };
-            match tokio::time::timeout(READ_TIMEOUT, answer(stream, &self.uri, &server)).await {
+            match tokio::time::timeout(READ_TIMEOUT, answer(stream, &expected)).await {
                 Ok(Some(outcome)) => return outcome,
                 Ok(None) | Err(_) => continue,
             }
@@ -50,15 +59,26 @@ impl Redirect {
     }
 }
 
+/// What the redirect of this sign-in looks like.
+struct Expected<'a> {
+    /// The `redirect_uri`.
+    base: &'a str,
+    /// The server's name, for the pages.
+    server: &'a str,
+    /// The `state` sent with the authorization request.
+    state: &'a str,
+}
+
 /// Handles one connection: `Some` when it was the redirect.
-async fn answer(mut stream: TcpStream, base: &str, server: &str) -> Option<Result<String, String>> {
+async fn answer(mut stream: TcpStream, expected: &Expected<'_>) -> Option<Result<String, String>> {
+    let server = expected.server;
     let target = read_target(&mut stream).await?;
     let (path, query) = target.split_once('?').unwrap_or((target.as_str(), ""));
     if path != PATH {
         respond(&mut stream, "404 Not Found", "Not found.").await;
         return None;
     }
-    let url = format!("{base}?{query}");
+    let url = format!("{}?{query}", expected.base);
     let parsed = url::Url::parse(&url).ok()?;
     let param = |name: &str| {
         parsed
@@ -66,6 +86,15 @@ async fn answer(mut stream: TcpStream, base: &str, server: &str) -> Option<Resul
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.into_owned())
     };
+    if param("state").as_deref() != Some(expected.state) {
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "This link does not belong to the sign-in Ferrite is waiting for; it was ignored.",
+        )
+        .await;
+        return None;
+    }
     if let Some(error) = param("error") {
         let why = match param("error_description") {
             Some(d) => format!("{error}: {d}"),
@@ -143,7 +172,7 @@ mod tests {
     async fn the_code_comes_back_and_strays_are_ignored() {
         let redirect = Redirect::bind().await.unwrap();
         let uri = redirect.uri().to_owned();
-        let waiting = tokio::spawn(redirect.wait("s".into()));
+        let waiting = tokio::spawn(redirect.wait("s".into(), "xyz".into()));
         let base = uri.trim_end_matches(PATH);
         assert!(
             get(&format!("{base}/favicon.ico"))
@@ -160,9 +189,32 @@ mod tests {
     async fn an_error_redirect_ends_the_wait() {
         let redirect = Redirect::bind().await.unwrap();
         let uri = redirect.uri().to_owned();
-        let waiting = tokio::spawn(redirect.wait("s".into()));
+        let waiting = tokio::spawn(redirect.wait("s".into(), "xyz".into()));
         get(&format!("{uri}?error=access_denied&state=xyz")).await;
         let err = waiting.await.unwrap().unwrap_err();
         assert!(err.contains("access_denied"), "{err}");
+    }
+
+    /// Any local process can reach the listener: a callback without this sign-in's `state` (a
+    /// code or an error) is refused with an error page and ends nothing.
+    #[tokio::test]
+    async fn a_callback_of_another_state_is_refused_and_the_wait_goes_on() {
+        let redirect = Redirect::bind().await.unwrap();
+        let uri = redirect.uri().to_owned();
+        let waiting = tokio::spawn(redirect.wait("s".into(), "right".into()));
+        for stray in [
+            format!("{uri}?code=evil"),
+            format!("{uri}?code=evil&state=wrong"),
+            format!("{uri}?error=access_denied&state=wrong"),
+        ] {
+            let page = get(&stray).await;
+            assert!(page.starts_with("HTTP/1.1 400"), "{page}");
+            assert!(page.contains("ignored"), "{page}");
+        }
+        assert!(!waiting.is_finished());
+        let page = get(&format!("{uri}?code=good&state=right")).await;
+        assert!(page.contains("Signed in"), "{page}");
+        let url = waiting.await.unwrap().unwrap();
+        assert!(url.ends_with("code=good&state=right"), "{url}");
     }
 }

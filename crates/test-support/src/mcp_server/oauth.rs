@@ -53,6 +53,8 @@ struct AuthState {
     refresh: HashMap<String, String>,
     stats: OAuthStats,
     next: u64,
+    /// The `authorization_endpoint` the metadata names instead of `/authorize` (a hostile one).
+    authorize_at: Option<String>,
 }
 
 struct Grant {
@@ -103,6 +105,11 @@ impl OAuthMcp {
         for live in self.state.lock().unwrap().access.values_mut() {
             *live = false;
         }
+    }
+
+    /// The metadata names `endpoint` as its `authorization_endpoint` from now on.
+    pub fn authorize_at(&self, endpoint: &str) {
+        self.state.lock().unwrap().authorize_at = Some(endpoint.to_owned());
     }
 
     /// Every refresh token issued so far is refused (`invalid_grant`), as after a revocation.
@@ -210,10 +217,13 @@ async fn resource_metadata(State(state): State<Shared>) -> Json<Value> {
 }
 
 async fn server_metadata(State(state): State<Shared>) -> Json<Value> {
-    let base = state.lock().unwrap().base.clone();
+    let (base, authorize_at) = {
+        let st = state.lock().unwrap();
+        (st.base.clone(), st.authorize_at.clone())
+    };
     Json(json!({
         "issuer": base,
-        "authorization_endpoint": format!("{base}/authorize"),
+        "authorization_endpoint": authorize_at.unwrap_or_else(|| format!("{base}/authorize")),
         "token_endpoint": format!("{base}/token"),
         "registration_endpoint": format!("{base}/register"),
         "response_types_supported": ["code"],
@@ -342,6 +352,15 @@ fn s256(verifier: &str) -> String {
 
 fn oauth_error(status: StatusCode, error: &str) -> Response {
     (status, Json(json!({ "error": error }))).into_response()
+}
+
+/// The value of query parameter `name` of `url` (decoded), when it has one.
+pub fn query_param(url: &str, name: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
 }
 
 /// Plays the user who was sent to `url`: GETs it and follows the redirects (to the client's
