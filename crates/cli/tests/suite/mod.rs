@@ -11,6 +11,7 @@ mod common;
 mod compaction;
 mod compaction_replay;
 mod conventions;
+mod diagnostics;
 mod discovery;
 mod durability;
 mod file_safety;
