@@ -135,7 +135,12 @@ pub fn write_providers_and_default(
         let implicit = matches!(p.key_source, KeySource::NotNeeded)
             && !config.providers.contains_key(&p.name)
             && p.name != default_provider;
-        let line = describe(p, catalog.key(&p.name).is_some(), implicit, contact.as_ref());
+        let line = describe(
+            p,
+            catalog.key(&p.name).is_some(),
+            implicit,
+            contact.as_ref(),
+        );
         let (name, api, url) = (&p.name, p.api.id(), &p.base_url);
         writeln!(out, "  {name:<12} {api:<17} {url}  [{line}]")?;
     }

@@ -18,6 +18,7 @@ fn dead_url() -> String {
 
 fn anthropic_at(base: &str) -> Vec<(String, String)> {
     vec![
+        ("OLLAMA_HOST".into(), dead_url()),
         ("ANTHROPIC_BASE_URL".into(), base.to_owned()),
         ("ANTHROPIC_API_KEY".into(), "sk-test".into()),
         ("FERRITE_MODEL".into(), MODEL.into()),
