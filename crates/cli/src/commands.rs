@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod mcp;
 pub mod mcp_config;
 pub mod models;
+pub mod reachability;
 pub mod run;
 pub mod sessions;
 

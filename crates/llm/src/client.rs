@@ -282,7 +282,7 @@ impl Inner {
 
 /// The error with its causes: reqwest's own message ("error sending request") hides the
 /// useful part (connection refused, DNS failure, ...) in its source chain.
-fn describe(e: &reqwest::Error) -> String {
+pub(crate) fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

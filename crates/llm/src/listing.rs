@@ -75,7 +75,12 @@ async fn openai_style(
     let response = http.get(&url).headers(headers).send().await.map_err(|e| {
         ModelError::new(
             ModelErrorKind::Connection,
-            format!("could not reach {} at {url}: {e}", provider.name),
+            // With its causes (connection refused, DNS, TLS), as a model call says them.
+            format!(
+                "could not reach {} at {url}: {}",
+                provider.name,
+                crate::client::describe(&e)
+            ),
         )
     })?;
     let status = response.status().as_u16();

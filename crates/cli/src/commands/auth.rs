@@ -62,13 +62,61 @@ pub fn login(home: &Path, env: &Env, provider: Option<&str>) -> anyhow::Result<E
     if key.is_empty() {
         anyhow::bail!("no key given (paste it, or pipe it on stdin)");
     }
+    // A key the provider refuses is not stored: the one stored before (if any) stays.
+    let checked = check_key(home, env, &provider, key)?;
+    if let Some(rejected) = checked.rejection {
+        anyhow::bail!("{rejected}; the key was not stored");
+    }
     Credentials::store(home, &provider, key)?;
     writeln!(
         err,
-        "Stored the {provider} key in {}",
+        "{} Stored the {provider} key in {}",
+        checked.said,
         ferrite_core::credentials::credentials_path(home).display()
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What checking a key found: what to say, and why the key was refused (if it was).
+struct KeyCheck {
+    said: String,
+    rejection: Option<String>,
+}
+
+/// Lists the provider's models with `key`, a cheap authenticated request: accepted, rejected,
+/// or not checked (the provider unreachable, or its listing failing otherwise).
+fn check_key(home: &Path, env: &Env, provider: &str, key: &str) -> anyhow::Result<KeyCheck> {
+    use super::reachability::{Contact, cause_in_words, contact};
+    let cwd = std::env::current_dir().ok();
+    let config = Config::load(home, cwd.as_deref()).unwrap_or_default();
+    let catalog = ferrite_core::catalog::Catalog::build(&config, env, &Credentials::default());
+    let (Some(p), Some(connector)) = (catalog.provider(provider), super::connector(env)) else {
+        return Ok(KeyCheck {
+            said: "Could not check the key (no HTTP client).".into(),
+            rejection: None,
+        });
+    };
+    let at = format!("{provider} at {}", p.base_url);
+    let found = super::runtime()?.block_on(contact(connector.as_ref(), p, Some(key)));
+    let (said, rejection) = match found {
+        Contact::Accepted(_) => (format!("The key was accepted by {at}."), None),
+        Contact::Rejected(e) => (
+            String::new(),
+            Some(format!(
+                "{at} rejected the key: {} ({e})",
+                cause_in_words(&e)
+            )),
+        ),
+        Contact::Unreachable(e) => (
+            format!(
+                "Could not check the key: {at} is unreachable ({}).",
+                cause_in_words(&e)
+            ),
+            None,
+        ),
+        Contact::Unchecked(e) => (format!("Could not check the key ({e})."), None),
+    };
+    Ok(KeyCheck { said, rejection })
 }
 
 /// Built-in and configured providers that take a key, with the variables that hold it.
@@ -97,6 +145,22 @@ fn names(providers: &[(String, Vec<String>)]) -> String {
         .join(", ")
 }
 
+/// What tells two built-in providers apart that share a key: the API they speak.
+fn about_provider(name: &str) -> Option<&'static str> {
+    match name {
+        "anthropic" => Some("Claude models, Anthropic's Messages API"),
+        "openai" => Some(
+            "OpenAI's own API (Responses API, api.openai.com): GPT-5 and the o-series; pick this \
+             for an OpenAI key",
+        ),
+        "openai-chat" => Some(
+            "the Chat Completions API at OPENAI_BASE_URL: OpenAI-compatible servers (vLLM, \
+             LiteLLM, OpenRouter, ...); shares the openai key",
+        ),
+        _ => None,
+    }
+}
+
 /// Asks at the terminal which provider the key is for: a number or a name from the list.
 fn pick_provider(
     input: &mut impl BufRead,
@@ -106,6 +170,9 @@ fn pick_provider(
     writeln!(err, "Which provider is the key for?")?;
     for (i, (name, vars)) in providers.iter().enumerate() {
         writeln!(err, "  {}. {name:<14} (or set {})", i + 1, vars.join(" / "))?;
+        if let Some(about) = about_provider(name) {
+            writeln!(err, "     {about}")?;
+        }
     }
     write!(err, "Provider [1-{}, or a name]: ", providers.len())?;
     err.flush()?;

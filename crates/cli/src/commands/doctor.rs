@@ -5,62 +5,14 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use ferrite_core::agents::Agents;
-use ferrite_core::catalog::{Catalog, DefaultModel, KeySource};
+use ferrite_core::catalog::Catalog;
 use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
 use ferrite_core::env::Env;
 use ferrite_core::hooks::Hooks;
-use ferrite_core::model::ModelErrorKind;
 use ferrite_core::own_files::OwnFiles;
 use ferrite_core::permissions::StoredRules;
 use ferrite_core::trust::Approved;
-
-/// How long one provider may take to answer doctor's listing request.
-const PROVIDER_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
-
-/// Contacts every provider that can be called (a key, or none needed) with a cheap, read-only
-/// request (its model listing), all at once, and says for each what happened.
-fn check_providers(catalog: &Catalog, env: &Env) -> anyhow::Result<Vec<String>> {
-    let connector = super::connector(env);
-    let rt = super::runtime()?;
-    let checks = catalog.providers.iter().map(|p| {
-        let key = catalog.key(&p.name);
-        let connector = connector.clone();
-        async move {
-            let key_note = match &p.key_source {
-                KeySource::NotNeeded => "no key needed",
-                KeySource::Env(_) if key.is_some() => "key found",
-                KeySource::Env(vars) => {
-                    return format!(
-                        "no key (set {} or run `ferrite login {}`)",
-                        vars.join(" or "),
-                        p.name
-                    );
-                }
-            };
-            let Some(connector) = connector else {
-                return format!("{key_note}; not contacted (no HTTP client)");
-            };
-            match connector.list_models(p, key, PROVIDER_CHECK_TIMEOUT).await {
-                Ok(models) => {
-                    let accepted = if key.is_some() { ", key accepted" } else { "" };
-                    format!(
-                        "{key_note}; reachable{accepted}, {} models listed",
-                        models.len()
-                    )
-                }
-                Err(e) => match e.kind {
-                    ModelErrorKind::Auth => format!("{key_note}; reachable, KEY REJECTED: {e}"),
-                    ModelErrorKind::Connection | ModelErrorKind::IdleTimeout => {
-                        format!("{key_note}; UNREACHABLE: {e}")
-                    }
-                    _ => format!("{key_note}; reachable, but listing failed: {e}"),
-                },
-            }
-        }
-    });
-    Ok(rt.block_on(futures::future::join_all(checks)))
-}
 
 pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
@@ -99,35 +51,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
         }
     };
     let catalog = Catalog::build(&config, env, &creds);
-    writeln!(out, "providers:")?;
-    let checks = check_providers(&catalog, env)?;
-    for (p, check) in catalog.providers.iter().zip(checks) {
-        writeln!(
-            out,
-            "  {:<12} {:<17} {}  [{}]",
-            p.name,
-            p.api.id(),
-            p.base_url,
-            check
-        )?;
-    }
-    match catalog.default_model(&config, env) {
-        DefaultModel::Chosen(m) => match catalog.unusable_reason(&m) {
-            None => writeln!(out, "default model: {m}")?,
-            Some(why) => {
-                problems += 1;
-                writeln!(out, "default model: {m} — NOT USABLE: {why}")?;
-            }
-        },
-        DefaultModel::NoneConfigured => {
-            problems += 1;
-            writeln!(
-                out,
-                "default model: none — {}",
-                ferrite_core::catalog::NO_PROVIDER_MESSAGE
-            )?;
-        }
-    }
+    problems += super::reachability::write_providers_and_default(&mut out, &catalog, &config, env)?;
     let (support, risks, shell) = match std::env::current_exe() {
         Ok(exe) => {
             let runner = ferrite_exec::ExecRunner::new(exe);

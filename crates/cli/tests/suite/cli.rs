@@ -123,7 +123,9 @@ async fn run_prints_the_answer_and_continues_a_session() {
 #[test]
 fn login_reads_stdin_and_logout_removes() {
     let world = World::new();
-    let out = ferrite(&world, &["login", "openai"], &[], "sk-from-stdin\n");
+    // The key is checked where nothing listens (loopback): stored, "could not check".
+    let nowhere = [("OPENAI_BASE_URL".to_owned(), NOWHERE_BASE_URL.to_owned())];
+    let out = ferrite(&world, &["login", "openai"], &nowhere, "sk-from-stdin\n");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let creds: Value =
         serde_json::from_slice(&std::fs::read(world.home().join("credentials.json")).unwrap())

@@ -109,6 +109,10 @@ impl World {
 /// what an agent without a provider did before -32000 was required.
 pub const TEST_DEFAULT_MODEL: &str = "nowhere/test-model";
 
+/// A provider base URL on loopback where nothing listens (the discard port): what tests give
+/// `ferrite login`, which checks the key it stores, so that no test reaches a public API.
+pub const NOWHERE_BASE_URL: &str = "http://127.0.0.1:9";
+
 pub fn sid(new_session_result: &Value) -> String {
     new_session_result["sessionId"].as_str().unwrap().to_owned()
 }

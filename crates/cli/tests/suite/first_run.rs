@@ -60,6 +60,7 @@ async fn with_no_usable_model_session_new_asks_for_authentication() {
         .args(["login", "anthropic"])
         .env_clear()
         .env("FERRITE_HOME", w.home())
+        .env("ANTHROPIC_BASE_URL", NOWHERE_BASE_URL)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -156,6 +157,9 @@ fn in_a_terminal_with_status(
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("FERRITE_HOME", home)
         .env("TERM", "dumb")
+        // `ferrite login` checks the key it is given: on loopback, where nothing listens.
+        .env("ANTHROPIC_BASE_URL", NOWHERE_BASE_URL)
+        .env("OPENAI_BASE_URL", NOWHERE_BASE_URL)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -259,6 +263,10 @@ fn login_without_a_provider_asks_which_and_does_not_echo_the_key() {
     assert!(
         shown.contains("anthropic") && shown.contains("openai"),
         "{shown}"
+    );
+    assert!(
+        shown.contains("Responses API") && shown.contains("Chat Completions"),
+        "openai and openai-chat told apart: {shown}"
     );
     assert!(
         !shown.contains("sk-very-secret-key"),

@@ -145,6 +145,48 @@ async fn run_edits_by_default_and_reports_each_outcome() {
         "the last line is the usage: {stderr}"
     );
     assert!(stderr.contains("session: "), "{stderr}");
+    assert!(
+        !stderr.contains('\r'),
+        "no progress indicator into a pipe: {stderr:?}"
+    );
+}
+
+/// On a terminal (`script` gives the command one) a progress line is drawn while the model
+/// works, and wiped before the answer.
+#[tokio::test]
+async fn progress_is_drawn_only_on_a_terminal() {
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    fake.push(
+        Script::new()
+            .stall(std::time::Duration::from_millis(600))
+            .text("the answer"),
+    );
+    let env = provider_env(&fake, Api::Anthropic);
+    let (home, ws) = (world.home().to_owned(), world.ws());
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("script")
+            .args(["-q", "-e", "-c", &format!("{BIN} run hello"), "/dev/null"])
+            .current_dir(ws)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FERRITE_HOME", home)
+            .env("TERM", "dumb")
+            .envs(env)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    let drawn = shown.rfind("working (").expect("a progress line");
+    let answer = shown.find("the answer").expect("the answer");
+    assert!(
+        drawn < answer && shown[drawn..answer].contains("\r\x1b[2K"),
+        "wiped before the answer: {shown:?}"
+    );
 }
 
 #[tokio::test]

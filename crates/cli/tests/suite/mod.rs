@@ -12,6 +12,7 @@ mod compaction;
 mod compaction_replay;
 mod container;
 mod conventions;
+mod diagnostics;
 mod discovery;
 mod durability;
 mod edit_review;

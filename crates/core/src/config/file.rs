@@ -139,7 +139,8 @@ pub(super) fn read_workspace_raw(
 pub(super) fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
     toml::from_str(text).map_err(|e| ConfigError::Invalid {
         path: path.to_owned(),
-        // toml's message names the key and quotes the line; keep it on one line for logs.
-        message: e.to_string().trim().replace('\n', " "),
+        // toml's message names the key and draws the line with a caret under the fault: kept
+        // on its lines, as toml renders it (a person reads it in `doctor` and `run`).
+        message: format!("\n{}", e.to_string().trim_end()),
     })
 }
