@@ -47,4 +47,5 @@ mod turn_failures;
 mod turns;
 mod watchdog;
 mod web_fetch;
+mod web_pages;
 mod workspace_config;
