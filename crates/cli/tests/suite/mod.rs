@@ -30,6 +30,7 @@ mod permissions;
 mod project;
 mod protocol;
 mod registry;
+mod registry_login;
 mod rendering;
 mod retries;
 mod rules;
