@@ -5,6 +5,7 @@ mod ask_user;
 mod background;
 mod checkpoints;
 mod cli;
+mod client_views;
 mod clientfs;
 mod commands;
 mod common;
