@@ -224,25 +224,29 @@ pub fn markdown_paragraphs(text: &str) -> String {
     out
 }
 
-/// How much of a result a finished card carries as `rawOutput`.
-pub const RAW_OUTPUT_MAX_BYTES: usize = 16 * 1024;
-
-/// A finished call's `rawOutput`: the result the model got, cut to [`RAW_OUTPUT_MAX_BYTES`]
-/// (on a character boundary, saying how much was left out). Editors use its presence to tell a
+/// A finished call's `rawOutput`: a summary of the result the model got — its size in lines
+/// and bytes, and a command's exit code — not the result again: the card's `content` shows it,
+/// and clients that print both showed it twice (issue 35). Editors use its presence to tell a
 /// call that ran from one that did not (Zed drops a refused turn's cards that have none).
 pub fn raw_output(output: &str) -> Value {
-    if output.len() <= RAW_OUTPUT_MAX_BYTES {
-        return Value::String(output.to_owned());
+    let mut summary = serde_json::Map::new();
+    if let Some(code) = exit_code(output) {
+        summary.insert("exitCode".into(), code.into());
     }
-    let mut end = RAW_OUTPUT_MAX_BYTES;
-    while !output.is_char_boundary(end) {
-        end -= 1;
-    }
-    Value::String(format!(
-        "{}\n[… {} more bytes]",
-        &output[..end],
-        output.len() - end
-    ))
+    summary.insert("lines".into(), output.lines().count().into());
+    summary.insert("bytes".into(), output.len().into());
+    Value::Object(summary)
+}
+
+/// The exit code `bash` puts on its result's first line (`Exit code 2`).
+fn exit_code(output: &str) -> Option<i64> {
+    output
+        .lines()
+        .next()?
+        .strip_prefix("Exit code ")?
+        .trim()
+        .parse()
+        .ok()
 }
 
 pub fn file_diff(path: PathBuf, old: Option<String>, new: String) -> ToolContent {
@@ -365,6 +369,19 @@ pub fn language_for(path: &std::path::Path) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_output_summarises_instead_of_repeating() {
+        assert_eq!(
+            raw_output("Exit code 2\noops\n"),
+            serde_json::json!({"exitCode": 2, "lines": 2, "bytes": 17})
+        );
+        assert_eq!(
+            raw_output("     1\talpha\n"),
+            serde_json::json!({"lines": 1, "bytes": 13})
+        );
+        assert_eq!(raw_output(""), serde_json::json!({"lines": 0, "bytes": 0}));
+    }
 
     #[test]
     fn a_fence_is_longer_than_any_backtick_run_inside() {

@@ -386,8 +386,16 @@ impl Runtime {
             Some(id.clone()),
         );
         let mut log = self.services.store.create(&header)?;
+        // A fork is listed under its own title, not as a second row of its parent's (issue
+        // 35): the title comes first, and the parent's titles are not copied after it. A fork
+        // of an untitled session stays untitled: its first prompt names it.
+        if let Some(title) = fork_title(&loaded.entries) {
+            log.append(EntryKind::Title { title })?;
+        }
         for entry in loaded.entries {
-            log.append(entry.kind)?;
+            if !matches!(entry.kind, EntryKind::Title { .. }) {
+                log.append(entry.kind)?;
+            }
         }
         log.sync()?;
         Ok(new_id)
@@ -439,4 +447,22 @@ impl Runtime {
         let closes = handles.iter().map(|h| h.close());
         futures::future::join_all(closes).await;
     }
+}
+
+/// "Fork of <the parent's title>": its last title, else its first message's words.
+fn fork_title(entries: &[crate::log::Entry]) -> Option<String> {
+    let parent = entries
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EntryKind::Title { title } => Some(title.clone()),
+            _ => None,
+        })
+        .or_else(|| {
+            entries.iter().find_map(|e| match &e.kind {
+                EntryKind::UserMessage { content } => crate::log::title_from(content),
+                _ => None,
+            })
+        });
+    parent.map(|title| format!("Fork of {title}"))
 }

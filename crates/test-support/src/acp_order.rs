@@ -2,8 +2,9 @@
 //! checked on every message the agent writes, in the order the client reads them:
 //!
 //! - a `tool_call` precedes every `tool_call_update`, `session/request_permission` and
-//!   `fs/read_text_file` about that call (a read must be about a call that is still running and
-//!   names the file in its `locations`);
+//!   `fs/read_text_file` about that call (a read must come while a call of its session runs
+//!   that names the file in its `locations`, or names no file at all: a hidden subagent's
+//!   `task` card reads for the subagent without taking on its files);
 //! - no conversation update of a turn follows that turn's `session/prompt` answer (unless
 //!   another prompt of the session, queued behind it, still awaits its answer);
 //! - a `session/load` replay is complete before the load answer;
@@ -137,9 +138,9 @@ impl OrderCheck {
                 let session = p["sessionId"].as_str().unwrap_or_default();
                 let path = p["path"].as_str().unwrap_or_default();
                 let running = self.sessions.get(session).is_some_and(|s| {
-                    s.calls
-                        .values()
-                        .any(|(done, locs)| !done && locs.iter().any(|l| l == path))
+                    s.calls.values().any(|(done, locs)| {
+                        !done && (locs.is_empty() || locs.iter().any(|l| l == path))
+                    })
                 });
                 if !running {
                     bad.push(format!(
@@ -264,6 +265,14 @@ mod tests {
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "r", "status": "completed"}),
         ));
         assert_eq!(c.agent_sent(&read).len(), 1, "the call is over");
+        c.agent_sent(&update("s", json!({"sessionUpdate": "tool_call", "toolCallId": "e", "title": "edit", "locations": [{"path": "/w/b.rs"}]})));
+        assert_eq!(c.agent_sent(&read).len(), 1, "a call about another file");
+        // A call that names no file (a hidden subagent's task card) reads for its subagent.
+        c.agent_sent(&update(
+            "s",
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Look around"}),
+        ));
+        assert!(c.agent_sent(&read).is_empty());
     }
 
     #[test]

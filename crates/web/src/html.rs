@@ -15,6 +15,8 @@ use std::rc::Rc;
 use htmd::{HtmlToMarkdown, Node};
 use markup5ever_rcdom::NodeData;
 
+use crate::charset;
+
 /// Tags whose content is never the page's text.
 const SKIPPED: &[&str] = &[
     "script", "style", "noscript", "template", "svg", "canvas", "iframe", "form", "nav", "header",
@@ -25,15 +27,17 @@ const SKIPPED: &[&str] = &[
 /// 1 MiB in a debug build, so this leaves a wide margin.
 const STACK_BYTES: usize = 16 * 1024 * 1024;
 
-/// [`to_markdown`] on a thread of its own: the agent goes on whatever the page does to the
+/// [`page_to_markdown`] on a thread of its own: the agent goes on whatever the page does to the
 /// converter, and the model gets the error.
-pub async fn convert(html: String) -> Result<String, String> {
+pub async fn convert(bytes: Vec<u8>, header_charset: Option<String>) -> Result<String, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let spawned = std::thread::Builder::new()
         .name("ferrite-html".into())
         .stack_size(STACK_BYTES)
         .spawn(move || {
-            let _ = tx.send(std::panic::catch_unwind(|| to_markdown(&html)).ok());
+            let md =
+                std::panic::catch_unwind(|| page_to_markdown(&bytes, header_charset.as_deref()));
+            let _ = tx.send(md.ok());
         });
     if let Err(e) = spawned {
         return Err(format!("cannot start the HTML converter: {e}"));
@@ -46,11 +50,34 @@ pub async fn convert(html: String) -> Result<String, String> {
     }
 }
 
+/// A page's bytes as Markdown, decoded as [`crate::charset`] says. When the page declares an
+/// encoding other than the one guessed (and neither a BOM nor the header fixed it), the bytes
+/// are decoded again with it and parsed once more, as a browser does.
+pub fn page_to_markdown(bytes: &[u8], header_charset: Option<&str>) -> String {
+    let first = charset::decode(bytes, header_charset);
+    let (tree, declared) = parse::document_and_charset(&first.text);
+    let redo = declared
+        .as_deref()
+        .and_then(charset::declared)
+        .filter(|e| !first.certain && *e != first.encoding);
+    match redo {
+        Some(encoding) => {
+            drop(tree);
+            let text = encoding.decode_without_bom_handling(bytes).0;
+            tree_to_markdown(parse::document(&text))
+        }
+        None => tree_to_markdown(tree),
+    }
+}
+
 pub fn to_markdown(html: &str) -> String {
+    tree_to_markdown(parse::document(html))
+}
+
+fn tree_to_markdown(tree: Rc<Node>) -> String {
     let converter = HtmlToMarkdown::builder()
         .skip_tags(SKIPPED.to_vec())
         .build();
-    let tree = parse::document(html);
     flatten::bound_depth(&tree, SKIPPED);
     verbatim::protect(&tree);
     let title = find(&tree, "title").map(|t| verbatim::restore(text_of(&t)));
@@ -181,7 +208,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_page_converts_off_the_caller_s_thread() {
-        let md = convert("<title>T</title><p>hello</p>".into())
+        let md = convert(b"<title>T</title><p>hello</p>".to_vec(), None)
             .await
             .unwrap();
         assert_eq!(md, "# T\n\nhello");

@@ -9,6 +9,7 @@
 //! environment are ignored (a proxy would resolve names where we cannot check them).
 
 mod address;
+mod charset;
 mod html;
 
 use std::net::{IpAddr, SocketAddr};
@@ -84,28 +85,39 @@ impl HttpFetcher {
         if !status.is_success() {
             return Err(format!("{final_url} answered HTTP {status}"));
         }
-        let content_type = resp
+        let declared_type = resp
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("text/plain")
+            .to_owned();
+        let content_type = declared_type
             .split(';')
             .next()
             .unwrap_or_default()
             .trim()
             .to_ascii_lowercase();
+        let header_charset = charset::header_charset(&declared_type);
         let kind = Kind::of(&content_type).ok_or_else(|| {
             format!(
                 "{final_url} is `{content_type}`; web_fetch reads HTML, text and JSON pages only"
             )
         })?;
         let (body, truncated) = read_capped(resp).await?;
-        let body = String::from_utf8(body)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let has_content = body.iter().any(|b| !b.is_ascii_whitespace());
         let text = match kind {
-            Kind::Html => html::convert(body).await?,
-            Kind::Text => body,
+            Kind::Html => html::convert(body, header_charset).await?,
+            Kind::Text => charset::decode_text(&body, header_charset.as_deref()),
         };
+        // Nothing readable from a page that had content is a failure the model (and the card)
+        // must see, not a successful fetch of 0 bytes (issue 35).
+        if has_content && text.trim().is_empty() {
+            return Err(format!(
+                "{final_url} ({content_type}) was fetched, but no text could be read from it \
+                 (its content may be drawn by JavaScript, or be only scripts, styles and \
+                 navigation)"
+            ));
+        }
         Ok(FetchedPage {
             final_url,
             content_type,

@@ -19,6 +19,9 @@ use crate::state::Server;
 pub(crate) struct InitializeParams {
     request: acp::InitializeRequest,
     terminal_auth: bool,
+    /// `clientCapabilities._meta["terminal-auth"]`: the registry's convention (stock Zed, the
+    /// registry's verifier) for a login the client runs from the method's `_meta`.
+    terminal_auth_meta: bool,
     /// `clientCapabilities._meta.terminal_output`: commands drawn as terminals.
     terminal_output: bool,
     /// `clientCapabilities.elicitation.form`: the client shows forms (`ask_user`).
@@ -32,6 +35,10 @@ impl<'de> Deserialize<'de> for InitializeParams {
         let raw = Value::deserialize(d)?;
         let terminal_auth = raw
             .pointer("/clientCapabilities/auth/terminal")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let terminal_auth_meta = raw
+            .pointer("/clientCapabilities/_meta/terminal-auth")
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let terminal_output = raw
@@ -48,6 +55,7 @@ impl<'de> Deserialize<'de> for InitializeParams {
         Ok(Self {
             request,
             terminal_auth,
+            terminal_auth_meta,
             terminal_output,
             elicitation_form,
             elicitation_url,
@@ -83,7 +91,7 @@ pub(crate) async fn initialize(
         .map_err(|e| Fail::internal(e.to_string()))?;
     Ok(acp::InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(capabilities())
-        .auth_methods(auth_methods(p.terminal_auth))
+        .auth_methods(auth_methods(p.terminal_auth, p.terminal_auth_meta))
         .agent_info(
             acp::Implementation::new("ferrite", s.version.clone()).title("Ferrite".to_owned()),
         )
@@ -121,25 +129,55 @@ fn capabilities() -> acp::AgentCapabilities {
         .auth(acp::AgentAuthCapabilities::new().logout(acp::LogoutCapabilities::new()))
 }
 
-fn auth_methods(terminal_auth: bool) -> Vec<acp::AuthMethod> {
+/// The args that start the login after the agent's command (`ferrite acp login`).
+const LOGIN_ARGS: [&str; 2] = ["acp", "login"];
+const LOGIN_LABEL: &str = "Log in to Ferrite";
+const LOGIN_DESCRIPTION: &str = "Opens a terminal that asks for your provider's API key";
+
+fn auth_methods(terminal_auth: bool, terminal_auth_meta: bool) -> Vec<acp::AuthMethod> {
+    // Shown by clients as the button's text: what the user does, in their words.
     let mut methods = vec![acp::AuthMethod::Agent(
         acp::AuthMethodAgent::new("api-key", "API key").description(
-            "Uses ANTHROPIC_API_KEY / OPENAI_API_KEY or a key stored by `ferrite login`; \
-             `_meta.provider` and `_meta.token` store a key"
+            "Use the API key in ANTHROPIC_API_KEY or OPENAI_API_KEY, or one saved with \
+             `ferrite login`"
                 .to_owned(),
         ),
     )];
-    // The ACP schema: advertised only to clients that enabled terminal authentication.
+    // `_meta["terminal-auth"]`: the command is this very binary, so a client that installed
+    // Ferrite from the registry (in its own cache, not on PATH) can run the login.
+    let registry_meta = terminal_auth_meta.then(terminal_auth_meta_value);
+    // The ACP schema: a terminal method only for clients that enabled terminal authentication.
     if terminal_auth {
         methods.push(acp::AuthMethod::Terminal(
-            acp::AuthMethodTerminal::new("ferrite-login", "Log in from a terminal")
+            acp::AuthMethodTerminal::new("ferrite-login", LOGIN_LABEL)
                 .args(vec!["login".into()])
-                .description(
-                    "Runs `ferrite acp login`, which asks for a provider's API key".to_owned(),
-                ),
+                .description(LOGIN_DESCRIPTION.to_owned())
+                .meta(registry_meta),
+        ));
+    } else if let Some(meta) = registry_meta {
+        // Clients of the registry's convention alone know no `type: "terminal"`: an agent-type
+        // method whose `_meta` they run; `authenticate` with its id checks the key afterwards.
+        methods.push(acp::AuthMethod::Agent(
+            acp::AuthMethodAgent::new("ferrite-login", LOGIN_LABEL)
+                .description(LOGIN_DESCRIPTION.to_owned())
+                .meta(meta),
         ));
     }
     methods
+}
+
+/// `{"terminal-auth": {label, command, args, env}}` with the running binary's absolute path.
+fn terminal_auth_meta_value() -> acp::Meta {
+    let command = std::env::current_exe()
+        .ok()
+        .and_then(|p| std::fs::canonicalize(&p).ok().or(Some(p)))
+        .map_or_else(|| "ferrite".to_owned(), |p| p.display().to_string());
+    let mut meta = acp::Meta::new();
+    meta.insert(
+        "terminal-auth".into(),
+        json!({"label": LOGIN_LABEL, "command": command, "args": LOGIN_ARGS, "env": {}}),
+    );
+    meta
 }
 
 /// `_meta.ferrite` of the answer: models, auth state, harnesses (`docs/acp.md`).

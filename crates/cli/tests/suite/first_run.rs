@@ -151,8 +151,18 @@ fn in_a_terminal_with_status(
     input: &[&str],
     wait: Duration,
 ) -> (String, Option<std::process::ExitStatus>) {
+    program_in_a_terminal(home, &format!("{BIN} {args}"), input, wait)
+}
+
+/// `command_line` (a program and its args) in a terminal, as [`in_a_terminal_with_status`].
+pub(super) fn program_in_a_terminal(
+    home: &Path,
+    command_line: &str,
+    input: &[&str],
+    wait: Duration,
+) -> (String, Option<std::process::ExitStatus>) {
     let mut child = Command::new("script")
-        .args(["-q", "-e", "-c", &format!("{BIN} {args}"), "/dev/null"])
+        .args(["-q", "-e", "-c", command_line, "/dev/null"])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("FERRITE_HOME", home)

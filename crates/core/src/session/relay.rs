@@ -56,7 +56,7 @@ impl Relay {
             Event::ToolCall(v) => {
                 let mut progress = self.progress();
                 progress.push(v.title.clone());
-                Some((progress_text(&progress), v.locations.clone()))
+                Some(progress_text(&progress))
             }
             _ => None,
         };
@@ -66,14 +66,15 @@ impl Relay {
         }
         let parent = self.parent.session_id().clone();
         match (ev.event, listing) {
-            // The card names the files of the subagent's current call: the editor follows
-            // them, and a read the editor is asked for is about a call it knows.
-            (Event::ToolCall(_), Some((text, locations))) => {
+            // The card lists the subagent's steps but never takes its calls' `locations`: a
+            // client names a card by its files ("Other: hello.txt" in CodeCompanion) and the
+            // card is the task, not the file the child is on (issue 35). The child's locations
+            // stay on the child's own updates, sent to clients that show child sessions.
+            (Event::ToolCall(_), Some(text)) => {
                 let update = ToolCallUpdateView {
                     id: self.card.id.clone(),
                     status: Some(ToolStatus::InProgress),
                     content: Some(vec![ToolContent::Text { text: text.into() }]),
-                    locations: Some(locations),
                     ..Default::default()
                 };
                 self.parent

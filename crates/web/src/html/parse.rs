@@ -39,6 +39,12 @@ pub const PARSE_BUDGET: Duration = Duration::from_secs(5);
 
 /// Parses `html` as a document (scripting on, as a browser would: `<noscript>` is raw text).
 pub fn document(html: &str) -> Handle {
+    document_and_charset(html).0
+}
+
+/// [`document`], and the charset the page's first `<meta charset>` or `<meta http-equiv=
+/// "Content-Type">` declares, wherever it stands.
+pub fn document_and_charset(html: &str) -> (Handle, Option<String>) {
     let tree = TreeBuilder::new(
         Counted::default(),
         TreeBuilderOpts {
@@ -55,10 +61,21 @@ pub fn document(html: &str) -> Handle {
     let tokenizer = Tokenizer::new(limiter, TokenizerOpts::default());
     let input = BufferQueue::default();
     input.push_back(StrTendril::from_slice(html));
-    // `Script` answers (a `</script>` was seen) only pause the tokenizer: go on.
-    while let TokenizerResult::Script(_) = tokenizer.feed(&input) {}
+    // `Script` (a `</script>` was seen) and `EncodingIndicator` (a `<meta>` declared a
+    // charset) only pause the tokenizer: go on. Stopping at the indicator lost every page with
+    // `<meta charset="utf-8">` (issue 35). Only the first declaration counts, as in a browser.
+    let mut charset = None;
+    loop {
+        match tokenizer.feed(&input) {
+            TokenizerResult::Done => break,
+            TokenizerResult::Script(_) => {}
+            TokenizerResult::EncodingIndicator(label) => {
+                charset.get_or_insert_with(|| label.to_string());
+            }
+        }
+    }
     tokenizer.end();
-    tokenizer.sink.tree.sink.dom.document.clone()
+    (tokenizer.sink.tree.sink.dom.document.clone(), charset)
 }
 
 /// Stands between the tokenizer and the tree builder (see the module's comment).
