@@ -110,7 +110,10 @@ mod tests {
         let said = vec![UserContent::Text {
             text: "look in src/ too".into(),
         }];
-        assert_eq!(children.steer(&id, said), Some(true));
+        assert_eq!(
+            children.steer(&id, said),
+            Some(crate::steering::Steered::Injected)
+        );
         assert_eq!(inbox.take().len(), 1);
         assert!(children.cancel(&id));
         assert!(token.is_cancelled());

@@ -184,13 +184,20 @@ mod tests {
 
     #[test]
     fn a_notice_s_first_line_is_its_title() {
-        let n = notice("MCP server `x` failed.\nIts log:\nboom\n").unwrap();
+        let n = notice(
+            "MCP server `x` failed.\nIts log:\nboom\n",
+            acp::NoticeSeverity::Warning,
+        )
+        .unwrap();
         assert_eq!(
             wire(n),
             json!({"sessionUpdate": "notice", "severity": "warning",
                 "title": "MCP server `x` failed.", "description": "Its log:\nboom"})
         );
-        assert!(notice("  \n ").is_none(), "a title may not be empty");
+        assert!(
+            notice("  \n ", acp::NoticeSeverity::Warning).is_none(),
+            "a title may not be empty"
+        );
     }
 
     #[test]
