@@ -16,6 +16,7 @@ mod file_safety;
 mod first_run;
 mod golden;
 mod home_modes;
+mod hook_trust;
 mod hooks;
 mod images;
 mod inproc;
