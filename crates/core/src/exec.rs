@@ -26,6 +26,9 @@ pub enum Sandbox {
         /// Neither readable nor writable, whatever `writable` says: FERRITE_HOME (config,
         /// credentials, rules, sessions, spill files) and `sandbox.deny_read`.
         hidden: Vec<PathBuf>,
+        /// Readable, writable nowhere (and not creatable where missing): the files that define
+        /// what runs (`crate::protected::Protected::sandbox_paths`).
+        protected: Vec<PathBuf>,
         network: bool,
     },
 }
@@ -39,10 +42,11 @@ impl Sandbox {
     pub fn for_mode(
         mode: Mode,
         roots: &[PathBuf],
-        ferrite_home: &Path,
+        (ferrite_home, protected): (&Path, &[PathBuf]),
         deny_read: &[PathBuf],
         network: bool,
     ) -> Self {
+        let protected = protected.to_vec();
         let mut writable: Vec<PathBuf> = roots.to_vec();
         writable.push(std::env::temp_dir());
         let mut hidden = vec![ferrite_home.to_owned()];
@@ -51,16 +55,19 @@ impl Sandbox {
             Mode::Plan => Sandbox::Restricted {
                 writable: vec![],
                 hidden,
+                protected,
                 network: false,
             },
             Mode::Ask => Sandbox::Restricted {
                 writable,
                 hidden,
+                protected,
                 network: true,
             },
             Mode::Auto => Sandbox::Restricted {
                 writable,
                 hidden,
+                protected,
                 network,
             },
             Mode::Full => Sandbox::None,

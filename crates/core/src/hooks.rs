@@ -13,6 +13,9 @@
 //! the user's machine because an agent was started in it.
 
 pub mod answer;
+pub mod files;
+pub mod matchers;
+pub mod shown;
 pub mod table;
 
 use std::path::PathBuf;
@@ -26,8 +29,12 @@ pub use table::HookTable;
 pub struct SessionFlags {
     /// `SessionStart` hooks ran (once per session and process: a load is a resume).
     pub started: std::sync::atomic::AtomicBool,
-    /// The user was asked to trust the workspace, or told it is not trusted: not again.
-    pub trust_settled: std::sync::atomic::AtomicBool,
+    /// The hooks and agents (by fingerprint) the user was asked to trust, or told are off: not
+    /// again in this session (one that changes after is asked about anew).
+    pub trust_asked: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Hooks (by fingerprint) whose failure the user was told of: a hook that fails on every
+    /// prompt is reported once per session.
+    pub failures_told: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// The events Ferrite runs hooks for.
@@ -78,9 +85,15 @@ pub enum Origin {
 #[derive(Debug, Clone)]
 pub struct Hook {
     pub event: HookEvent,
-    /// Which tools (or, for `SessionStart`, which sources) it runs for; `None` is all.
-    pub matcher: Option<regex::Regex>,
+    /// Which tools (or, for `SessionStart`, which sources) it runs for, as written; empty is all.
+    pub matcher_text: String,
+    /// The matcher compiled: only for a hook that runs (an untrusted repository's matchers cost
+    /// nothing), `None` for all.
+    pub matcher: Option<std::sync::Arc<regex::Regex>>,
     pub command: String,
+    /// The workspace files the command runs, with their content's digest (project hooks only;
+    /// trust covers them, see [`files`]).
+    pub runs: Vec<files::RunFile>,
     pub timeout: Duration,
     pub origin: Origin,
     /// The file it was configured in.
@@ -88,11 +101,30 @@ pub struct Hook {
 }
 
 impl Hook {
-    /// What trust covers of it (`crate::trust`): its event, matcher, command and file.
+    /// What trust covers of it (`crate::trust`): its event, matcher, command and file, and the
+    /// content of every workspace file the command runs.
     pub fn fingerprint(&self) -> String {
-        let matcher = self.matcher.as_ref().map_or("", |m| m.as_str());
         let file = self.file.to_string_lossy();
-        crate::trust::fingerprint(&[self.event.name(), matcher, &self.command, &file])
+        let mut parts = vec![
+            self.event.name().to_owned(),
+            self.matcher_text.clone(),
+            self.command.clone(),
+            file.into_owned(),
+        ];
+        for run in &self.runs {
+            parts.push(run.path.to_string_lossy().into_owned());
+            parts.push(run.digest.as_record());
+        }
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        crate::trust::fingerprint(&parts)
+    }
+
+    /// Why the hook cannot be trusted as it is (a file it runs could not be hashed), if so.
+    pub fn unverifiable(&self) -> Option<String> {
+        self.runs.iter().find_map(|r| match &r.digest {
+            files::Digest::Unverifiable(why) => Some(format!("{}: {why}", r.path.display())),
+            _ => None,
+        })
     }
 
     /// Whether it runs for `subject`: a tool (by Ferrite's name or Claude Code's) or a
@@ -113,6 +145,8 @@ pub struct Hooks {
     pub inert: Vec<Hook>,
     /// Files and entries that could not be used, in words (for the log and `ferrite doctor`).
     pub problems: Vec<String>,
+    /// What the session remembers of its hooks (which failures the user was told of).
+    pub session: std::sync::Arc<SessionFlags>,
 }
 
 impl Hooks {
@@ -128,6 +162,21 @@ impl Hooks {
     pub fn is_empty(&self) -> bool {
         self.active.is_empty()
     }
+}
+
+/// What hooks told the model, as a note in the conversation (`kind`: `context`, `feedback`).
+pub fn note(event: &str, kind: &str, text: &str) -> String {
+    format!("[{event} hook {kind}: {text}]")
+}
+
+/// Context a hook added, as the model reads it.
+pub fn context_note(event: &str, context: &str) -> String {
+    note(event, "context", context)
+}
+
+/// Context a hook added, as the user is shown it (live and when the session is loaded).
+pub fn context_notice(event: &str, context: &str) -> String {
+    format!("A {event} hook added context for the model:\n\n{context}")
 }
 
 /// The name Claude Code gives the same tool, so that hooks written for it (`"matcher": "Bash"`,
@@ -169,8 +218,10 @@ mod tests {
     fn hook(matcher: Option<&str>) -> Hook {
         Hook {
             event: HookEvent::PreToolUse,
-            matcher: matcher.map(|m| table::matcher(m).unwrap().unwrap()),
+            matcher_text: matcher.unwrap_or_default().into(),
+            matcher: matcher.map(|m| matchers::compiled(m).unwrap().unwrap()),
             command: "true".into(),
+            runs: vec![],
             timeout: Duration::from_secs(1),
             origin: Origin::User,
             file: PathBuf::from("/x"),

@@ -190,6 +190,13 @@ pub enum EntryKind {
         from: SessionId,
         content: Vec<UserContent>,
     },
+    /// Context a hook added for the model (`additionalContext`, a `UserPromptSubmit` or
+    /// `SessionStart` hook's text): the model reads it as a note in a user message; the editor
+    /// is replayed the notice it was shown, never the user's words (a hook wrote it).
+    HookContext {
+        event: String,
+        context: String,
+    },
     /// A subagent session this session started (`task`), and whether it still runs.
     Subagent {
         session: SessionId,

@@ -10,6 +10,21 @@
 //!   spill directory, which tool results name so the model can page through long outputs.
 //!
 //! Commands are kept out of `FERRITE_HOME` by the sandbox (`docs/sandbox.md`).
+//!
+//! Two more kinds of files decide what runs, so they are kept the same way below `full`:
+//!
+//! - the user's own configuration that Ferrite reads from the home directory (`~/.claude`, where
+//!   `settings.json` holds hooks that run in every project without a question, `agents/` and
+//!   `skills/`; `~/.agents`): tool writes are refused, like FERRITE_HOME, whatever the workspace
+//!   is (an editor opened on `~` included);
+//! - the workspace's extension files (`.claude/settings*.json`, `.claude/hooks/**`,
+//!   `.claude/agents/**`, `.claude/skills/**`, `.ferrite/**`, in every directory of the
+//!   workspace, and the files a hook of this turn runs): a tool write asks the user first, in
+//!   every mode below `full` (`auto` included). A changed hook file is also off until the user
+//!   trusts it again (`crate::trust`); asking first keeps the model from changing what a trusted
+//!   hook will run behind the user's back.
+//!
+//! The command sandbox cannot write either ([`Protected::sandbox_paths`]).
 
 use std::path::{Path, PathBuf};
 
@@ -21,17 +36,38 @@ use crate::modes::Mode;
 pub enum Verdict {
     /// Not about Ferrite's files: the policy decides alone.
     Pass,
-    /// Reads Ferrite's files: the user must be asked even where the policy would allow.
-    Ask,
+    /// The user must be asked even where the policy would allow (reads Ferrite's files, or
+    /// writes a file that defines what runs); why, in words.
+    Ask(String),
     Refuse(String),
 }
 
-/// Ferrite's home and the one directory under it that tools may read freely.
+/// Ferrite's home and the one directory under it that tools may read freely, the user's own
+/// configuration and the workspace's extension files.
 #[derive(Debug, Clone)]
 pub struct Protected {
     home: PathBuf,
     spill_dir: PathBuf,
+    /// `~/.claude`, `~/.agents`, resolved.
+    user_config: Vec<PathBuf>,
+    /// The workspace roots, where the extension file names are looked for.
+    roots: Vec<PathBuf>,
+    /// Extension files and folders of the directories a session here reads (resolved: a
+    /// `.claude` that is a link is protected where it leads), and the files hooks run.
+    extension: Vec<PathBuf>,
+    /// The `.claude` and `.ferrite` folders of those directories that exist, for the sandbox.
+    extension_dirs: Vec<PathBuf>,
 }
+
+/// What a directory holds that defines what runs, below it (for [`Protected::with_workspace`]).
+const EXTENSION_ENTRIES: &[&str] = &[
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".claude/hooks",
+    ".claude/agents",
+    ".claude/skills",
+    ".ferrite",
+];
 
 impl Protected {
     /// `home` and `spill_dir` are canonicalized as far as they exist, like the paths tools report.
@@ -40,7 +76,81 @@ impl Protected {
         Self {
             home: canon(home),
             spill_dir: canon(spill_dir),
+            user_config: vec![],
+            roots: vec![],
+            extension: vec![],
+            extension_dirs: vec![],
         }
+    }
+
+    /// The same, knowing the user's home directory: its `.claude` and `.agents` are the user's
+    /// own configuration.
+    #[must_use]
+    pub fn with_user_home(mut self, user_home: Option<&Path>) -> Self {
+        if let Some(home) = user_home {
+            let canon = |p: PathBuf| crate::paths::resolve(Path::new("/"), &p.to_string_lossy());
+            self.user_config = vec![canon(home.join(".claude")), canon(home.join(".agents"))];
+        }
+        self
+    }
+
+    /// The same, knowing the workspace: its `roots`, the directories from the repository root
+    /// down to `cwd` (whose extension files a session reads) and the files `hook_files` that
+    /// this turn's hooks run.
+    #[must_use]
+    pub fn with_workspace(mut self, roots: &[PathBuf], cwd: &Path, hook_files: &[PathBuf]) -> Self {
+        self.roots = roots.to_vec();
+        for dir in crate::prompt::chain(cwd) {
+            for entry in EXTENSION_ENTRIES {
+                self.extension.push(crate::paths::resolve(&dir, entry));
+            }
+            for folder in [".claude", ".ferrite"] {
+                if let Ok(real) = std::fs::canonicalize(dir.join(folder)) {
+                    self.extension_dirs.push(real);
+                }
+            }
+        }
+        for file in hook_files {
+            self.extension.push(crate::paths::resolve(
+                Path::new("/"),
+                &file.to_string_lossy(),
+            ));
+        }
+        self
+    }
+
+    /// What the command sandbox must keep unwritten besides FERRITE_HOME: the user's own
+    /// configuration (even where it does not exist yet: nothing may create `~/.claude`), the
+    /// workspace's `.claude` and `.ferrite` folders that exist, and the existing files hooks run.
+    /// (A workspace folder that does not exist is not kept from being made: the repository root
+    /// could then make no directory at all, and what a command puts there is new, so off until
+    /// the user trusts it.)
+    pub fn sandbox_paths(&self) -> Vec<PathBuf> {
+        let mut out = self.user_config.clone();
+        out.extend(self.extension_dirs.iter().cloned());
+        out.extend(self.extension.iter().filter(|p| p.is_file()).cloned());
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Whether `path` is one of the user's own configuration files.
+    fn is_user_config(&self, path: &Path) -> bool {
+        self.user_config
+            .iter()
+            .any(|c| crate::paths::is_under(path, c))
+    }
+
+    /// Whether `path` is an extension file of the workspace: by name anywhere in a root, or
+    /// one of the resolved paths of the session's directories and hooks.
+    pub fn is_extension(&self, path: &Path) -> bool {
+        self.extension
+            .iter()
+            .any(|e| crate::paths::is_under(path, e))
+            || self
+                .roots
+                .iter()
+                .any(|root| path.strip_prefix(root).is_ok_and(names_extension))
     }
 
     /// Whether a search walking the workspace must leave `path` out: it is under FERRITE_HOME and
@@ -63,7 +173,22 @@ impl Protected {
                     self.home.display()
                 ))
             }
-            Access::Read { paths } if paths.iter().any(|p| self.hides(p)) => Verdict::Ask,
+            Access::Write { paths } if paths.iter().any(|p| self.is_user_config(p)) => {
+                Verdict::Refuse(
+                    "`~/.claude` and `~/.agents` are your own configuration (hooks that run in \
+                     every project, agents, skills); tools do not change them below `full` mode"
+                        .to_owned(),
+                )
+            }
+            Access::Write { paths } if paths.iter().any(|p| self.is_extension(p)) => Verdict::Ask(
+                "it changes a file that defines what runs (hooks and the files they run, \
+                     agents, skills, settings), which needs your permission in every mode below \
+                     `full`"
+                    .to_owned(),
+            ),
+            Access::Read { paths } if paths.iter().any(|p| self.hides(p)) => {
+                Verdict::Ask("reading Ferrite's own files needs your permission".to_owned())
+            }
             Access::None
             | Access::Read { .. }
             | Access::Write { .. }
@@ -72,6 +197,27 @@ impl Protected {
             | Access::Mcp => Verdict::Pass,
         }
     }
+}
+
+/// Whether `rel` (relative to a workspace root) names an extension file: `.claude/settings*.json`
+/// or something under `.claude/hooks`, `.claude/agents`, `.claude/skills` or `.ferrite`, at any
+/// depth.
+fn names_extension(rel: &Path) -> bool {
+    let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    parts.iter().enumerate().any(|(i, part)| {
+        let next = parts.get(i + 1).and_then(|n| n.to_str());
+        match part.to_str() {
+            Some(".ferrite") => true,
+            Some(".claude") => match next {
+                Some("hooks" | "agents" | "skills") => true,
+                Some(name) => {
+                    parts.len() == i + 2 && name.starts_with("settings") && name.ends_with(".json")
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -114,7 +260,7 @@ mod tests {
         let creds = Access::Read {
             paths: vec![home.join("credentials.json")],
         };
-        assert_eq!(p.check(&creds, Mode::Auto), Verdict::Ask);
+        assert!(matches!(p.check(&creds, Mode::Auto), Verdict::Ask(_)));
         let spilled = Access::Read {
             paths: vec![home.join("sessions/s1/tool-output/x.out")],
         };
@@ -122,6 +268,62 @@ mod tests {
         let other_session = Access::Read {
             paths: vec![home.join("sessions/s2/tool-output/x.out")],
         };
-        assert_eq!(p.check(&other_session, Mode::Ask), Verdict::Ask);
+        assert!(matches!(
+            p.check(&other_session, Mode::Ask),
+            Verdict::Ask(_)
+        ));
+    }
+
+    #[test]
+    fn extension_files_ask_and_the_users_own_config_is_refused() {
+        let (d, p, home) = setup();
+        let root = home.parent().unwrap().to_path_buf();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::create_dir_all(ws.join("scripts")).unwrap();
+        let p = p.with_user_home(Some(&root)).with_workspace(
+            std::slice::from_ref(&ws),
+            &ws,
+            &[ws.join("scripts/fmt.sh")],
+        );
+        let write = |path: PathBuf| Access::Write { paths: vec![path] };
+        for path in [
+            ".claude/hooks/h.sh",
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".claude/agents/a.md",
+            ".claude/skills/s/SKILL.md",
+            ".ferrite/config.toml",
+            "pkg/.claude/hooks/x.sh",
+            "scripts/fmt.sh",
+        ] {
+            for mode in [Mode::Plan, Mode::Ask, Mode::Auto] {
+                assert!(
+                    matches!(p.check(&write(ws.join(path)), mode), Verdict::Ask(_)),
+                    "{path}"
+                );
+            }
+            assert_eq!(p.check(&write(ws.join(path)), Mode::Full), Verdict::Pass);
+        }
+        for path in [".claude/notes.md", "src/settings.json", "claude/hooks/x"] {
+            assert_eq!(
+                p.check(&write(ws.join(path)), Mode::Auto),
+                Verdict::Pass,
+                "{path}"
+            );
+        }
+        for path in [
+            ".claude/settings.json",
+            ".claude/agents/helper.md",
+            ".agents/skills/x",
+        ] {
+            assert!(matches!(
+                p.check(&write(root.join(path)), Mode::Auto),
+                Verdict::Refuse(_)
+            ));
+        }
+        // The sandbox keeps the user's folders even before they exist.
+        assert!(p.sandbox_paths().contains(&root.join(".claude")));
+        drop(d);
     }
 }

@@ -128,6 +128,7 @@ impl SessionState {
             | EntryKind::Compaction { .. }
             | EntryKind::Checkpoint { .. }
             | EntryKind::SessionMessage { .. }
+            | EntryKind::HookContext { .. }
             | EntryKind::Subagent { .. }
             | EntryKind::TurnEnd { .. }) => self.history.push(other),
         }
@@ -206,6 +207,9 @@ impl SessionState {
                 EntryKind::Reply { text } => {
                     out.push(Event::AgentMessageChunk { text: text.clone() })
                 }
+                EntryKind::HookContext { event, context } => out.push(Event::Notice {
+                    text: crate::hooks::context_notice(event, context),
+                }),
                 EntryKind::SessionMessage {
                     message_id,
                     from,
@@ -358,6 +362,14 @@ impl SessionState {
                     flush(&mut out, &mut open_calls, &mut results, &mut images);
                     let mut parts = std::mem::take(&mut undo_notes);
                     parts.extend(user_parts(content));
+                    out.push(Message::User { content: parts });
+                }
+                EntryKind::HookContext { event, context } => {
+                    flush(&mut out, &mut open_calls, &mut results, &mut images);
+                    let mut parts = std::mem::take(&mut undo_notes);
+                    parts.push(UserPart::Text {
+                        text: crate::hooks::context_note(event, context).into(),
+                    });
                     out.push(Message::User { content: parts });
                 }
                 EntryKind::Assistant { content } => {

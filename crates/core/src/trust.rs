@@ -27,6 +27,10 @@ struct Trusted {
     /// Per workspace, the fingerprints of the hooks and agents the user trusted there.
     #[serde(default)]
     approved: BTreeMap<PathBuf, BTreeSet<String>>,
+    /// Per workspace, the files trusted hooks run and their content's digest when trusted (to
+    /// say what changed when one is asked about again).
+    #[serde(default)]
+    files: BTreeMap<PathBuf, BTreeMap<PathBuf, String>>,
 }
 
 /// What the user trusted in one workspace.
@@ -35,12 +39,18 @@ pub struct Approved {
     /// The user trusted the folder at some point.
     pub folder: bool,
     fingerprints: BTreeSet<String>,
+    files: BTreeMap<PathBuf, String>,
 }
 
 impl Approved {
     /// Whether the hook or agent of this fingerprint was trusted as it is now.
     pub fn covers(&self, fingerprint: &str) -> bool {
         self.fingerprints.contains(fingerprint)
+    }
+
+    /// The digest `file` had when a hook running it was last trusted here.
+    pub fn file_digest(&self, file: &Path) -> Option<&str> {
+        self.files.get(file).map(String::as_str)
     }
 }
 
@@ -77,15 +87,17 @@ pub fn approved(home: &Path, cwd: &Path) -> Approved {
     Approved {
         folder: all.workspaces.contains(&ws),
         fingerprints: all.approved.remove(&ws).unwrap_or_default(),
+        files: all.files.remove(&ws).unwrap_or_default(),
     }
 }
 
 /// Records that the user trusts the workspace of `cwd` with the hooks and agents of these
-/// `fingerprints`; returns that workspace.
+/// `fingerprints`, the hooks running these `files` (path, digest); returns that workspace.
 pub fn trust(
     home: &Path,
     cwd: &Path,
     fingerprints: impl IntoIterator<Item = String>,
+    files: impl IntoIterator<Item = (PathBuf, String)>,
 ) -> std::io::Result<PathBuf> {
     let ws = workspace_of(cwd);
     let mut all = read(home);
@@ -97,6 +109,7 @@ pub fn trust(
         .entry(ws.clone())
         .or_default()
         .extend(fingerprints);
+    all.files.entry(ws.clone()).or_default().extend(files);
     let bytes = serde_json::to_vec_pretty(&all).map_err(std::io::Error::other)?;
     crate::private_fs::create_dir_all(home)?;
     crate::private_fs::write_atomic(&home.join(FILE), &bytes)?;
@@ -120,7 +133,7 @@ mod tests {
         assert!(!approved(home.path(), &repo).folder);
         let hook = fingerprint(&["Stop", "", "echo hi"]);
         assert_eq!(
-            trust(home.path(), &repo.join("sub"), [hook.clone()]).unwrap(),
+            trust(home.path(), &repo.join("sub"), [hook.clone()], []).unwrap(),
             repo.canonicalize().unwrap()
         );
         let there = approved(home.path(), &repo.join("sub/deeper"));

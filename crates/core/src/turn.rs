@@ -21,6 +21,7 @@ mod resolve;
 mod sandbox;
 mod stream;
 mod subagent;
+mod trust_ask;
 
 use std::sync::Arc;
 
@@ -194,7 +195,7 @@ async fn run_stages(
         );
         rec.emit(crate::events::Event::Notice { text }).await;
     }
-    let extensions = hooks::for_turn(services, rec, &config, &own, &start, cancel).await;
+    let extensions = trust_ask::for_turn(services, rec, &config, &own, &start, cancel).await;
     let parts = EnvParts {
         services,
         rec,

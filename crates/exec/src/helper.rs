@@ -159,6 +159,10 @@ pub(crate) fn helper_args(
                 args.push("--hide".into());
                 args.push(path.clone().into_os_string());
             }
+            for path in &policy.protected {
+                args.push("--protect".into());
+                args.push(path.clone().into_os_string());
+            }
             match policy.network {
                 Network::On => {}
                 Network::Off => args.push("--no-network".into()),
@@ -179,6 +183,7 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
     let mut policy = Policy {
         writable: Vec::new(),
         hidden: Vec::new(),
+        protected: Vec::new(),
         network: Network::On,
     };
     loop {
@@ -212,6 +217,10 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
             Some("--hide") => {
                 let path = rest.next().ok_or("`--hide` needs a path")?;
                 policy.hidden.push(PathBuf::from(path));
+            }
+            Some("--protect") => {
+                let path = rest.next().ok_or("`--protect` needs a path")?;
+                policy.protected.push(PathBuf::from(path));
             }
             Some("--no-network") => policy.network = Network::Off,
             Some("--") => break,
@@ -254,6 +263,7 @@ mod tests {
                 Policy {
                     writable: vec![PathBuf::from("/w one"), PathBuf::from("/tmp")],
                     hidden: vec![PathBuf::from("/root/.ssh")],
+                    protected: vec![PathBuf::from("/w one/.claude")],
                     network: Network::Off,
                 },
                 SandboxBackend::Seatbelt,

@@ -179,6 +179,7 @@ impl ExecRunner {
             Sandbox::Restricted {
                 writable,
                 hidden,
+                protected,
                 network,
             } => {
                 let network = if *network { Network::On } else { Network::Off };
@@ -186,6 +187,7 @@ impl ExecRunner {
                 let policy = Policy {
                     writable: writable.clone(),
                     hidden: hidden.clone(),
+                    protected: protected.clone(),
                     network,
                 };
                 Confinement::Sandboxed(policy, self.platform.sandbox)

@@ -38,6 +38,10 @@ pub(crate) struct Policy {
     pub(crate) writable: Vec<PathBuf>,
     /// Neither readable nor writable, whatever `writable` says (FERRITE_HOME, `deny_read`).
     pub(crate) hidden: Vec<PathBuf>,
+    /// Readable but writable nowhere, whatever `writable` says: the files that define what runs
+    /// (hook scripts, agents, skills, settings). One that does not exist yet cannot be created
+    /// either (see `carve.rs`).
+    pub(crate) protected: Vec<PathBuf>,
     pub(crate) network: Network,
 }
 

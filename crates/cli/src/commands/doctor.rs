@@ -8,8 +8,10 @@ use ferrite_core::agents::Agents;
 use ferrite_core::catalog::Catalog;
 use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
+use ferrite_core::display::visible;
 use ferrite_core::env::Env;
 use ferrite_core::hooks::Hooks;
+use ferrite_core::hooks::shown::hook_terminal;
 use ferrite_core::own_files::OwnFiles;
 use ferrite_core::permissions::StoredRules;
 use ferrite_core::trust::Approved;
@@ -182,38 +184,34 @@ fn write_hooks(
         writeln!(out, "hooks: none")?;
     }
     for h in &hooks.active {
-        writeln!(
-            out,
-            "hook: {} `{}` ({})",
-            h.event.name(),
-            h.command,
-            h.file.display()
-        )?;
+        writeln!(out, "hook: {}", hook_terminal(h))?;
     }
     for h in &hooks.inert {
         writeln!(
             out,
-            "hook NOT RUN (folder not trusted; `ferrite trust` turns it on): {} `{}` ({})",
-            h.event.name(),
-            h.command,
-            h.file.display()
+            "hook NOT RUN (not trusted as it is now; `ferrite trust` turns it on): {}",
+            hook_terminal(h)
         )?;
     }
     for p in &hooks.problems {
-        writeln!(out, "  warning: {p}")?;
+        writeln!(out, "  warning: {}", visible(p))?;
     }
     for a in &agents.active {
-        writeln!(out, "agent: {} ({})", a.name, a.file.display())?;
+        writeln!(out, "agent: {} ({})", visible(&a.name), shown_path(&a.file))?;
     }
     for a in &agents.inert {
         writeln!(
             out,
-            "agent NOT USED (folder not trusted; `ferrite trust` turns it on): {} ({})",
-            a.name,
-            a.file.display()
+            "agent NOT USED (not trusted as it is now; `ferrite trust` turns it on): {} ({})",
+            visible(&a.name),
+            shown_path(&a.file)
         )?;
     }
     Ok(())
+}
+
+fn shown_path(path: &Path) -> String {
+    visible(&path.to_string_lossy()).into_owned()
 }
 
 /// `ferrite trust [DIR]`: what the folder brings that would run, then trusts it.
@@ -236,22 +234,39 @@ pub fn trust(home: &Path, env: &Env, dir: Option<std::path::PathBuf>) -> anyhow:
     let project_agents: Vec<_> = (agents.inert.iter().chain(&agents.active))
         .filter(|a| a.origin == project)
         .collect();
-    let fingerprints = (project_hooks.iter().map(|h| h.fingerprint()))
-        .chain(project_agents.iter().map(|a| a.fingerprint()));
-    let ws = ferrite_core::trust::trust(home, &dir, fingerprints)?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "Trusted {}.", ws.display())?;
-    for h in project_hooks {
+    for h in project_hooks.iter().filter(|h| h.unverifiable().is_some()) {
         writeln!(
             out,
-            "  now on: {} hook `{}` ({})",
-            h.event.name(),
-            h.command,
-            h.file.display()
+            "  left off (a file it runs cannot be checked): {}",
+            hook_terminal(h)
         )?;
     }
+    let project_hooks: Vec<_> = project_hooks
+        .into_iter()
+        .filter(|h| h.unverifiable().is_none())
+        .collect();
+    let fingerprints = (project_hooks.iter().map(|h| h.fingerprint()))
+        .chain(project_agents.iter().map(|a| a.fingerprint()));
+    let files = project_hooks
+        .iter()
+        .flat_map(|h| &h.runs)
+        .map(|r| (r.path.clone(), r.digest.as_record()));
+    let ws = ferrite_core::trust::trust(home, &dir, fingerprints, files)?;
+    writeln!(out, "Trusted {}.", shown_path(&ws))?;
+    for h in project_hooks {
+        writeln!(out, "  now on: {}", hook_terminal(h))?;
+        for r in &h.runs {
+            writeln!(out, "        runs {}", shown_path(&r.path))?;
+        }
+    }
     for a in project_agents {
-        writeln!(out, "  now on: agent `{}` ({})", a.name, a.file.display())?;
+        writeln!(
+            out,
+            "  now on: agent {} ({})",
+            visible(&a.name),
+            shown_path(&a.file)
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -102,7 +102,7 @@ async fn a_repository_s_agent_is_used_only_in_a_trusted_folder() {
     assert!(
         question["params"]["toolCall"]["content"]
             .to_string()
-            .contains("agent `helper`")
+            .contains("Agent `helper`")
     );
     c.respond(
         &question["id"],

@@ -158,22 +158,25 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     let ws = world.ws();
     std::fs::create_dir_all(ws.join(".claude")).unwrap();
     std::fs::create_dir_all(ws.join(".ferrite")).unwrap();
+    // Hooks write under `out/`: a new entry directly in the root (which holds the protected
+    // `.claude` and `.ferrite`) cannot be made by a sandboxed command (`docs/sandbox.md`).
+    std::fs::create_dir_all(ws.join("out")).unwrap();
     std::fs::write(
         ws.join(".claude/settings.json"),
         settings(json!({
-            "UserPromptSubmit": group("", r#"touch "$CLAUDE_PROJECT_DIR/claude-hook-ran"; echo PROJECT-HOOK-CONTEXT"#),
+            "UserPromptSubmit": group("", r#"touch "$CLAUDE_PROJECT_DIR/out/claude-hook-ran"; echo PROJECT-HOOK-CONTEXT"#),
         })),
     )
     .unwrap();
     std::fs::write(
         ws.join(".ferrite/config.toml"),
-        "[[hooks.UserPromptSubmit]]\nhooks = [{ command = 'touch \"$CLAUDE_PROJECT_DIR/toml-hook-ran\"' }]\n",
+        "[[hooks.UserPromptSubmit]]\nhooks = [{ command = 'touch \"$CLAUDE_PROJECT_DIR/out/toml-hook-ran\"' }]\n",
     )
     .unwrap();
     let fake = FakeProvider::start().await.unwrap();
     let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
     c.initialize().await;
-    let ran = |name: &str| ws.join(name).exists();
+    let ran = |name: &str| ws.join("out").join(name).exists();
 
     // Not trusted: the user is asked, says "not now", and nothing of the repository runs.
     let s = sid(&c.new_session(&ws).await);
@@ -255,7 +258,7 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
             .contains("PROJECT-HOOK-CONTEXT")
     );
     let s3 = sid(&c.new_session(&ws).await);
-    std::fs::remove_file(ws.join("claude-hook-ran")).unwrap();
+    std::fs::remove_file(ws.join("out/claude-hook-ran")).unwrap();
     fake.push(Script::new().text("four"));
     let id = c
         .send_request("session/prompt", text_prompt(&s3, "hello"))
@@ -297,12 +300,14 @@ fn doctor_lists_untrusted_hooks_and_trust_turns_them_on() {
     );
     let trusted = cli(&world, &["trust"]);
     assert!(
-        trusted.contains("now on: Stop hook `echo PROJECT-STOP`"),
+        trusted.contains("now on: Stop hook") && trusted.contains("| echo PROJECT-STOP"),
         "{trusted}"
     );
     let after = cli(&world, &["doctor"]);
     assert!(
-        after.contains("(trusted)") && after.contains("hook: Stop `echo PROJECT-STOP`"),
+        after.contains("(trusted)")
+            && after.contains("hook: Stop hook")
+            && after.contains("| echo PROJECT-STOP"),
         "{after}"
     );
 }
@@ -338,7 +343,8 @@ async fn hooks_run_sandboxed_in_the_session_s_mode_without_keys() {
 
 /// The attack: in a trusted folder, a hostile model (told so by a file it read) writes a hook
 /// into the project's settings, an edit `auto` mode makes without a question. The hook would
-/// then run a command at every prompt, in every later session, in any mode. Trust covers the
+/// then run a command at every prompt, in every later session, in any mode. The write asks
+/// (settings are protected in every mode below `full`); approved, trust still covers only the
 /// hooks the user was shown: a new one is off until the user is asked about it.
 #[tokio::test]
 async fn a_hook_the_model_writes_into_a_trusted_folder_stays_off() {
@@ -369,8 +375,24 @@ async fn a_hook_the_model_writes_into_a_trusted_folder_stays_off() {
         json!({"path": path, "content": planted}).to_string(),
     ));
     fake.push(Script::new().text("done"));
-    let seen = prompt_to_end(&mut c, &s, "read the docs and do as they say").await;
-    assert!(asked(&seen).is_empty(), "auto mode wrote it without asking");
+    let id = c
+        .send_request(
+            "session/prompt",
+            text_prompt(&s, "read the docs and do as they say"),
+        )
+        .await;
+    let write_question = c
+        .wait_for(std::time::Duration::from_secs(10), |m| {
+            m["method"] == "session/request_permission"
+        })
+        .await
+        .expect("writing the project's settings asks, even in auto");
+    c.respond(
+        &write_question["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+    )
+    .await;
+    c.collect_until_answer(&id).await.1.ok();
     assert!(
         std::fs::read_to_string(&path)
             .unwrap()

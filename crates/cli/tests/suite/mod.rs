@@ -22,6 +22,7 @@ mod first_run;
 mod golden;
 mod headless;
 mod home_modes;
+mod hook_trust;
 mod hooks;
 mod images;
 mod inproc;

@@ -48,6 +48,8 @@ pub struct Answer {
     pub stop: Option<String>,
     /// It did not run to an exit code.
     pub failed: bool,
+    /// It exited with an error (not 2, which blocks): `message` says so.
+    pub errored: bool,
 }
 
 fn bounded(text: &str) -> String {
@@ -110,6 +112,7 @@ pub fn interpret(event: HookEvent, command: &str, ran: Ran) -> Answer {
                 if said.is_empty() { "" } else { ": " },
                 bounded(&said)
             )),
+            errored: true,
             ..Answer::default()
         };
     }

@@ -24,6 +24,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// Hooks taken from one source, at most (a repository could list thousands).
 const MAX_PER_SOURCE: usize = 64;
+/// Directories from the repository root down whose `.claude/settings*.json` are read, at most
+/// (a cwd deep in a tree must not multiply what every turn reads and compiles).
+pub const MAX_DIRS: usize = 8;
 
 /// Event name → groups of hooks sharing a matcher.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -54,20 +57,6 @@ fn command_type() -> String {
     "command".into()
 }
 
-/// A matcher as Claude Code reads it: empty or `*` is every tool, anything else a regular
-/// expression that must match the whole name (`Edit|Write`, `mcp__github__.*`).
-pub fn matcher(text: &str) -> Result<Option<regex::Regex>, String> {
-    let text = text.trim();
-    if text.is_empty() || text == "*" {
-        return Ok(None);
-    }
-    regex::RegexBuilder::new(&format!("^(?:{text})$"))
-        .size_limit(1 << 20)
-        .build()
-        .map(Some)
-        .map_err(|e| format!("matcher {text:?} is not a regular expression: {e}"))
-}
-
 /// The hooks of `table`, configured in `file`; what cannot be used goes to `problems`.
 pub fn compile(
     table: &HookTable,
@@ -85,12 +74,11 @@ pub fn compile(
             continue;
         };
         for group in groups {
-            let re = match matcher(group.matcher.as_deref().unwrap_or("")) {
-                Ok(re) => re,
-                Err(e) => {
-                    problems.push(format!("{shown}: {name}: {e}; its hooks are not run"));
-                    continue;
-                }
+            let matcher_text = group.matcher.as_deref().unwrap_or("").trim();
+            let matcher_text = if matcher_text == "*" {
+                ""
+            } else {
+                matcher_text
             };
             for entry in &group.hooks {
                 let command = match (entry.kind.as_str(), entry.command.as_deref()) {
@@ -120,8 +108,10 @@ pub fn compile(
                     });
                 out.push(Hook {
                     event,
-                    matcher: re.clone(),
+                    matcher_text: matcher_text.to_owned(),
+                    matcher: None,
                     command,
+                    runs: vec![],
                     timeout,
                     origin,
                     file: file.to_owned(),
@@ -211,7 +201,7 @@ pub fn load(
     }
     let chain = crate::prompt::chain(cwd);
     let root = chain.first().cloned().unwrap_or_else(|| cwd.to_owned());
-    for dir in &chain {
+    for dir in chain.iter().take(MAX_DIRS) {
         for name in ["settings.json", "settings.local.json"] {
             let file = dir.join(".claude").join(name);
             all.extend(from_settings(
@@ -223,14 +213,54 @@ pub fn load(
             ));
         }
     }
-    let (active, inert) = all
-        .into_iter()
-        .partition(|h: &Hook| h.origin == Origin::User || approved.covers(&h.fingerprint()));
+    let project = crate::trust::workspace_of(cwd);
+    for hook in all.iter_mut().filter(|h| h.origin == Origin::Project) {
+        hook.runs = super::files::files_run(&hook.command, &project, cwd);
+    }
+    let (active, inert): (Vec<Hook>, Vec<Hook>) = all.into_iter().partition(|h: &Hook| {
+        h.origin == Origin::User
+            || (h.unverifiable().is_none() && approved.covers(&h.fingerprint()))
+    });
+    for hook in inert.iter() {
+        if let Some(why) = hook.unverifiable() {
+            problems.push(format!(
+                "{}: the {} hook `{}` runs a file that cannot be checked ({why}); it stays off",
+                hook.file.display(),
+                hook.event.name(),
+                crate::display::visible(&hook.command)
+            ));
+        }
+    }
     Hooks {
-        active,
+        active: with_matchers(active, &mut problems),
         inert,
         problems,
+        session: Default::default(),
     }
+}
+
+/// The hooks that run, their matchers compiled (from the process's cache); a hook whose matcher
+/// is not a usable regular expression does not run.
+fn with_matchers(hooks: Vec<Hook>, problems: &mut Vec<String>) -> Vec<Hook> {
+    hooks
+        .into_iter()
+        .filter_map(
+            |mut hook| match super::matchers::compiled(&hook.matcher_text) {
+                Ok(re) => {
+                    hook.matcher = re;
+                    Some(hook)
+                }
+                Err(e) => {
+                    problems.push(format!(
+                        "{}: {}: {e}; the hook is not run",
+                        hook.file.display(),
+                        hook.event.name()
+                    ));
+                    None
+                }
+            },
+        )
+        .collect()
 }
 
 #[cfg(test)]
@@ -274,10 +304,50 @@ mod tests {
         )
         .unwrap();
         let mut problems = vec![];
-        let hooks = compile(&table, Origin::Project, Path::new("/p"), &mut problems);
+        let hooks = compile(&table, Origin::User, Path::new("/p"), &mut problems);
+        assert_eq!(hooks.len(), 2);
+        assert_eq!(hooks[1].timeout, MAX_TIMEOUT);
+        let hooks = with_matchers(hooks, &mut problems);
         assert_eq!(hooks.len(), 1);
         assert!(hooks[0].matcher.is_none());
-        assert_eq!(hooks[0].timeout, MAX_TIMEOUT);
         assert!(problems[0].contains("not a regular expression"));
+    }
+
+    #[test]
+    fn untrusted_matchers_are_not_compiled_and_a_deep_chain_is_cut() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let mut deep = root.clone();
+        let mut texts = vec![];
+        for level in 0..12 {
+            let text = format!("(?i)(?:\\p{{L}}|\\p{{N}}){{1,500}}untrusted{level}");
+            std::fs::create_dir_all(deep.join(".claude")).unwrap();
+            std::fs::write(
+                deep.join(".claude/settings.json"),
+                serde_json::json!({"hooks": {"PreToolUse": [
+                    {"matcher": text, "hooks": [{"command": "true"}]}
+                ]}})
+                .to_string(),
+            )
+            .unwrap();
+            texts.push(text);
+            deep = deep.join(format!("d{level}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let own = OwnFiles::new(
+            home.path(),
+            std::slice::from_ref(&root),
+            Ok(Default::default()),
+        );
+        let hooks = load(&[], &own, &deep, &crate::trust::Approved::default());
+        assert!(hooks.active.is_empty());
+        assert_eq!(hooks.inert.len(), MAX_DIRS, "{:?}", hooks.problems);
+        for (hook, text) in hooks.inert.iter().zip(&texts) {
+            assert_eq!(&hook.matcher_text, text);
+            assert!(hook.matcher.is_none());
+            assert!(!super::super::matchers::was_compiled(text));
+        }
     }
 }

@@ -478,6 +478,7 @@ mod tests {
         ctx.sandbox = Sandbox::Restricted {
             writable: vec![env.root.clone()],
             hidden: vec![],
+            protected: vec![],
             network: false,
         };
         let out = Bash

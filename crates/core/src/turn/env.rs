@@ -147,6 +147,16 @@ pub(super) struct EnvParts<'a> {
     pub agents: Arc<Vec<crate::agents::AgentDef>>,
 }
 
+/// The workspace files the project's hooks of this turn run (protected like their settings).
+fn hook_files(hooks: &crate::hooks::Hooks) -> Vec<PathBuf> {
+    hooks
+        .active
+        .iter()
+        .flat_map(|h| &h.runs)
+        .map(|r| r.path.clone())
+        .collect()
+}
+
 impl CallEnv {
     /// The policy for the instruction files a call's paths bring in, under the rules in force
     /// now (a "reject always" answer of this turn included).
@@ -183,7 +193,9 @@ impl CallEnv {
             shell: services.runner.as_ref().map_or(Shell::Sh, |r| r.shell()),
             home: services.home.clone(),
             harness: start.harness,
-            protected: Protected::new(&services.home, &spill_dir),
+            protected: Protected::new(&services.home, &spill_dir)
+                .with_user_home(services.env.home())
+                .with_workspace(&start.roots, &start.cwd, &hook_files(&p.hooks)),
             rules: Arc::new(p.rules),
             force_ask: p.force_ask,
             read_only: false,
@@ -309,7 +321,7 @@ impl CallEnv {
             sandbox: Sandbox::for_mode(
                 mode,
                 &self.roots,
-                &self.home,
+                (&self.home, &self.protected.sandbox_paths()),
                 &base.deny_read,
                 base.sandbox_network,
             ),

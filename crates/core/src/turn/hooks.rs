@@ -10,13 +10,11 @@ use std::sync::atomic::Ordering;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::content::{ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus};
+use crate::content::ToolCallView;
 use crate::events::Event;
 use crate::exec::{CommandSpec, Exit, Sandbox};
 use crate::hooks::answer::{Ran, combine, interpret};
-use crate::hooks::{Combined, Hook, HookEvent, Hooks};
-use crate::permissions::{OptionKind, PermissionOption, PermissionRequest};
-use crate::services::Services;
+use crate::hooks::{Combined, Hook, HookEvent};
 use crate::session::{Recorder, TurnStart};
 
 use super::env::CallEnv;
@@ -24,214 +22,6 @@ use super::sandbox::ModeAwareRunner;
 
 /// What one hook may print that is kept (the answer's text is cut further).
 const MAX_OUTPUT_BYTES: usize = 64 * 1024;
-
-/// What the workspace adds to this turn: hooks and custom agents.
-pub(super) struct Extensions {
-    pub hooks: Hooks,
-    pub agents: crate::agents::Agents,
-}
-
-/// The hooks and agents of this turn. The project's are in use when the workspace is trusted;
-/// when it is not and it brings some, the user is asked once per session (or told, where no one
-/// can be asked).
-pub(super) async fn for_turn(
-    services: &Services,
-    rec: &Recorder,
-    config: &crate::config::Config,
-    own: &crate::own_files::OwnFiles,
-    start: &TurnStart,
-    cancel: &CancellationToken,
-) -> Extensions {
-    let load = || {
-        let approved = crate::trust::approved(&services.home, &start.cwd);
-        Extensions {
-            hooks: crate::hooks::table::load(&config.hooks, own, &start.cwd, &approved),
-            agents: crate::agents::discover(own, &start.cwd, &approved),
-        }
-    };
-    let found = load();
-    for p in &found.hooks.problems {
-        tracing::warn!("hooks: {p}");
-    }
-    let nothing_waits = found.hooks.inert.is_empty() && found.agents.inert.is_empty();
-    if nothing_waits || start.extensions.trust_settled.swap(true, Ordering::Relaxed) {
-        return found;
-    }
-    let ws = crate::trust::workspace_of(&start.cwd);
-    if declined(services).contains(&ws) {
-        return found;
-    }
-    let listed: Vec<String> = found
-        .hooks
-        .inert
-        .iter()
-        .map(describe)
-        .chain(
-            found
-                .agents
-                .inert
-                .iter()
-                .map(|a| format!("agent `{}` ({})", a.name, a.file.display())),
-        )
-        .collect();
-    let fingerprints: Vec<String> = found
-        .hooks
-        .inert
-        .iter()
-        .map(Hook::fingerprint)
-        .chain(found.agents.inert.iter().map(|a| a.fingerprint()))
-        .collect();
-    let asked = ask_trust(
-        services,
-        rec,
-        start,
-        (&listed, fingerprints),
-        config,
-        cancel,
-    );
-    match asked.await {
-        Trust::Trusted => return load(),
-        Trust::NotNow => {
-            declined(services).insert(ws);
-        }
-        Trust::Unanswered => {}
-    }
-    found
-}
-
-/// The workspaces the user said "Not now" for, in this process.
-fn declined(
-    services: &Services,
-) -> std::sync::MutexGuard<'_, std::collections::HashSet<std::path::PathBuf>> {
-    services
-        .trust_declined
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A hook in one line, for the user.
-pub(crate) fn describe(h: &Hook) -> String {
-    format!(
-        "{} hook `{}` ({})",
-        h.event.name(),
-        h.command,
-        h.file.display()
-    )
-}
-
-/// Asks the user whether to trust the workspace (a permission request about no tool call: its
-/// card is shown, never logged), and records a yes. Where no one can be asked, says why the
-/// project's hooks are off.
-async fn ask_trust(
-    services: &Services,
-    rec: &Recorder,
-    start: &TurnStart,
-    (listed, fingerprints): (&[String], Vec<String>),
-    config: &crate::config::Config,
-    cancel: &CancellationToken,
-) -> Trust {
-    let ws = crate::trust::workspace_of(&start.cwd);
-    let list = listed
-        .iter()
-        .map(|l| format!("- {l}"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let approver = services.approver.get().filter(|_| start.harness.may_ask());
-    let Some(approver) = approver else {
-        let text = format!(
-            "This folder ({}) is not trusted, so what it brings that would run is off:\n\n{list}\n\n\
-             Run `ferrite trust` in it to turn them on.",
-            ws.display()
-        );
-        rec.emit(Event::Notice { text }).await;
-        return Trust::Unanswered;
-    };
-    let id = format!("trust-{}", uuid::Uuid::now_v7().simple());
-    let view = ToolCallView {
-        id: id.clone(),
-        title: format!("Trust the folder {}?", ws.display()),
-        kind: ToolKind::Other,
-        status: ToolStatus::Pending,
-        locations: vec![],
-        content: vec![ToolContent::Text {
-            text: format!(
-                "This folder brings hooks (commands that run on your machine) or agents (prompts \
-                 that steer subagents with your tools) that are used once you trust it:\n\n\
-                 {list}\n\nTrust it only if you trust who wrote it. Until then they stay off."
-            )
-            .into(),
-        }],
-        raw_input: None,
-    };
-    rec.emit(Event::ToolCall(view.clone())).await;
-    let options = vec![
-        PermissionOption {
-            id: "trust".into(),
-            name: "Trust this folder".into(),
-            kind: OptionKind::AllowAlways,
-        },
-        PermissionOption {
-            id: "not-now".into(),
-            name: "Not now".into(),
-            kind: OptionKind::RejectOnce,
-        },
-    ];
-    let req = PermissionRequest {
-        call: view,
-        options,
-    };
-    let timeout = std::time::Duration::from_secs(config.permissions.timeout_secs);
-    let asked =
-        super::ask::ask_user(rec.session_id(), timeout, approver.as_ref(), req, cancel).await;
-    let answer = match asked {
-        super::ask::Asked::Picked(Some(OptionKind::AllowAlways)) => Trust::Trusted,
-        super::ask::Asked::Picked(Some(OptionKind::RejectOnce)) => Trust::NotNow,
-        _ => Trust::Unanswered,
-    };
-    let trusted = answer == Trust::Trusted;
-    let (status, text) = if trusted {
-        match crate::trust::trust(&services.home, &start.cwd, fingerprints) {
-            Ok(ws) => (
-                ToolStatus::Completed,
-                format!("Trusted {}: its hooks and agents are on.", ws.display()),
-            ),
-            Err(e) => (
-                ToolStatus::Failed,
-                format!(
-                    "The answer could not be saved ({e}); the folder's hooks and agents stay off."
-                ),
-            ),
-        }
-    } else {
-        (
-            ToolStatus::Failed,
-            "Not trusted: the folder's hooks and agents stay off (you are asked again when Ferrite \
-             restarts, or run `ferrite trust`)."
-                .to_owned(),
-        )
-    };
-    rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
-        id,
-        status: Some(status),
-        content: Some(vec![ToolContent::Text { text: text.into() }]),
-        ..Default::default()
-    }))
-    .await;
-    match answer {
-        Trust::Trusted if status != ToolStatus::Completed => Trust::Unanswered,
-        other => other,
-    }
-}
-
-/// What came of the trust question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trust {
-    Trusted,
-    /// "Not now": not asked again while this process runs.
-    NotNow,
-    /// No one could be asked, the question went unanswered, or the answer was not saved.
-    Unanswered,
-}
 
 /// Runs the hooks `event` has for `subject` (a tool name, a `SessionStart` source) with the
 /// event's own `fields`, all at once, and says what they said together; `None` when no hook
@@ -265,12 +55,42 @@ pub(super) async fn run(
     let runs = hooks
         .iter()
         .map(|h| run_one(env, h, mode, stdin.clone(), cancel));
-    let answers = futures::future::join_all(runs).await;
+    let mut answers = futures::future::join_all(runs).await;
+    for (hook, answer) in hooks.iter().zip(answers.iter_mut()) {
+        if answer.failed || answer.errored {
+            answer.message = failure_once(env, hook, mode, answer.message.take());
+        }
+    }
     let combined = combine(answers);
     for m in &combined.messages {
         rec.emit(Event::Notice { text: m.clone() }).await;
     }
     Some(combined)
+}
+
+/// The failure of `hook` for the user the first time in the session, with how hooks run in
+/// `mode` (the usual reason: the sandbox kept it from writing); `None` after (a hook that
+/// fails on every prompt is not a notice on every prompt).
+fn failure_once(
+    env: &CallEnv,
+    hook: &Hook,
+    mode: crate::modes::Mode,
+    message: Option<String>,
+) -> Option<String> {
+    let first = env
+        .hooks
+        .session
+        .failures_told
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(hook.fingerprint());
+    let how = super::trust_ask::how_hooks_run(mode, env.base.sandbox_network);
+    first.then(|| {
+        format!(
+            "{} {how} Further failures of this hook are not reported in this session.",
+            message.unwrap_or_default()
+        )
+    })
 }
 
 async fn run_one(
@@ -302,7 +122,7 @@ async fn run_one(
         sandbox: Sandbox::for_mode(
             mode,
             &env.roots,
-            &env.home,
+            (&env.home, &env.protected.sandbox_paths()),
             &env.base.deny_read,
             env.base.sandbox_network,
         ),
@@ -372,7 +192,7 @@ pub(super) fn tool_fields(
 
 /// What hooks told the model, as a note in the conversation.
 pub(super) fn note(event: HookEvent, kind: &str, text: &str) -> String {
-    format!("[{} hook {kind}: {text}]", event.name())
+    crate::hooks::note(event.name(), kind, text)
 }
 
 /// `SessionStart` (once per session in this process: `startup` for a new conversation,
@@ -444,15 +264,11 @@ async fn add_context(
     event: HookEvent,
     context: &str,
 ) -> Result<(), crate::log::StoreError> {
-    rec.record(crate::log::EntryKind::UserMessage {
-        content: vec![crate::content::UserContent::Text {
-            text: note(event, "context", context).into(),
-        }],
+    rec.record(crate::log::EntryKind::HookContext {
+        event: event.name().to_owned(),
+        context: context.to_owned(),
     })?;
-    let text = format!(
-        "A {} hook added context for the model:\n\n{context}",
-        event.name()
-    );
+    let text = crate::hooks::context_notice(event.name(), context);
     rec.emit(Event::Notice { text }).await;
     Ok(())
 }

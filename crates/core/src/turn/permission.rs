@@ -56,12 +56,10 @@ pub(crate) async fn check(
     let unprotected = matches!(protected, Verdict::Pass);
     let decision = match (permissions::decide(&call, &rules), protected) {
         (Decision::Deny(why), _) | (_, Verdict::Refuse(why)) => Decision::Deny(why),
-        (Decision::Allow, Verdict::Ask) if !harness.may_ask() => Decision::Deny(
-            "reading Ferrite's own files needs the user's permission, and this session runs \
-             unattended"
-                .into(),
-        ),
-        (Decision::Allow | Decision::Ask, Verdict::Ask) => Decision::Ask,
+        (Decision::Allow, Verdict::Ask(why)) if !harness.may_ask() => {
+            Decision::Deny(format!("{why}, and this session runs unattended"))
+        }
+        (Decision::Allow | Decision::Ask, Verdict::Ask(_)) => Decision::Ask,
         (d, Verdict::Pass) => d,
     };
     // PreToolUse hooks run for what the policy lets through: they can refuse it or have the

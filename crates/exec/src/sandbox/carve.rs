@@ -11,6 +11,13 @@
 //! Symbolic links met on the way are skipped, never followed: granting `/tmp/link` would grant
 //! whatever the link points to (a planted link to `~/.ssh` would undo the exception). Access
 //! through a link is decided by the rules of its target anyway.
+//!
+//! A protected path that does not exist yet (`~/.claude` before the user made one) must not be
+//! creatable either. Its nearest existing parent gets every right except making directories and
+//! links ([`Grant::no_new_dirs`]), as long as every hole below that parent is missing there: new
+//! files can be made in it, but not the directory (nor a link to one elsewhere) that the hole
+//! would be; renaming a directory into it needs the same right (Landlock's `MakeDir`). Existing
+//! children are granted whole as usual, so only new directories directly in that parent fail.
 
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
@@ -21,6 +28,9 @@ use std::path::{Path, PathBuf};
 pub(super) struct Grant {
     pub(super) fd: File,
     pub(super) is_dir: bool,
+    /// Everything but making directories and symbolic links directly in it (a missing hole
+    /// below, see the module docs).
+    pub(super) no_new_dirs: bool,
 }
 
 /// The paths whose subtrees together cover everything under `roots` except what lies under a
@@ -38,6 +48,31 @@ pub(super) fn carve(roots: &[PathBuf], holes: &[PathBuf]) -> Vec<Grant> {
     grants
 }
 
+/// `paths` resolved as far as they exist, the missing rest kept as written: a protected path
+/// that does not exist yet is still a hole (nothing may create it).
+pub(super) fn resolved_prefix(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter(|p| p.is_absolute())
+        .map(|path| {
+            let mut missing = Vec::new();
+            let mut existing = path.as_path();
+            loop {
+                if let Ok(real) = std::fs::canonicalize(existing) {
+                    return missing.iter().rev().fold(real, |acc, part| acc.join(part));
+                }
+                match (existing.parent(), existing.file_name()) {
+                    (Some(parent), Some(name)) => {
+                        missing.push(name.to_owned());
+                        existing = parent;
+                    }
+                    _ => return path.clone(),
+                }
+            }
+        })
+        .collect()
+}
+
 /// The existing `paths`, canonical (a hidden path that does not exist hides nothing).
 pub(super) fn canonical_existing(paths: &[PathBuf]) -> Vec<PathBuf> {
     paths
@@ -50,14 +85,26 @@ fn carve_under(path: &Path, holes: &[PathBuf], grants: &mut Vec<Grant>) {
     if holes.iter().any(|hole| path.starts_with(hole)) {
         return;
     }
-    let hole_below = holes
+    let below: Vec<&PathBuf> = holes
         .iter()
-        .any(|hole| hole.starts_with(path) && hole != path);
-    if !hole_below {
-        if let Some(grant) = open_grant(path) {
+        .filter(|hole| hole.starts_with(path) && *hole != path)
+        .collect();
+    if below.is_empty() {
+        if let Some(grant) = open_grant(path, false) {
             grants.push(grant);
         }
         return;
+    }
+    // Every hole below is missing right here: this directory may change, except by a new
+    // directory or link (which could become the hole).
+    let all_missing_here = below.iter().all(|hole| {
+        hole.strip_prefix(path)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .is_some_and(|next| std::fs::symlink_metadata(path.join(next)).is_err())
+    });
+    if all_missing_here && let Some(grant) = open_grant(path, true) {
+        grants.push(grant);
     }
     let Ok(entries) = std::fs::read_dir(path) else {
         return;
@@ -71,7 +118,7 @@ fn carve_under(path: &Path, holes: &[PathBuf], grants: &mut Vec<Grant>) {
     }
 }
 
-fn open_grant(path: &Path) -> Option<Grant> {
+fn open_grant(path: &Path, no_new_dirs: bool) -> Option<Grant> {
     let fd = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -85,6 +132,7 @@ fn open_grant(path: &Path) -> Option<Grant> {
     Some(Grant {
         fd,
         is_dir: meta.is_dir(),
+        no_new_dirs,
     })
 }
 
@@ -134,5 +182,29 @@ mod tests {
         );
         // A root inside a hole gets nothing; a missing root is skipped.
         assert!(granted(&[hole.join("sessions"), root.join("missing")], &[hole]).is_empty());
+    }
+
+    #[test]
+    fn a_missing_hole_leaves_its_parent_without_new_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        let hole = resolved_prefix(&[root.join(".claude/hooks")]);
+        assert_eq!(hole, vec![root.join(".claude/hooks")]);
+        let grants = carve(std::slice::from_ref(&root), &hole);
+        let limited: Vec<bool> = grants.iter().map(|g| g.no_new_dirs).collect();
+        // The root (no `.claude` yet: no new directory in it) and `src` whole.
+        assert_eq!(limited, vec![true, false]);
+        // Once `.claude` exists it is walked like any hole's parent.
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
+        assert_eq!(
+            granted(std::slice::from_ref(&root), &hole),
+            vec![
+                root.join(".claude"),
+                root.join(".claude/settings.json"),
+                root.join("src")
+            ]
+        );
     }
 }

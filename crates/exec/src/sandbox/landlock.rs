@@ -12,7 +12,7 @@ use ::landlock::{
     RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, path_beneath_rules,
 };
 
-use super::carve::{Grant, canonical_existing, carve};
+use super::carve::{Grant, canonical_existing, carve, resolved_prefix};
 use super::{Network, Policy};
 
 /// The newest ABI whose file-system rights we ask for (V5 added `IoctlDev`). Older kernels get
@@ -79,8 +79,11 @@ fn ruleset(policy: &Policy) -> Result<RulesetStatus, RulesetError> {
         .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))?
         .add_rules(grants(carve(&[PathBuf::from("/")], &hidden), read_files))?
         .add_rules(path_beneath_rules(devices, all))?;
-    // Hidden paths win over writable roots (FERRITE_HOME inside the workspace stays untouchable).
-    created = created.add_rules(grants(carve(&policy.writable, &hidden), all))?;
+    // Hidden and protected paths win over writable roots (FERRITE_HOME inside the workspace
+    // stays untouchable; `.claude/hooks` stays as the user trusted it).
+    let mut kept = hidden.clone();
+    kept.extend(resolved_prefix(&policy.protected));
+    created = created.add_rules(grants(carve(&policy.writable, &kept), all))?;
     Ok(created.restrict_self()?.ruleset)
 }
 
@@ -91,10 +94,12 @@ fn grants(
     access: BitFlags<AccessFs>,
 ) -> impl Iterator<Item = Result<PathBeneath<std::fs::File>, RulesetError>> {
     grants.into_iter().map(move |grant| {
-        let access = if grant.is_dir {
-            access
-        } else {
+        let access = if !grant.is_dir {
             access & AccessFs::from_file(FS_ABI)
+        } else if grant.no_new_dirs {
+            access & !(AccessFs::MakeDir | AccessFs::MakeSym)
+        } else {
+            access
         };
         Ok(PathBeneath::new(grant.fd, access))
     })

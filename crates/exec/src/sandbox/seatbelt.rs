@@ -94,6 +94,7 @@ pub(crate) fn with_resolved(policy: &Policy) -> Policy {
     Policy {
         writable,
         hidden: both(&policy.hidden),
+        protected: both(&policy.protected),
         network: policy.network,
     }
 }
@@ -135,12 +136,15 @@ pub(crate) fn profile(policy: &Policy) -> Result<String, String> {
     );
     if !policy.read_only() {
         let roots = filters("subpath", &policy.writable)?;
-        if hidden.is_empty() {
+        let mut kept: Vec<PathBuf> = policy.hidden.clone();
+        kept.extend(policy.protected.iter().cloned());
+        let kept = filters("subpath", &kept)?;
+        if kept.is_empty() {
             let _ = writeln!(sb, "(allow file-write* (require-any{roots}))");
         } else {
             let _ = writeln!(
                 sb,
-                "(allow file-write* (require-all (require-any{roots}) (require-not (require-any{hidden}))))"
+                "(allow file-write* (require-all (require-any{roots}) (require-not (require-any{kept}))))"
             );
         }
     }
@@ -206,6 +210,7 @@ mod tests {
         Policy {
             writable: writable.iter().map(PathBuf::from).collect(),
             hidden: hidden.iter().map(PathBuf::from).collect(),
+            protected: vec![],
             network,
         }
     }
@@ -300,6 +305,7 @@ mod tests {
             let p = Policy {
                 writable: vec![bad],
                 hidden: vec![],
+                protected: vec![],
                 network: Network::Off,
             };
             assert!(profile(&p).is_err());

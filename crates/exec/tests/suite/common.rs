@@ -19,6 +19,7 @@ pub fn restricted(writable: &[&Path], network: bool) -> Sandbox {
     Sandbox::Restricted {
         writable: writable.iter().map(|p| p.to_path_buf()).collect(),
         hidden: vec![],
+        protected: vec![],
         network,
     }
 }

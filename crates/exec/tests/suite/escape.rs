@@ -16,6 +16,7 @@ fn hiding(writable: &[&Path], hidden: &[&Path], network: bool) -> Sandbox {
     Sandbox::Restricted {
         writable: writable.iter().map(|p| p.to_path_buf()).collect(),
         hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
+        protected: vec![],
         network,
     }
 }
