@@ -1,8 +1,11 @@
 //! Terminal escape sequences in a command's output, which the model chose (or a file it read
 //! did). The model reads the words only ([`strip`]). A terminal view (`acp::terminal`) gets the
-//! colours and cursor moves of CSI sequences, which stay inside the drawn text, and none of the
-//! sequences that act beyond it: OSC (52 writes the clipboard, 8 hides a link's target, 0 sets
-//! the title), DCS, SOS, PM and APC strings, and the one-character C1 forms of all of them.
+//! CSI sequences that only draw: colours (SGR) and cursor moves and erasing, which stay inside the
+//! drawn text. Every other sequence acts beyond it and is dropped: other CSI sequences (`ESC[8;…t`
+//! resizes the window, `ESC[?1049h` and every private mode switch screens or turns on mouse
+//! reporting, `ESC[6n` and other reports make the terminal type an answer), OSC (52 writes the
+//! clipboard, 8 hides a link's target, 0 sets the title), DCS, SOS, PM and APC strings, and the
+//! one-character C1 forms of all of them.
 //!
 //! [`Filter`] reads output in pieces as it arrives, so a sequence split between two pieces is
 //! still recognised; what it holds back is one CSI sequence, at most [`MAX_CSI`] bytes.
@@ -69,7 +72,7 @@ impl Filter {
                 },
                 State::Csi(mut seq) => match c {
                     '@'..='~' => {
-                        if self.keep_csi {
+                        if self.keep_csi && only_draws(&seq, c) {
                             seq.push(c);
                             out.push_str(&seq);
                         }
@@ -104,6 +107,23 @@ impl Filter {
             };
         }
     }
+}
+
+/// Final characters of the CSI sequences a view may draw with: SGR (`m`); cursor up, down,
+/// forward, back, next and previous line, column, position (`A`–`H`, `f`, `d`); erase in display,
+/// in line, characters (`J`, `K`, `X`).
+const DRAWING_FINALS: &str = "mABCDEFGHfdJKX";
+
+/// Whether the CSI sequence `seq` (`ESC [` and its parameters) ending in `last` only draws: one
+/// of [`DRAWING_FINALS`] with plain numeric parameters (no private `?`/`<`/`=`/`>` marker, no
+/// intermediate characters).
+fn only_draws(seq: &str, last: char) -> bool {
+    DRAWING_FINALS.contains(last)
+        && seq.strip_prefix("\u{1b}[").is_some_and(|params| {
+            params
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ';' || c == ':')
+        })
 }
 
 /// `text` without any escape sequence (colours, cursor moves, titles): the model reads the
@@ -141,6 +161,22 @@ mod tests {
         }
         assert_eq!(whole, pieces);
         assert_eq!(whole, "\u{1b}[32mgreen\u{1b}[0m link \u{1b}[1mbold end");
+    }
+
+    #[test]
+    fn only_drawing_csi_sequences_reach_a_terminal() {
+        let kept = "\u{1b}[1;38:5:196mred\u{1b}[0m\u{1b}[2J\u{1b}[H\u{1b}[3;4H\u{1b}[K\u{1b}[2A";
+        let mut out = String::new();
+        Filter::terminal().push(kept, &mut out);
+        assert_eq!(out, kept);
+        // Window resize, alternate screen, mouse and focus reporting, status and cursor
+        // reports, cursor style, scroll region, private modes, keyboard protocol.
+        let dropped = "a\u{1b}[8;999;999tb\u{1b}[?1049hc\u{1b}[?1000h\u{1b}[?1006h\u{1b}[?1004h\
+                       d\u{1b}[6ne\u{1b}[5n\u{1b}[c\u{1b}[>0cf\u{1b}[2 q\u{1b}[1;5r\u{1b}[?25l\
+                       g\u{1b}[>1u\u{1b}[21t\u{9b}?1049h\u{1b}[4h";
+        let mut out = String::new();
+        Filter::terminal().push(dropped, &mut out);
+        assert_eq!(out, "abcdefg");
     }
 
     #[test]

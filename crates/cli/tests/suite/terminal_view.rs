@@ -139,7 +139,7 @@ async fn any_other_client_gets_the_fenced_text_and_the_same_result() {
 /// A command's output may hold any escape sequence (the model chose the command, a file it read
 /// chose the output). Colours reach the terminal view; sequences that act outside the drawn text
 /// (OSC 52 writes the clipboard, OSC 8 hides a link's target, OSC 0 sets the title, DCS, and
-/// their one-byte C1 forms) do not.
+/// their one-byte C1 forms; CSI sequences other than colours, cursor moves and erasing) do not.
 #[tokio::test]
 async fn the_terminal_view_gets_colours_but_no_clipboard_link_or_title_sequences() {
     let world = World::new();
@@ -160,7 +160,7 @@ async fn the_terminal_view_gets_colours_but_no_clipboard_link_or_title_sequences
     )
     .await
     .ok();
-    let command = "printf '\\033[31mred\\033[0m \\033]52;c;cm0gLXJmIH4=\\a\\033]8;;https://evil.example/\\033\\\\link\\033]8;;\\033\\\\ \\033]0;title\\007\\033Pq#0\\033\\\\ \\302\\2352;x\\a end\\n'";
+    let command = "printf '\\033[31mred\\033[0m \\033]52;c;cm0gLXJmIH4=\\a\\033]8;;https://evil.example/\\033\\\\link\\033]8;;\\033\\\\ \\033]0;title\\007\\033Pq#0\\033\\\\ \\302\\2352;x\\a\\033[8;999;999t\\033[?1049h\\033[?1000h\\033[6n\\033[2K end\\n'";
     fake.push(Script::new().tool_call("t1", "bash", json!({"command": command}).to_string()));
     fake.push(Script::new().text("ok"));
     let id = c
@@ -177,6 +177,9 @@ async fn the_terminal_view_gets_colours_but_no_clipboard_link_or_title_sequences
         })
         .collect();
     assert!(output.contains("\u{1b}[31mred\u{1b}[0m"), "{output:?}");
+    // Erasing draws; resizing the window, the alternate screen, mouse reports and status
+    // reports (issue 34) act beyond the text.
+    assert!(output.contains("\u{1b}[2K end"), "{output:?}");
     assert!(
         output.contains("link") && output.contains(" end"),
         "{output:?}"
@@ -187,6 +190,10 @@ async fn the_terminal_view_gets_colours_but_no_clipboard_link_or_title_sequences
         "\u{9d}",
         "evil.example",
         "cm0gLXJmIH4=",
+        "[8;999",
+        "[?1049h",
+        "[?1000h",
+        "[6n",
     ] {
         assert!(!output.contains(bad), "{bad:?} in {output:?}");
     }
