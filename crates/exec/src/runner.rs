@@ -39,6 +39,7 @@ use crate::tree::{KILL_GRACE, Tree};
 ///     sandbox: Sandbox::Restricted {
 ///         writable: vec!["/work/project".into()],
 ///         hidden: vec!["/home/me/.ferrite".into()],
+///         protected: vec!["/work/project/.claude".into()],
 ///         network: false,
 ///     },
 ///     spill_dir: "/home/me/.ferrite/sessions/s1/tool-output".into(),
