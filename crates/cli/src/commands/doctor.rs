@@ -128,7 +128,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    let (support, risks, shell) = match std::env::current_exe() {
+    let (support, risks, shell, sockets) = match std::env::current_exe() {
         Ok(exe) => {
             let runner = ferrite_exec::ExecRunner::new(exe);
             let shell = runner.command_shell().clone();
@@ -136,6 +136,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
                 runner.sandbox_support(),
                 runner.residual_risks(),
                 Some(shell),
+                Some(runner.unix_socket_confinement()),
             )
         }
         Err(e) => (
@@ -145,6 +146,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
                 summary: format!("cannot locate the ferrite binary ({e})"),
             },
             vec![],
+            None,
             None,
         ),
     };
@@ -166,6 +168,9 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
         None => {}
     }
     writeln!(out, "sandbox: {}", support.summary)?;
+    if let Some(sockets) = sockets {
+        writeln!(out, "unix sockets: {sockets}")?;
+    }
     if !risks.is_empty() {
         writeln!(out, "  not guaranteed here (see docs/sandbox.md):")?;
         for risk in &risks {

@@ -24,6 +24,8 @@ pub(crate) struct TurnRunner {
     pub warned: Arc<AtomicBool>,
     /// Where the warning goes.
     pub rec: Recorder,
+    /// The session's budget for spilled output (`tools.spill_max_bytes`).
+    pub spill_budget: crate::spill_budget::SpillBudget,
 }
 
 /// The turn's runner for one call, in the mode that call runs in.
@@ -42,6 +44,9 @@ impl CommandRunner for ModeAwareRunner {
         let turn = &self.turn;
         let mut spec = spec;
         spec.env_remove.extend(turn.env_remove.iter().cloned());
+        if spec.spill_budget.is_none() {
+            spec.spill_budget = Some(turn.spill_budget.clone());
+        }
         Box::pin(async move {
             let first = turn
                 .inner

@@ -95,6 +95,7 @@ pub(crate) fn with_resolved(policy: &Policy) -> Policy {
         writable,
         hidden: both(&policy.hidden),
         network: policy.network,
+        unix_sockets: policy.unix_sockets.clone(),
     }
 }
 
@@ -207,6 +208,7 @@ mod tests {
             writable: writable.iter().map(PathBuf::from).collect(),
             hidden: hidden.iter().map(PathBuf::from).collect(),
             network,
+            unix_sockets: vec![],
         }
     }
 
@@ -301,6 +303,7 @@ mod tests {
                 writable: vec![bad],
                 hidden: vec![],
                 network: Network::Off,
+                unix_sockets: vec![],
             };
             assert!(profile(&p).is_err());
         }

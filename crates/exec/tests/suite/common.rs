@@ -20,6 +20,7 @@ pub fn restricted(writable: &[&Path], network: bool) -> Sandbox {
         writable: writable.iter().map(|p| p.to_path_buf()).collect(),
         hidden: vec![],
         network,
+        unix_sockets: vec![],
     }
 }
 
@@ -35,6 +36,7 @@ pub fn spec(dir: &Path, command: &str) -> CommandSpec {
         max_lines: 100,
         stdin: None,
         separate_stderr: false,
+        spill_budget: None,
     }
 }
 

@@ -17,6 +17,7 @@ fn hiding(writable: &[&Path], hidden: &[&Path], network: bool) -> Sandbox {
         writable: writable.iter().map(|p| p.to_path_buf()).collect(),
         hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
         network,
+        unix_sockets: vec![],
     }
 }
 
