@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::exec::{CommandRunner, CommandSpec, Exit};
+use crate::spill_budget::SpillBudget;
 
 /// The most one `bash_output` returns; the rest waits for the next read.
 pub const READ_MAX_BYTES: u64 = 32 * 1024;
@@ -38,7 +39,13 @@ struct Jobs {
     by_id: BTreeMap<String, Job>,
     /// Signalled when a command ends, so an idle session tells the user at once.
     ended: Arc<tokio::sync::Notify>,
+    /// The session's budget for all spilled output, made on first use.
+    spill_budget: Option<SpillBudget>,
 }
+
+/// Ended commands a session remembers (for `bash_output`) beyond its running ones; the oldest
+/// that were already reported are forgotten, their output removed, as new ones start.
+pub const MAX_ENDED_JOBS: usize = 32;
 
 struct Job {
     command: String,
@@ -98,6 +105,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl BackgroundJobs {
+    /// The session's one budget for spilled output, foreground and background alike: made on
+    /// the first call for `root` (the session's spill directory) with `max` bytes.
+    pub fn spill_budget(&self, root: &Path, max: u64) -> SpillBudget {
+        lock(&self.0)
+            .spill_budget
+            .get_or_insert_with(|| SpillBudget::new(root.to_owned(), max))
+            .clone()
+    }
+
     /// Starts `spec` in the background; its id, or why not (`max` already run).
     pub fn start(
         &self,
@@ -117,6 +133,7 @@ impl BackgroundJobs {
                  (`tools.max_background_commands`); stop one with bash_kill first."
             ));
         }
+        jobs.forget_oldest_ended();
         jobs.next += 1;
         let id = format!("bg-{}", jobs.next);
         // Ids start again at bg-1 when a session is opened again: the directory is new each
@@ -176,6 +193,15 @@ impl BackgroundJobs {
                 Some(how.clone())
             }
         };
+        if !job.dir.exists() {
+            return Ok(Piece {
+                output: "[ferrite: this command's output was removed to keep the session within \
+                         `tools.spill_max_bytes`]"
+                    .to_owned(),
+                more: false,
+                ended,
+            });
+        }
         let (bytes, more) = match output_file(&job.dir) {
             Some(path) => read_from(&path, job.read)
                 .map_err(|e| format!("cannot read the output of {id}: {e}"))?,
@@ -278,6 +304,34 @@ impl BackgroundJobs {
         };
         let _ = tokio::time::timeout(STOP_WAIT, futures::future::join_all(tasks)).await;
     }
+}
+
+impl Jobs {
+    /// Forgets the oldest ended commands that were reported, beyond [`MAX_ENDED_JOBS`], and
+    /// removes their output: a long session does not keep every command it ever ran.
+    fn forget_oldest_ended(&mut self) {
+        let reported = |job: &Job| matches!(*lock(&job.state), State::Ended { told: true, .. });
+        let mut ended: Vec<(u32, String)> = self
+            .by_id
+            .iter()
+            .filter(|(_, job)| reported(job))
+            .map(|(id, _)| (job_number(id), id.clone()))
+            .collect();
+        if ended.len() < MAX_ENDED_JOBS {
+            return;
+        }
+        ended.sort();
+        for (_, id) in &ended[..=ended.len() - MAX_ENDED_JOBS] {
+            if let Some(job) = self.by_id.remove(id) {
+                let _ = std::fs::remove_dir_all(&job.dir);
+            }
+        }
+    }
+}
+
+/// The number in `bg-N` (ids sort as text otherwise: `bg-10` before `bg-9`).
+fn job_number(id: &str) -> u32 {
+    id.trim_start_matches("bg-").parse().unwrap_or(0)
 }
 
 impl Drop for Jobs {
@@ -394,5 +448,50 @@ mod tests {
         assert!(!more || rest.len() as u64 <= READ_MAX_BYTES);
         let (none, more) = read_from(&path, 100_000).unwrap();
         assert!(none.is_empty() && !more);
+    }
+
+    #[test]
+    fn ended_commands_past_the_count_are_forgotten_with_their_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut jobs = Jobs::default();
+        let total = MAX_ENDED_JOBS + 5;
+        for n in 1..=total {
+            let id = format!("bg-{n}");
+            let job_dir = new_dir(dir.path(), &id).unwrap();
+            // The last one is still running; one ended unreported.
+            let state = match n {
+                n if n == total => State::Running,
+                2 => State::Ended {
+                    how: "done".into(),
+                    told: false,
+                },
+                _ => State::Ended {
+                    how: "done".into(),
+                    told: true,
+                },
+            };
+            jobs.by_id.insert(
+                id,
+                Job {
+                    command: "true".into(),
+                    dir: job_dir,
+                    read: 0,
+                    cancel: CancellationToken::new(),
+                    state: Arc::new(Mutex::new(state)),
+                    task: None,
+                },
+            );
+        }
+        jobs.forget_oldest_ended();
+        // Room for the next one: MAX_ENDED_JOBS - 1 reported ones stay, the newest.
+        let kept_reported = jobs
+            .by_id
+            .values()
+            .filter(|j| matches!(*lock(&j.state), State::Ended { told: true, .. }))
+            .count();
+        assert_eq!(kept_reported, MAX_ENDED_JOBS - 1);
+        assert!(jobs.by_id.contains_key("bg-2") && jobs.by_id.contains_key(&format!("bg-{total}")));
+        assert!(!jobs.by_id.contains_key("bg-1") && !dir.path().join("bg-1").exists());
+        assert!(!jobs.by_id.contains_key("bg-5") && jobs.by_id.contains_key("bg-6"));
     }
 }

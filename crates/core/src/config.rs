@@ -130,7 +130,13 @@ pub struct ToolsConfig {
     pub bash_timeout_secs: u64,
     /// Commands a session may run in the background at once (`bash` with `background`).
     pub max_background_commands: usize,
+    /// `tools.spill_max_bytes` (user config only): one budget per session for all the command
+    /// output it keeps on disk (`crate::spill_budget`).
+    pub spill_max_bytes: u64,
 }
+
+/// The smallest `tools.spill_max_bytes`: one read of a command's output.
+pub const MIN_SPILL_MAX_BYTES: u64 = 64 * 1024;
 
 /// `[checkpoints]` (`docs/config.md`, `docs/checkpoints.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +183,9 @@ pub struct Config {
     /// `sandbox.deny_read`: paths commands can never read (nor write), as written (`~/` allowed;
     /// see [`Config::deny_read_paths`]). FERRITE_HOME is always added by the sandbox itself.
     pub sandbox_deny_read: Vec<String>,
+    /// `sandbox.allow_unix_sockets` (user config only): UNIX sockets outside the writable roots
+    /// that commands may connect to, as written (`~/` allowed).
+    pub sandbox_allow_unix_sockets: Vec<String>,
     pub tools: ToolsConfig,
     pub compaction_threshold: f64,
     pub checkpoints: CheckpointsConfig,
@@ -213,11 +222,13 @@ impl Default for Config {
                 max_parallel: 4,
             },
             sandbox_deny_read: DEFAULT_DENY_READ.iter().map(|p| (*p).to_owned()).collect(),
+            sandbox_allow_unix_sockets: vec![],
             tools: ToolsConfig {
                 output_max_bytes: 51_200,
                 output_max_lines: 2_000,
                 max_background_commands: 8,
                 bash_timeout_secs: 120,
+                spill_max_bytes: 2 << 30,
             },
             compaction_threshold: 0.85,
             checkpoints: CheckpointsConfig::default(),
@@ -261,17 +272,28 @@ pub struct SubagentConfig {
     pub max_parallel: usize,
 }
 
+/// `entries` with a leading `~` replaced by `user_home` (dropped when there is none: they name
+/// nothing).
+fn expand_home(entries: &[String], user_home: Option<&Path>) -> Vec<PathBuf> {
+    entries
+        .iter()
+        .filter_map(|entry| match entry.strip_prefix('~') {
+            Some(rest) => user_home.map(|h| h.join(rest.trim_start_matches('/'))),
+            None => Some(PathBuf::from(entry)),
+        })
+        .collect()
+}
+
 impl Config {
     /// `sandbox.deny_read` with `~` expanded to `user_home` (entries under `~` are dropped when
     /// there is no home directory: they name nothing).
     pub fn deny_read_paths(&self, user_home: Option<&Path>) -> Vec<PathBuf> {
-        self.sandbox_deny_read
-            .iter()
-            .filter_map(|entry| match entry.strip_prefix('~') {
-                Some(rest) => user_home.map(|h| h.join(rest.trim_start_matches('/'))),
-                None => Some(PathBuf::from(entry)),
-            })
-            .collect()
+        expand_home(&self.sandbox_deny_read, user_home)
+    }
+
+    /// `sandbox.allow_unix_sockets` with `~` expanded, as for `deny_read`.
+    pub fn allowed_unix_socket_paths(&self, user_home: Option<&Path>) -> Vec<PathBuf> {
+        expand_home(&self.sandbox_allow_unix_sockets, user_home)
     }
 
     /// The user file at `home/config.toml` (absent = defaults), narrowed by

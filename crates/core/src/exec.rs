@@ -30,6 +30,10 @@ pub enum Sandbox {
         /// what runs (`crate::protected::Protected::sandbox_paths`).
         protected: Vec<PathBuf>,
         network: bool,
+        /// UNIX sockets the command may connect to although they lie outside the writable roots
+        /// (`sandbox.allow_unix_sockets`, user config only). Every other UNIX socket outside
+        /// them is refused, with the network on or off (`docs/sandbox.md`).
+        unix_sockets: Vec<PathBuf>,
     },
 }
 
@@ -57,21 +61,33 @@ impl Sandbox {
                 hidden,
                 protected,
                 network: false,
+                unix_sockets: vec![],
             },
             Mode::Ask => Sandbox::Restricted {
                 writable,
                 hidden,
                 protected,
                 network: true,
+                unix_sockets: vec![],
             },
             Mode::Auto => Sandbox::Restricted {
                 writable,
                 hidden,
                 protected,
                 network,
+                unix_sockets: vec![],
             },
             Mode::Full => Sandbox::None,
         }
+    }
+
+    /// This sandbox with `sockets` connectable (`sandbox.allow_unix_sockets`); `full` is
+    /// unrestricted already.
+    pub fn allowing_unix_sockets(mut self, sockets: Vec<PathBuf>) -> Self {
+        if let Sandbox::Restricted { unix_sockets, .. } = &mut self {
+            *unix_sockets = sockets;
+        }
+        self
     }
 }
 
@@ -180,6 +196,9 @@ pub struct CommandSpec {
     /// with standard output in the excerpt: a hook answers in JSON on one and in words on the
     /// other.
     pub separate_stderr: bool,
+    /// The session's budget for all spilled output (`tools.spill_max_bytes`); `None`: only the
+    /// runner's own cap per command applies.
+    pub spill_budget: Option<crate::spill_budget::SpillBudget>,
 }
 
 /// How a command ended.

@@ -48,6 +48,7 @@ mod session;
 pub mod session_view;
 pub mod shell;
 pub mod skills;
+pub mod spill_budget;
 pub mod state;
 pub mod steering;
 pub mod time;

@@ -50,6 +50,9 @@ pub(crate) struct Invocation {
     pub(crate) parent: i32,
     pub(crate) tree: ProcessTree,
     pub(crate) confinement: Confinement,
+    /// The second stage's channel to the supervisor's connect broker (a descriptor it
+    /// inherited), sandboxed Linux commands only.
+    pub(crate) broker_fd: Option<i32>,
     pub(crate) command: Vec<OsString>,
 }
 
@@ -75,10 +78,35 @@ pub fn sandbox_helper_main(args: &[OsString]) -> ExitCode {
         let command: Vec<&OsStr> = invocation.command.iter().map(OsString::as_os_str).collect();
         let mut stage_two = helper_args(me, invocation.tree, &invocation.confinement, &command);
         stage_two[0] = OsString::from(EXEC_ARG);
-        supervisor::run(invocation.parent, invocation.tree, &stage_two)
+        supervisor::run(
+            invocation.parent,
+            invocation.tree,
+            &stage_two,
+            socket_rules(&invocation.confinement),
+        )
     } else {
         exec_confined(&invocation)
     }
+}
+
+/// What the supervisor's connect broker enforces: only for Landlock (Linux) sandboxes.
+#[cfg(target_os = "linux")]
+fn socket_rules(confinement: &Confinement) -> Option<supervisor::SocketRules> {
+    match confinement {
+        Confinement::Sandboxed(policy, SandboxBackend::Landlock) => {
+            Some(supervisor::SocketRules::starting_now(
+                &policy.writable,
+                &policy.hidden,
+                &policy.unix_sockets,
+            ))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn socket_rules(_confinement: &Confinement) -> Option<supervisor::SocketRules> {
+    None
 }
 
 /// The second stage: die with the supervisor, restrict, `exec`.
@@ -87,7 +115,11 @@ fn exec_confined(invocation: &Invocation) -> ExitCode {
     if let Err(err) = supervisor::die_with_parent(invocation.tree, invocation.parent) {
         return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}"));
     }
-    let command = match confine(&invocation.confinement, &invocation.command) {
+    let command = match confine(
+        &invocation.confinement,
+        invocation.broker_fd,
+        &invocation.command,
+    ) {
         Ok(command) => command,
         Err(err) => return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}")),
     };
@@ -115,11 +147,15 @@ fn exec_confined(invocation: &Invocation) -> ExitCode {
 
 /// Applies `confinement` to this process and returns the argv to `exec`: `command` itself
 /// (Landlock, none), or `command` under sandbox-exec (Seatbelt).
-fn confine(confinement: &Confinement, command: &[OsString]) -> Result<Vec<OsString>, String> {
+fn confine(
+    confinement: &Confinement,
+    broker_fd: Option<i32>,
+    command: &[OsString],
+) -> Result<Vec<OsString>, String> {
     match confinement {
         Confinement::Unrestricted => Ok(command.to_vec()),
         Confinement::Sandboxed(policy, SandboxBackend::Landlock) => {
-            sandbox::apply(policy)?;
+            sandbox::apply(policy, broker_fd)?;
             Ok(command.to_vec())
         }
         Confinement::Sandboxed(policy, SandboxBackend::Seatbelt) => {
@@ -163,6 +199,10 @@ pub(crate) fn helper_args(
                 args.push("--protect".into());
                 args.push(path.clone().into_os_string());
             }
+            for path in &policy.unix_sockets {
+                args.push("--unix-socket".into());
+                args.push(path.clone().into_os_string());
+            }
             match policy.network {
                 Network::On => {}
                 Network::Off => args.push("--no-network".into()),
@@ -185,7 +225,9 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
         hidden: Vec::new(),
         protected: Vec::new(),
         network: Network::On,
+        unix_sockets: Vec::new(),
     };
+    let mut broker_fd = None;
     loop {
         let Some(arg) = rest.next() else {
             return Err("missing `--` before the command".to_owned());
@@ -222,6 +264,17 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
                 let path = rest.next().ok_or("`--protect` needs a path")?;
                 policy.protected.push(PathBuf::from(path));
             }
+            Some("--unix-socket") => {
+                let path = rest.next().ok_or("`--unix-socket` needs a path")?;
+                policy.unix_sockets.push(PathBuf::from(path));
+            }
+            Some(supervisor::BROKER_FD_ARG) => {
+                let fd = rest.next().and_then(|n| n.to_str()?.parse::<i32>().ok());
+                broker_fd = Some(
+                    fd.filter(|fd| *fd > 2)
+                        .ok_or("`--broker-fd` needs a descriptor")?,
+                );
+            }
             Some("--no-network") => policy.network = Network::Off,
             Some("--") => break,
             _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
@@ -242,6 +295,7 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
         parent,
         tree,
         confinement,
+        broker_fd,
         command,
     })
 }
@@ -265,6 +319,7 @@ mod tests {
                     hidden: vec![PathBuf::from("/root/.ssh")],
                     protected: vec![PathBuf::from("/w one/.claude")],
                     network: Network::Off,
+                    unix_sockets: vec![PathBuf::from("/run/dev.sock")],
                 },
                 SandboxBackend::Seatbelt,
             ),

@@ -41,6 +41,7 @@ use crate::tree::{KILL_GRACE, Tree};
 ///         hidden: vec!["/home/me/.ferrite".into()],
 ///         protected: vec!["/work/project/.claude".into()],
 ///         network: false,
+///         unix_sockets: vec![],
 ///     },
 ///     spill_dir: "/home/me/.ferrite/sessions/s1/tool-output".into(),
 ///     env_remove: vec!["MY_PROVIDER_KEY".into()],
@@ -48,6 +49,7 @@ use crate::tree::{KILL_GRACE, Tree};
 ///     max_lines: 400,
 ///     stdin: None,
 ///     separate_stderr: false,
+///     spill_budget: None,
 /// };
 /// let cancel = tokio_util::sync::CancellationToken::new();
 /// let output = runner.run(spec, cancel, &|chunk| { let _ = chunk; }).await?;
@@ -133,6 +135,12 @@ impl ExecRunner {
         sandbox::residual_risks(self.platform.sandbox)
     }
 
+    /// What the sandbox enforces for UNIX sockets on this machine, one sentence (`ferrite
+    /// doctor`; `docs/sandbox.md`, "UNIX sockets").
+    pub fn unix_socket_confinement(&self) -> String {
+        sandbox::unix_sockets(self.platform.sandbox)
+    }
+
     /// The shell every command runs with (bash, found on `PATH` the first time it is asked
     /// for; `sh` where there is no bash), for `ferrite doctor`.
     pub fn command_shell(&self) -> &CommandShell {
@@ -155,8 +163,16 @@ impl ExecRunner {
                 !is_secret_env(&name)
                     && !CommandShell::is_startup_variable(&name)
                     && !spec.env_remove.iter().any(|r| *r == name)
+                    && name != "PATH"
             }))
-            .current_dir(&spec.cwd)
+            .current_dir(&spec.cwd);
+        if let Some(path) = std::env::var_os("PATH")
+            .as_deref()
+            .and_then(CommandShell::command_search_path)
+        {
+            command.env("PATH", path);
+        }
+        command
             .stdin(if spec.stdin.is_some() {
                 Stdio::piped()
             } else {
@@ -182,6 +198,7 @@ impl ExecRunner {
                 hidden,
                 protected,
                 network,
+                unix_sockets,
             } => {
                 let network = if *network { Network::On } else { Network::Off };
                 self.check_enforceable(network)?;
@@ -190,6 +207,7 @@ impl ExecRunner {
                     hidden: hidden.clone(),
                     protected: protected.clone(),
                     network,
+                    unix_sockets: unix_sockets.clone(),
                 };
                 Confinement::Sandboxed(policy, self.platform.sandbox)
             }
@@ -267,7 +285,8 @@ impl ExecRunner {
                 spec.spill_dir.display()
             ))
         })?
-        .with_separate_stderr(spec.separate_stderr);
+        .with_separate_stderr(spec.separate_stderr)
+        .with_budget(spec.spill_budget.clone());
         let mut child = command.spawn().map_err(|err| {
             ExecError::Spawn(format!(
                 "{} in {}: {err}",
@@ -360,10 +379,7 @@ impl ExecRunner {
             .unwrap_or_else(|| Err(std::io::Error::other("no exit status")))
             .map_err(|err| ExecError::Io(format!("waiting for the command failed: {err}")))?;
         if stop == Some(Stop::OutputLimit) {
-            sink.note(format!(
-                "[ferrite: the command wrote more than {} bytes of output and was killed]",
-                self.spill_limit
-            ));
+            sink.note(output_limit_note(sink.budget_spent(), self.spill_limit));
         }
         let summary = sink.finish().await;
         if matches!(spec.sandbox, Sandbox::Restricted { .. })
@@ -392,6 +408,21 @@ impl ExecRunner {
             duration: started.elapsed(),
             stderr: summary.stderr,
         })
+    }
+}
+
+/// Why a command was killed for its output: the session's budget (`budget`, when that was it) or
+/// the command's own cap.
+fn output_limit_note(budget: Option<u64>, limit: u64) -> String {
+    match budget {
+        Some(budget) => format!(
+            "[ferrite: this session's commands wrote more than {budget} bytes of output \
+             (`tools.spill_max_bytes`) even after removing the output of ended commands; the \
+             command was killed]"
+        ),
+        None => {
+            format!("[ferrite: the command wrote more than {limit} bytes of output and was killed]")
+        }
     }
 }
 

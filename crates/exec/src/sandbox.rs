@@ -7,6 +7,8 @@
 #[cfg(target_os = "linux")]
 mod carve;
 #[cfg(target_os = "linux")]
+mod connect_filter;
+#[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(unix)]
 mod probe;
@@ -43,6 +45,9 @@ pub(crate) struct Policy {
     /// either (see `carve.rs`).
     pub(crate) protected: Vec<PathBuf>,
     pub(crate) network: Network,
+    /// UNIX sockets outside the writable roots the command may connect to
+    /// (`sandbox.allow_unix_sockets`); every other connect is checked by the supervisor.
+    pub(crate) unix_sockets: Vec<PathBuf>,
 }
 
 #[cfg(unix)]
@@ -76,6 +81,9 @@ pub(crate) fn residual_risks(backend: SandboxBackend) -> Vec<String> {
             "commands can read every file you can, except FERRITE_HOME and \
              `sandbox.deny_read`; with the network on they can send what they read anywhere"
                 .to_owned(),
+            "with the network on, commands can connect to any UNIX socket (the Seatbelt \
+             profile does not filter them yet): your ssh-agent, Docker, tmux"
+                .to_owned(),
             "a command that starts a new session (`setsid`) leaves the process group Ferrite \
              kills: it can outlive a cancel or timeout"
                 .to_owned(),
@@ -87,6 +95,20 @@ pub(crate) fn residual_risks(backend: SandboxBackend) -> Vec<String> {
         #[cfg(not(unix))]
         SandboxBackend::Landlock | SandboxBackend::Seatbelt => unsupported_risks(),
         SandboxBackend::Unsupported => unsupported_risks(),
+    }
+}
+
+/// What `backend` enforces for UNIX sockets here, in one sentence (`ferrite doctor`).
+pub(crate) fn unix_sockets(backend: SandboxBackend) -> String {
+    match backend {
+        #[cfg(unix)]
+        SandboxBackend::Landlock => probe::unix_sockets(),
+        SandboxBackend::Seatbelt => "not filtered: with the network on, sandboxed commands can \
+                                     connect to any UNIX socket (ssh-agent, Docker, tmux)"
+            .to_owned(),
+        #[cfg(not(unix))]
+        SandboxBackend::Landlock => "not confined: there is no sandbox here".to_owned(),
+        SandboxBackend::Unsupported => "not confined: there is no sandbox here".to_owned(),
     }
 }
 
@@ -145,16 +167,20 @@ fn seatbelt_support() -> SandboxSupport {
 
 /// Restricts the calling process, for good, to `policy`. Only for a single-threaded process that
 /// is about to `exec` (the helper's second stage): Landlock and seccomp apply to the calling
-/// thread and are inherited across `exec` and `fork`.
+/// thread and are inherited across `exec` and `fork`. `broker` is the channel to the supervisor,
+/// which is handed every `connect()` of the command (`connect_filter.rs`).
 #[cfg(target_os = "linux")]
-pub(crate) fn apply(policy: &Policy) -> Result<(), String> {
+pub(crate) fn apply(policy: &Policy, broker: Option<i32>) -> Result<(), String> {
     // Before anything else: seccomp without CAP_SYS_ADMIN requires it, and it keeps setuid
     // binaries from gaining privileges (and so from shedding the sandbox) inside the command.
     rustix::thread::set_no_new_privs(true)
         .map_err(|err| format!("prctl(PR_SET_NO_NEW_PRIVS) failed: {err}"))?;
     drop_ptrace_capability()?;
     landlock::restrict(policy)?;
-    seccomp::install(policy)
+    seccomp::install(policy)?;
+    // Without the broker a connect would go unchecked: refuse to run rather than run open.
+    let broker = broker.ok_or("no channel to the supervisor's connect broker")?;
+    connect_filter::install(broker)
 }
 
 /// Root bypasses the "not dumpable" protection of the agent's memory and environment
@@ -178,6 +204,6 @@ fn drop_ptrace_capability() -> Result<(), String> {
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]
-pub(crate) fn apply(_policy: &Policy) -> Result<(), String> {
+pub(crate) fn apply(_policy: &Policy, _broker: Option<i32>) -> Result<(), String> {
     Err("Landlock and seccomp exist only on Linux".to_owned())
 }

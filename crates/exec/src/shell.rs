@@ -65,6 +65,20 @@ impl CommandShell {
         }
     }
 
+    /// The `PATH` commands get: the agent's without its empty and relative entries (an empty
+    /// entry means the working directory to a shell, so `PATH=:/usr/bin` would make the
+    /// repository's `./ls` the `ls` a rule allowed). None when no entry is left: the shell then
+    /// uses its own default, never the working directory.
+    pub fn command_search_path(path_var: &OsStr) -> Option<std::ffi::OsString> {
+        let absolute: Vec<PathBuf> = std::env::split_paths(path_var)
+            .filter(|dir| dir.is_absolute())
+            .collect();
+        if absolute.is_empty() {
+            return None;
+        }
+        std::env::join_paths(absolute).ok()
+    }
+
     /// The shell's own start-up variables, removed from every command's environment: each would
     /// run or change code that is not on the command line (`BASH_ENV` and `ENV` name a file to
     /// source, `SHELLOPTS`/`BASHOPTS` turn on options such as `expand_aliases`, `BASH_FUNC_*`
@@ -117,6 +131,15 @@ mod tests {
         let relative = pathdiff(dir.path(), &cwd);
         let found = CommandShell::find(Some(relative.as_os_str()));
         assert_ne!(found.path, planted);
+    }
+
+    #[test]
+    fn commands_search_only_absolute_path_entries() {
+        let search = |p: &str| CommandShell::command_search_path(OsStr::new(p));
+        assert_eq!(search(":/usr/bin::/bin:."), Some("/usr/bin:/bin".into()));
+        assert_eq!(search("bin:/opt/x/bin"), Some("/opt/x/bin".into()));
+        assert_eq!(search(""), None);
+        assert_eq!(search(":."), None);
     }
 
     #[test]

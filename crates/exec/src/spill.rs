@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ferrite_core::spill_budget::{Hold, SpillBudget};
 use tokio::fs::File;
 use tokio::io::AsyncWriteExt;
 
@@ -37,6 +38,10 @@ pub(crate) struct OutputSink<'a> {
     spill: Option<File>,
     spill_limit: u64,
     spilled: u64,
+    /// The session's budget for all spilled output, and our claim on the spill file.
+    budget: Option<(SpillBudget, Hold)>,
+    /// The budget refused room: the command is stopped for that, not for its own cap.
+    budget_spent: bool,
     /// Bytes of an unfinished UTF-8 character at the end of the last chunk of each stream, held
     /// back so that chunks handed to `on_output` split on character boundaries.
     pending: [Vec<u8>; 2],
@@ -87,6 +92,8 @@ impl<'a> OutputSink<'a> {
             spill: Some(spill),
             spill_limit,
             spilled: 0,
+            budget: None,
+            budget_spent: false,
             pending: [Vec::new(), Vec::new()],
             excerpt: String::new(),
             excerpt_lines: 0,
@@ -100,6 +107,24 @@ impl<'a> OutputSink<'a> {
             ends_with_newline: false,
             notes: Vec::new(),
         })
+    }
+
+    /// Counts what is spilled against the session's `budget`; the spill file is never removed
+    /// to make room while this sink writes it.
+    pub(crate) fn with_budget(mut self, budget: Option<SpillBudget>) -> Self {
+        self.budget = budget.map(|b| {
+            let hold = b.hold(&self.path);
+            (b, hold)
+        });
+        self
+    }
+
+    /// The session's budget stopped the output (rather than the command's own cap): its size.
+    pub(crate) fn budget_spent(&self) -> Option<u64> {
+        self.budget
+            .as_ref()
+            .filter(|_| self.budget_spent)
+            .map(|(b, _)| b.max())
     }
 
     /// Keeps standard error apart from the excerpt (both still stream and spill together).
@@ -181,7 +206,13 @@ impl<'a> OutputSink<'a> {
             return Pushed::Continue;
         };
         let room = self.spill_limit.saturating_sub(self.spilled);
-        let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+        let mut take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+        if let Some((budget, _)) = &self.budget
+            && !budget.reserve(take as u64)
+        {
+            self.budget_spent = true;
+            take = 0;
+        }
         if let Err(err) = file.write_all(&bytes[..take]).await {
             // A full disk should not end the command: the model still gets the excerpt.
             self.notes

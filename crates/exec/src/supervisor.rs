@@ -38,13 +38,24 @@ use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 use crate::platform::ProcessTree;
 use crate::setup_failure::{SETUP_FAILURE_CODE, SETUP_FAILURE_PREFIX, fail};
 
+#[cfg(target_os = "linux")]
+mod connect_broker;
 mod contain;
 mod signals;
+
+#[cfg(target_os = "linux")]
+pub(crate) use connect_broker::SocketRules;
+/// Nothing to broker where there is no Landlock sandbox.
+#[cfg(not(target_os = "linux"))]
+pub(crate) enum SocketRules {}
 
 use contain::Containment;
 use signals::SignalSet;
 
 use crate::tree::{KILL_GRACE, KILL_NOW};
+
+/// The option by which the supervisor tells its child the descriptor of the broker channel.
+pub(crate) const BROKER_FD_ARG: &str = "--broker-fd";
 
 /// The signal the supervisor receives when the agent dies (subreaper mode; the process-group mode
 /// polls instead).
@@ -74,9 +85,15 @@ pub(crate) fn die_with_parent(tree: ProcessTree, parent: i32) -> Result<(), Stri
 }
 
 /// Runs the supervisor: `stage_two` is the argv (after the executable) of the child that
-/// sandboxes itself and execs the command. Returns the command's exit status (or dies by the
-/// same signal as the command).
-pub(crate) fn run(agent: i32, tree: ProcessTree, stage_two: &[OsString]) -> ExitCode {
+/// sandboxes itself and execs the command; with `sockets`, the command's `connect()` calls are
+/// served here under those rules (`connect_broker.rs`). Returns the command's exit status (or
+/// dies by the same signal as the command).
+pub(crate) fn run(
+    agent: i32,
+    tree: ProcessTree,
+    stage_two: &[OsString],
+    sockets: Option<SocketRules>,
+) -> ExitCode {
     // No controlling terminal for anything the command starts: a terminal is a way to type into
     // the user's shell (TIOCSTI). Fails only if we already lead a session, which the runner never
     // arranges.
@@ -98,18 +115,9 @@ pub(crate) fn run(agent: i32, tree: ProcessTree, stage_two: &[OsString]) -> Exit
         Ok(containment) => containment,
         Err(err) => return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}")),
     };
-    let mut command = std::process::Command::new(this_executable());
-    command.args(stage_two);
-    containment.configure(&mut command);
-    // The child inherits our signal mask; it empties it itself (`unblock_all_signals`).
-    let child = match command.spawn() {
+    let child = match spawn_stage_two(&containment, stage_two, sockets) {
         Ok(child) => child.id(),
-        Err(err) => {
-            return fail(
-                SETUP_FAILURE_CODE,
-                &format!("{SETUP_FAILURE_PREFIX}cannot start the command: {err}"),
-            );
-        }
+        Err(err) => return fail(SETUP_FAILURE_CODE, &format!("{SETUP_FAILURE_PREFIX}{err}")),
     };
     let child = i32::try_from(child).ok().and_then(Pid::from_raw);
     containment.started(child);
@@ -161,6 +169,68 @@ pub(crate) fn run(agent: i32, tree: ProcessTree, stage_two: &[OsString]) -> Exit
     }
     containment.kill_all(child, &mut status);
     exit_like(status)
+}
+
+/// Starts the second stage, and the connect broker for it when there are socket rules.
+fn spawn_stage_two(
+    containment: &Containment,
+    stage_two: &[OsString],
+    sockets: Option<SocketRules>,
+) -> Result<std::process::Child, String> {
+    let mut command = std::process::Command::new(this_executable());
+    let broker = with_broker(&mut command, stage_two, sockets)?;
+    containment.configure(&mut command);
+    // The child inherits our signal mask; it empties it itself (`unblock_all_signals`).
+    let spawned = command.spawn();
+    // Our copy of the child's end closes now: if the child dies before sending its listener,
+    // the broker sees the channel end instead of waiting for ever.
+    #[cfg(target_os = "linux")]
+    if let Some((ours, theirs, rules)) = broker {
+        drop(theirs);
+        connect_broker::start(ours, rules);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = broker;
+    spawned.map_err(|err| format!("cannot start the command: {err}"))
+}
+
+/// The broker's channel, when there are socket rules: ours, the child's end, the rules.
+#[cfg(target_os = "linux")]
+type Broker = Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd, SocketRules)>;
+#[cfg(not(target_os = "linux"))]
+type Broker = Option<std::convert::Infallible>;
+
+/// Adds `stage_two` to `command`, with the broker channel's descriptor when `sockets` is given.
+#[cfg(target_os = "linux")]
+fn with_broker(
+    command: &mut std::process::Command,
+    stage_two: &[OsString],
+    sockets: Option<SocketRules>,
+) -> Result<Broker, String> {
+    use std::os::fd::AsRawFd;
+    let Some(rules) = sockets else {
+        command.args(stage_two);
+        return Ok(None);
+    };
+    let (ours, theirs) = connect_broker::channel()
+        .map_err(|err| format!("cannot create the connect broker's channel: {err}"))?;
+    let (head, tail) = stage_two.split_at(1.min(stage_two.len()));
+    command
+        .args(head)
+        .arg(BROKER_FD_ARG)
+        .arg(theirs.as_raw_fd().to_string())
+        .args(tail);
+    Ok(Some((ours, theirs, rules)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn with_broker(
+    command: &mut std::process::Command,
+    stage_two: &[OsString],
+    sockets: Option<SocketRules>,
+) -> Result<Broker, String> {
+    command.args(stage_two);
+    Ok(sockets.map(|never| match never {}))
 }
 
 /// This very binary, even if it was replaced or deleted since the agent started (an upgrade),

@@ -54,7 +54,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     };
     let catalog = Catalog::build(&config, env, &creds);
     problems += super::reachability::write_providers_and_default(&mut out, &catalog, &config, env)?;
-    let (support, risks, shell) = match std::env::current_exe() {
+    let (support, risks, shell, sockets) = match std::env::current_exe() {
         Ok(exe) => {
             let runner = ferrite_exec::ExecRunner::new(exe);
             let shell = runner.command_shell().clone();
@@ -62,6 +62,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
                 runner.sandbox_support(),
                 runner.residual_risks(),
                 Some(shell),
+                Some(runner.unix_socket_confinement()),
             )
         }
         Err(e) => (
@@ -71,6 +72,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
                 summary: format!("cannot locate the ferrite binary ({e})"),
             },
             vec![],
+            None,
             None,
         ),
     };
@@ -92,6 +94,9 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
         None => {}
     }
     writeln!(out, "sandbox: {}", support.summary)?;
+    if let Some(sockets) = sockets {
+        writeln!(out, "unix sockets: {sockets}")?;
+    }
     if !risks.is_empty() {
         writeln!(out, "  not guaranteed here (see docs/sandbox.md):")?;
         for risk in &risks {

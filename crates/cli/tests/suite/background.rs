@@ -369,4 +369,80 @@ async fn a_command_that_ends_between_turns_is_shown_at_once_as_info_when_it_succ
         "{next:?}"
     );
     stop(c).await;
+/// Bytes of the regular files under `path`.
+fn bytes_under(path: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => bytes_under(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Issue 34: every background command had its own spill directory capped at 2 GiB, never
+/// pruned. Now one budget (`tools.spill_max_bytes`) covers all of a session's spilled output:
+/// ended commands' output goes first, oldest first, and a flood is killed once nothing is left
+/// to remove.
+#[tokio::test]
+async fn one_spill_budget_covers_the_sessions_foreground_and_background_output() {
+    const BUDGET: u64 = 256 * 1024;
+    let world = World::new();
+    std::fs::write(
+        world.home().join("config.toml"),
+        format!("[tools]\nspill_max_bytes = {BUDGET}\n"),
+    )
+    .unwrap();
+    let mut r = super::permissions::start(world, None, &[]).await;
+    r.set_mode("full").await;
+    let spill = r
+        .world
+        .home()
+        .join("sessions")
+        .join(&r.sid)
+        .join("tool-output");
+    let fill = |c: char| format!("head -c 200000 /dev/zero | tr '\\0' {c}");
+    r.fake
+        .push(call("c1", "bash", json!({"command": fill('a')})));
+    r.fake.push(call(
+        "c2",
+        "bash",
+        json!({"command": fill('b'), "background": true}),
+    ));
+    r.fake.push(Script::new().text("started"));
+    prompt(&mut r).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while bytes_under(&spill.join("bg-1")) < 200_000 {
+        assert!(Instant::now() < deadline, "bg-1 never wrote its output");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(bytes_under(&spill) <= BUDGET, "{}", bytes_under(&spill));
+
+    let marker = "spill-flood-marker-34";
+    r.fake.push(call(
+        "c3",
+        "bash",
+        json!({"command": format!("yes {marker}"), "background": true}),
+    ));
+    r.fake.push(Script::new().text("flooding"));
+    prompt(&mut r).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !processes_with(marker).is_empty() {
+        assert!(bytes_under(&spill) <= BUDGET, "{}", bytes_under(&spill));
+        assert!(Instant::now() < deadline, "the flood was never stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(bytes_under(&spill) <= BUDGET, "{}", bytes_under(&spill));
+    // The ended background command's output made room for the flood, and says so.
+    assert!(!spill.join("bg-1").exists());
+    r.fake
+        .push(call("c4", "bash_output", json!({"id": "bg-1"})));
+    r.fake.push(Script::new().text("read"));
+    prompt(&mut r).await;
+    let (output, _) = results_of(&r, 6).remove(0);
+    assert!(output.contains("spill_max_bytes"), "{output}");
 }

@@ -162,3 +162,26 @@ async fn a_huge_output_is_spilled_and_capped() {
         "the excerpt names the spill file"
     );
 }
+
+/// Issue 34: with an empty (or relative) entry in the agent's `PATH`, an allowed `ls` ran the
+/// repository's own `./ls`. Commands search only the absolute entries.
+#[tokio::test]
+async fn an_empty_path_entry_never_runs_the_repositorys_programs() {
+    let world = World::new();
+    let planted = world.ws().join("ls");
+    std::fs::write(&planted, "#!/bin/sh\necho PLANTED-LS-RAN\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(world.ws().join("visible.txt"), "x").unwrap();
+    let mut r = start(world, None, &[("PATH", ":/usr/bin:/bin:.")]).await;
+    r.set_mode("auto").await;
+    r.fake.push(bash_call("p1", "ls"));
+    r.fake.push(Script::new().text("done"));
+    let prompt = r.send_prompt_id().await;
+    r.client.wait_answer(&prompt).await.ok();
+    let res = r.last_tool_results();
+    assert!(!res[0].0.contains("PLANTED-LS-RAN"), "{res:?}");
+    if !res[0].0.contains("was not run") {
+        assert!(res[0].0.contains("visible.txt"), "{res:?}");
+    }
+}

@@ -53,6 +53,7 @@ mod subagents;
 mod terminal_view;
 mod turn_failures;
 mod turns;
+mod unix_sockets;
 mod watchdog;
 mod web_fetch;
 mod web_pages;

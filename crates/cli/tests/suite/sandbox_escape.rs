@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use super::common::*;
 use super::turns::{Api, provider_env};
 
-struct Rig {
+pub(super) struct Rig {
     home: PathBuf,
-    ws: PathBuf,
+    pub(super) ws: PathBuf,
     fake: FakeProvider,
     client: AcpClient,
     sid: String,
@@ -24,7 +24,12 @@ struct Rig {
 }
 
 /// An agent in `mode` whose FERRITE_HOME is `home` and whose workspace is `ws`.
-async fn rig_at(home: PathBuf, ws: PathBuf, mode: &str, dirs: Vec<tempfile::TempDir>) -> Rig {
+pub(super) async fn rig_at(
+    home: PathBuf,
+    ws: PathBuf,
+    mode: &str,
+    dirs: Vec<tempfile::TempDir>,
+) -> Rig {
     rig_with_servers(home, ws, mode, dirs, json!([]), vec![]).await
 }
 
@@ -74,14 +79,14 @@ async fn rig(mode: &str) -> Rig {
     rig_at(h, w, mode, vec![home, ws]).await
 }
 
-fn canon(p: &Path) -> PathBuf {
+pub(super) fn canon(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap()
 }
 
 impl Rig {
     /// Runs one turn in which the model calls `bash` with each command in turn, and returns the
     /// text of every tool result.
-    async fn run_commands(&mut self, commands: &[&str]) -> Vec<String> {
+    pub(super) async fn run_commands(&mut self, commands: &[&str]) -> Vec<String> {
         for (i, command) in commands.iter().enumerate() {
             self.fake.push(Script::new().tool_call(
                 format!("c{i}"),
@@ -421,6 +426,8 @@ fn doctor_lists_the_residual_risks_that_apply_here() {
         "{text}"
     );
     assert!(text.contains("`full` mode has no sandbox"), "{text}");
+    // What this machine enforces for UNIX sockets (issue 34).
+    assert!(text.contains("\nunix sockets: "), "{text}");
     let root = std::fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()

@@ -6,18 +6,23 @@ use std::path::Path;
 use super::file::{RawCheckpoints, RawConfig, RawPermissions, RawSubagent, RawTools};
 use super::{
     BASH_TIMEOUT_CAP_SECS, BUILTIN_PROVIDERS, CheckpointsConfig, Config, ConfigError,
-    MIN_STORE_BYTES, McpServerConfig, ProviderConfig,
+    MIN_SPILL_MAX_BYTES, MIN_STORE_BYTES, McpServerConfig, ProviderConfig,
 };
 
 /// A `deny_read` entry must be absolute or start with `~/` (or be `~`): a relative path would
 /// mean something else in every workspace.
 fn check_deny_read(entries: &[String]) -> Result<(), String> {
+    check_paths("sandbox.deny_read", entries)
+}
+
+/// Every entry of the list `key` is absolute or starts with `~/` (or is `~`).
+fn check_paths(key: &str, entries: &[String]) -> Result<(), String> {
     match entries
         .iter()
         .find(|e| !(e.starts_with('/') || *e == "~" || e.starts_with("~/")))
     {
         Some(bad) => Err(format!(
-            "`sandbox.deny_read` entry {bad:?} must be an absolute path or start with `~/`"
+            "`{key}` entry {bad:?} must be an absolute path or start with `~/`"
         )),
         None => Ok(()),
     }
@@ -46,6 +51,7 @@ fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
 
 impl Config {
     pub(super) fn apply_user(&mut self, raw: RawConfig, path: &Path) -> Result<(), ConfigError> {
+        self.apply_user_only(&raw, path)?;
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_owned(),
             message,
@@ -130,6 +136,7 @@ impl Config {
         raw: RawConfig,
         path: &Path,
     ) -> Result<(), ConfigError> {
+        self.ignore_user_only(&raw, path);
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_owned(),
             message,
@@ -295,6 +302,44 @@ impl Config {
             };
         }
         Ok(())
+    }
+
+    /// The keys only the user file sets (issue 34): which UNIX sockets commands may reach, and
+    /// the session's disk budget for command output.
+    fn apply_user_only(&mut self, raw: &RawConfig, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        if let Some(sockets) = &raw.sandbox.allow_unix_sockets {
+            check_paths("sandbox.allow_unix_sockets", sockets).map_err(invalid)?;
+            self.sandbox_allow_unix_sockets = sockets.clone();
+        }
+        if let Some(b) = raw.tools.spill_max_bytes {
+            if b < MIN_SPILL_MAX_BYTES {
+                return Err(invalid(format!(
+                    "`tools.spill_max_bytes` must be at least {MIN_SPILL_MAX_BYTES}"
+                )));
+            }
+            self.tools.spill_max_bytes = b;
+        }
+        Ok(())
+    }
+
+    /// A workspace file's user-only keys: ignored, with a warning.
+    fn ignore_user_only(&mut self, raw: &RawConfig, path: &Path) {
+        let shown = path.display();
+        if raw.sandbox.allow_unix_sockets.is_some() {
+            self.warnings.push(format!(
+                "{shown}: `sandbox.allow_unix_sockets` ignored: only the user config may let \
+                 commands reach sockets"
+            ));
+        }
+        if raw.tools.spill_max_bytes.is_some() {
+            self.warnings.push(format!(
+                "{shown}: `tools.spill_max_bytes` ignored: only the user config sets it"
+            ));
+        }
     }
 
     fn apply_tools(&mut self, raw: RawTools, path: &Path) -> Result<(), ConfigError> {

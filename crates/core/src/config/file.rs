@@ -53,6 +53,7 @@ pub(super) struct RawPermissions {
 pub(super) struct RawSandbox {
     pub(super) network: Option<bool>,
     pub(super) deny_read: Option<Vec<String>>,
+    pub(super) allow_unix_sockets: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -62,6 +63,7 @@ pub(super) struct RawTools {
     pub(super) output_max_lines: Option<usize>,
     pub(super) max_background_commands: Option<usize>,
     pub(super) bash_timeout_secs: Option<u64>,
+    pub(super) spill_max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

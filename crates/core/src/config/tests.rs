@@ -367,3 +367,38 @@ fn checkpoints_section_is_validated_and_a_workspace_only_narrows_it() {
     assert_eq!(c.checkpoints.max_total_bytes, 4 << 20);
     assert_eq!(c.checkpoints.max_session_bytes, 2 << 20);
 }
+
+#[test]
+fn unix_sockets_and_the_spill_budget_come_from_the_user_file_only() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[sandbox]\nallow_unix_sockets = [\"~/dev.sock\", \"/run/x.sock\"]\n\n\
+         [tools]\nspill_max_bytes = 1048576\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.path().join(".ferrite")).unwrap();
+    std::fs::write(
+        ws.path().join(".ferrite/config.toml"),
+        "[sandbox]\nallow_unix_sockets = [\"/run/docker.sock\"]\n\n\
+         [tools]\nspill_max_bytes = 999999999999\n",
+    )
+    .unwrap();
+    let c = Config::load(home.path(), Some(ws.path())).unwrap();
+    assert_eq!(
+        c.allowed_unix_socket_paths(Some(Path::new("/h"))),
+        vec![PathBuf::from("/h/dev.sock"), PathBuf::from("/run/x.sock")]
+    );
+    assert_eq!(c.tools.spill_max_bytes, 1_048_576);
+    let warned = c.warnings.join("\n");
+    assert!(
+        warned.contains("allow_unix_sockets") && warned.contains("spill_max_bytes"),
+        "{warned}"
+    );
+    assert_eq!(Config::default().tools.spill_max_bytes, 2 << 30);
+    let p = Path::new("config.toml");
+    let bad = |text: &str| Config::from_user_toml(text, p).unwrap_err().to_string();
+    assert!(bad("[sandbox]\nallow_unix_sockets = [\"rel.sock\"]\n").contains("allow_unix_sockets"));
+    assert!(bad("[tools]\nspill_max_bytes = 10\n").contains("spill_max_bytes"));
+}

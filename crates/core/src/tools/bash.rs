@@ -147,6 +147,7 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         max_lines: ctx.limits.max_lines,
         stdin: None,
         separate_stderr: false,
+        spill_budget: None,
     };
 
     if input.background {
@@ -480,6 +481,7 @@ mod tests {
             hidden: vec![],
             protected: vec![],
             network: false,
+            unix_sockets: vec![],
         };
         let out = Bash
             .call(json!({"command": "make test", "timeout_secs": 5}), &ctx)
@@ -500,6 +502,7 @@ mod tests {
                 max_lines: 2_000,
                 stdin: None,
                 separate_stderr: false,
+                spill_budget: None,
             }]
         );
         assert!(env.spill.is_dir());

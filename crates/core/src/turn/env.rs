@@ -115,6 +115,8 @@ pub(crate) struct ToolBase {
     pub sandbox_network: bool,
     /// `sandbox.deny_read` with `~` expanded: hidden from commands.
     pub deny_read: Vec<PathBuf>,
+    /// `sandbox.allow_unix_sockets` with `~` expanded: connectable by commands.
+    pub unix_sockets: Vec<PathBuf>,
     pub client_fs: Option<Arc<dyn crate::clientfs::ClientFs>>,
     pub fs_delegation: FsDelegation,
     /// The session's: every command holds a share, a write through the editor all of it.
@@ -184,6 +186,9 @@ impl CallEnv {
                 warned: start.sandbox_warned.clone(),
                 gate: start.command_gate.clone(),
                 rec: rec.clone(),
+                spill_budget: p
+                    .background
+                    .spill_budget(&spill_dir, config.tools.spill_max_bytes),
             })
         });
         Self {
@@ -228,6 +233,7 @@ impl CallEnv {
                 user_home: services.env.home().map(Path::to_path_buf),
                 sandbox_network: config.sandbox_network,
                 deny_read: config.deny_read_paths(services.env.home()),
+                unix_sockets: config.allowed_unix_socket_paths(services.env.home()),
                 client_fs: services.client_fs.get().cloned(),
                 elicitor: services.elicitor.get().cloned(),
                 fs_delegation: config.fs_delegation,
@@ -324,7 +330,8 @@ impl CallEnv {
                 (&self.home, &self.protected.sandbox_paths()),
                 &base.deny_read,
                 base.sandbox_network,
-            ),
+            )
+            .allowing_unix_sockets(base.unix_sockets.clone()),
             bash_timeout: base.bash_timeout,
             client_fs: base.client_fs.clone(),
             fs_delegation: base.fs_delegation,

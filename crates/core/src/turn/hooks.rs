@@ -132,6 +132,7 @@ async fn run_one(
         max_lines: usize::MAX,
         stdin: Some(stdin),
         separate_stderr: true,
+        spill_budget: None,
     };
     let ran =
         match crate::exec::CommandRunner::run(&runner, spec, cancel.child_token(), &|_| {}).await {

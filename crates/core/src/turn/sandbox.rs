@@ -26,6 +26,8 @@ pub(crate) struct TurnRunner {
     pub rec: Recorder,
     /// Each command holds a share of it while it runs (`crate::clientfs::CommandGate`).
     pub gate: crate::clientfs::CommandGate,
+    /// The session's budget for spilled output (`tools.spill_max_bytes`).
+    pub spill_budget: crate::spill_budget::SpillBudget,
 }
 
 /// The turn's runner for one call, in the mode that call runs in.
@@ -44,6 +46,9 @@ impl CommandRunner for ModeAwareRunner {
         let turn = &self.turn;
         let mut spec = spec;
         spec.env_remove.extend(turn.env_remove.iter().cloned());
+        if spec.spill_budget.is_none() {
+            spec.spill_budget = Some(turn.spill_budget.clone());
+        }
         Box::pin(async move {
             // Held until the command (and a background one is a command) has ended: no write
             // goes through the editor meanwhile.

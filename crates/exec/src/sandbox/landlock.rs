@@ -51,11 +51,10 @@ pub(super) fn restrict(policy: &Policy) -> Result<(), String> {
 fn ruleset(policy: &Policy) -> Result<RulesetStatus, RulesetError> {
     // Signals: a sandboxed command must not kill or stop processes outside its sandbox (ABI 6),
     // the helper that will kill its whole process tree included.
-    // Abstract UNIX sockets are a way around "network off" (a local proxy listening on one).
-    let scopes: BitFlags<Scope> = match policy.network {
-        Network::On => Scope::Signal.into(),
-        Network::Off => Scope::Signal | Scope::AbstractUnixSocket,
-    };
+    // Abstract UNIX sockets reach the user's daemons (D-Bus, X11) and local proxies, network on
+    // or off. The supervisor's connect broker refuses them already (`connect_filter.rs`); this
+    // also covers what does not go through `connect()`.
+    let scopes: BitFlags<Scope> = Scope::Signal | Scope::AbstractUnixSocket;
     let all = AccessFs::from_all(FS_ABI);
     let read_files = AccessFs::from_read(FS_ABI) & !AccessFs::ReadDir;
     let mut ruleset = Ruleset::default()

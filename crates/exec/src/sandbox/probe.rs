@@ -53,6 +53,37 @@ pub(crate) fn probe() -> SandboxSupport {
     }
 }
 
+/// What this machine enforces for UNIX sockets (`ferrite doctor`'s "unix sockets:" line).
+pub(crate) fn unix_sockets() -> String {
+    let abi = match landlock_abi() {
+        LandlockAbi::Available(abi) => abi,
+        LandlockAbi::NotEnabled | LandlockAbi::NotImplemented => {
+            return "not confined: without Landlock there is no sandbox (`ask` runs commands \
+                    unsandboxed)"
+                .to_owned();
+        }
+    };
+    if !seccomp_action_available(SECCOMP_RET_USER_NOTIF) {
+        return "this kernel has no seccomp user notification (Linux 5.0+): sandboxed commands \
+                cannot be checked and are not run"
+            .to_owned();
+    }
+    let scope = if abi >= 6 {
+        format!("also scoped by Landlock ABI {abi}")
+    } else {
+        format!("Landlock ABI {abi} < 6 cannot scope them too")
+    };
+    format!(
+        "sandboxed commands connect (network on or off) only to the sockets listed in \
+         `sandbox.allow_unix_sockets` and to those they created under their writable roots \
+         (checked by the supervisor); abstract sockets are refused ({scope}); `full` mode \
+         reaches every socket"
+    )
+}
+
+/// `SECCOMP_RET_USER_NOTIF` (include/uapi/linux/seccomp.h).
+const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
+
 /// What the sandbox does not guarantee on this machine (docs/sandbox.md has the full list): the
 /// limits that always hold, and those that come from this kernel or from running as root.
 pub(crate) fn residual_risks() -> Vec<String> {
@@ -70,8 +101,8 @@ pub(crate) fn residual_risks() -> Vec<String> {
     if abi < 6 {
         risks.push(format!(
             "Landlock ABI {abi} < 6: a sandboxed command can signal processes outside its \
-             sandbox (including the supervisor that kills its process tree), and reach abstract \
-             UNIX sockets with the network off"
+             sandbox (including the supervisor that kills its process tree); abstract UNIX \
+             sockets are refused by the supervisor only"
         ));
     }
     if abi < 5 {
@@ -109,6 +140,12 @@ pub(crate) fn residual_risks() -> Vec<String> {
         "commands can read every file you can, except FERRITE_HOME and `sandbox.deny_read`, and \
          list names everywhere; with the network on (`ask`, or `sandbox.network = true`) they \
          can send what they read anywhere"
+            .to_owned(),
+    );
+    risks.push(
+        "UNIX sockets under the writable roots created after a command started (by it, or by \
+         another process meanwhile) are reachable to it; a non-dumpable command (ssh-agent) \
+         cannot connect at all"
             .to_owned(),
     );
     risks.push(
@@ -150,7 +187,11 @@ pub(crate) fn landlock_abi() -> LandlockAbi {
 fn seccomp_filters_available() -> bool {
     // The filter returns EPERM for denied calls: ask whether that action is supported, which also
     // tells whether seccomp filters exist at all (ENOSYS/EINVAL otherwise).
-    let action: u32 = libc::SECCOMP_RET_ERRNO;
+    seccomp_action_available(libc::SECCOMP_RET_ERRNO)
+}
+
+#[cfg(target_os = "linux")]
+fn seccomp_action_available(action: u32) -> bool {
     // SAFETY: the kernel reads one u32 through the pointer, which lives across the call.
     let rc = unsafe {
         libc::syscall(
@@ -165,5 +206,10 @@ fn seccomp_filters_available() -> bool {
 
 #[cfg(not(target_os = "linux"))]
 fn seccomp_filters_available() -> bool {
+    false
+}
+
+#[cfg(not(target_os = "linux"))]
+fn seccomp_action_available(_action: u32) -> bool {
     false
 }

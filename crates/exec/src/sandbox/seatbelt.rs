@@ -96,6 +96,7 @@ pub(crate) fn with_resolved(policy: &Policy) -> Policy {
         hidden: both(&policy.hidden),
         protected: both(&policy.protected),
         network: policy.network,
+        unix_sockets: policy.unix_sockets.clone(),
     }
 }
 
@@ -212,6 +213,7 @@ mod tests {
             hidden: hidden.iter().map(PathBuf::from).collect(),
             protected: vec![],
             network,
+            unix_sockets: vec![],
         }
     }
 
@@ -307,6 +309,7 @@ mod tests {
                 hidden: vec![],
                 protected: vec![],
                 network: Network::Off,
+                unix_sockets: vec![],
             };
             assert!(profile(&p).is_err());
         }

@@ -1,6 +1,9 @@
 //! seccomp: what Landlock does not cover.
 //! - Always: `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`, which push keystrokes into a terminal (the
 //!   user's shell would run them, unsandboxed).
+//! - Always: UNIX datagram sockets (`sendto` reaches any named socket without `connect`, and
+//!   seccomp cannot read the address) and io_uring (it connects without the `connect` syscall).
+//!   `connect` itself goes to the supervisor (`connect_filter.rs`), which checks UNIX addresses.
 //! - Network off: every way to reach a network peer fails with EPERM — the set codex's Linux
 //!   sandbox denies, minus the calls that are harmless once no network socket can exist
 //!   (send/recv on connected UNIX sockets, get/setsockopt), which everyday tools use to talk to
@@ -29,6 +32,7 @@ type Rules = BTreeMap<i64, Vec<SeccompRule>>;
 fn filter(network: Network, read_only: bool) -> Result<BpfProgram, seccompiler::Error> {
     let mut rules: Rules = BTreeMap::new();
     deny_terminal_injection(&mut rules)?;
+    deny_unix_escapes(&mut rules)?;
     if network == Network::Off {
         deny_network(&mut rules)?;
     }
@@ -74,11 +78,49 @@ fn deny_terminal_injection(rules: &mut Rules) -> Result<(), seccompiler::Error> 
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 
-fn deny_network(rules: &mut Rules) -> Result<(), seccompiler::Error> {
-    // Denied outright. `connect` also covers UNIX sockets: seccomp cannot read the address, and
-    // a UNIX socket (a proxy, docker.sock) is a way out too.
+/// What reaches a UNIX socket without the supervisor's check, network on or off.
+fn deny_unix_escapes(rules: &mut Rules) -> Result<(), seccompiler::Error> {
+    // io_uring can open sockets and connect without going through these syscalls at all.
     for syscall in [
-        libc::SYS_connect,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ] {
+        rules.insert(syscall, vec![]);
+    }
+    // A UNIX datagram socket needs no `connect` to reach a named socket (`sendto`/`sendmsg`
+    // with an address, even on a connected pair), and seccomp cannot read `sendmsg`'s address.
+    // (AF_UNIX turns SOCK_RAW into SOCK_DGRAM.) Stream and seqpacket sockets refuse an address.
+    let unix_of_type = |kind: libc::c_int| -> Result<SeccompRule, seccompiler::Error> {
+        SeccompRule::new(vec![
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                libc::AF_UNIX as u64,
+            )?,
+            SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                kind as u64,
+            )?,
+        ])
+        .map_err(Into::into)
+    };
+    let datagrams = vec![
+        unix_of_type(libc::SOCK_DGRAM)?,
+        unix_of_type(libc::SOCK_RAW)?,
+    ];
+    rules.insert(libc::SYS_socket, datagrams.clone());
+    rules.insert(libc::SYS_socketpair, datagrams);
+    Ok(())
+}
+
+fn deny_network(rules: &mut Rules) -> Result<(), seccompiler::Error> {
+    // Denied outright. Not `connect`: the supervisor serves it (`connect_filter.rs`), and with
+    // the network off no socket but a UNIX one can exist to connect.
+    for syscall in [
         libc::SYS_bind,
         libc::SYS_listen,
         libc::SYS_accept,
@@ -87,18 +129,11 @@ fn deny_network(rules: &mut Rules) -> Result<(), seccompiler::Error> {
         libc::SYS_recvmmsg,
         // A traced process's syscalls can be rewritten after seccomp has checked them.
         libc::SYS_ptrace,
-        // io_uring can open sockets and connect without going through these syscalls at all.
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
     ] {
         rules.insert(syscall, vec![]);
     }
-    // Sockets only for AF_UNIX, and only connection-oriented ones: pipes between a tool and its
-    // children, not the network. A datagram socket needs no `connect` to reach a named socket:
-    // `sendto`/`sendmsg` with an address do, and seccomp cannot read `sendmsg`'s address (it is
-    // inside the message header), so datagram sockets are not created at all. (AF_UNIX turns
-    // SOCK_RAW into SOCK_DGRAM.) Stream and seqpacket sockets ignore or refuse an address.
+    // Sockets only for AF_UNIX, and only connection-oriented ones (`deny_unix_escapes`): pipes
+    // between a tool and its children, not the network.
     let not_unix = SeccompRule::new(vec![SeccompCondition::new(
         0,
         SeccompCmpArgLen::Dword,
@@ -185,6 +220,18 @@ fn add_x32_denials(rules: &mut Rules, network: Network, read_only: bool) {
         for syscall in metadata_syscalls() {
             rules.insert(syscall | X32, vec![]);
         }
+    }
+    // Always: x32's `connect` would not reach the supervisor (the notification filter matches
+    // the native number only), nor would its io_uring calls be checked.
+    for syscall in [
+        libc::SYS_connect,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_socket,
+        libc::SYS_socketpair,
+    ] {
+        rules.insert(syscall | X32, vec![]);
     }
     if network == Network::On {
         return;

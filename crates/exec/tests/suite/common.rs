@@ -21,6 +21,7 @@ pub fn restricted(writable: &[&Path], network: bool) -> Sandbox {
         hidden: vec![],
         protected: vec![],
         network,
+        unix_sockets: vec![],
     }
 }
 
@@ -36,6 +37,7 @@ pub fn spec(dir: &Path, command: &str) -> CommandSpec {
         max_lines: 100,
         stdin: None,
         separate_stderr: false,
+        spill_budget: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn hiding(writable: &[&Path], hidden: &[&Path], network: bool) -> Sandbox {
         hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
         protected: vec![],
         network,
+        unix_sockets: vec![],
     }
 }
 
