@@ -259,6 +259,18 @@ fn check_node(
                 shorten(text)
             ))
         }
+        // `${x:-$\⏎(rm -rf x)}` is a command substitution to bash (differential test, 150k).
+        "expansion" | "arithmetic_expansion" | "subscript"
+            if text
+                .bytes()
+                .enumerate()
+                .any(|(i, b)| b == b'\n' && continues(text.as_bytes(), i)) =>
+        {
+            Err(
+                "a line continuation inside an expansion changes what bash expands there"
+                    .to_owned(),
+            )
+        }
         "heredoc_redirect" if heredoc_ends_early(node, src) => Err(
             "a line continuation in a here-document joins lines into its delimiter, so bash ends \
              it earlier than Ferrite's grammar"

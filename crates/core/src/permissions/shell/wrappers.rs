@@ -229,6 +229,17 @@ fn sudo<'a>(program: &str, spec: &Spec, args: &'a [Word]) -> Unwrapped<'a> {
 /// /bin/rm root -- -rf v` runs `rm -rf v`). `runuser -u USER CMD…` runs CMD directly.
 fn su<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
     let parsed = opts::SU.parse(args);
+    // `su -`, `su -l`: a login shell runs the user's start-up files first (differential test).
+    let login = parsed.has(Opt::Short('l'))
+        || parsed
+            .operands
+            .first()
+            .is_some_and(|&i| args[i].literal() == Some("-"));
+    if login {
+        return Unwrapped::Hidden(format!(
+            "`{program} -` runs the login shell's start-up files, which the rules cannot see"
+        ));
+    }
     let mut runs: Vec<Unwrapped<'a>> = parsed
         .values(Opt::Short('c'))
         .chain(parsed.values(Opt::Long("session-command")))
