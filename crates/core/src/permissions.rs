@@ -20,6 +20,8 @@ mod command_rules;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
+mod differential_gen;
+#[cfg(test)]
 mod differential_tests;
 mod options;
 pub(crate) mod shell;
@@ -214,36 +216,71 @@ impl Rule {
     }
 
     /// Why this deny rule refuses the command, if it does.
-    fn denies_command(&self, script: &Script) -> Option<String> {
+    /// `work`: the words matched so far against every rule ([`shell::MAX_MATCH_WORK`]).
+    fn denies_command(&self, script: &Script, work: &mut usize) -> Option<Refusal> {
         let pattern = match &self.spec {
-            Spec::Any => return Some(format!("denied by the rule `{}`", self.text)),
+            Spec::Any => {
+                return Some(Refusal::Denied(format!(
+                    "denied by the rule `{}`",
+                    self.text
+                )));
+            }
             Spec::Command(p) => p,
             Spec::Glob(_) | Spec::Domain(_) => return None,
         };
+        if let Some(why) = &script.beyond {
+            return Some(Refusal::Unchecked(format!(
+                "{why}, so the deny rule `{}` cannot be checked",
+                self.text
+            )));
+        }
+        self.denies_understood(pattern, script, work)
+    }
+
+    fn denies_understood(
+        &self,
+        pattern: &CommandPattern,
+        script: &Script,
+        work: &mut usize,
+    ) -> Option<Refusal> {
+        let denied = |why: String| Some(Refusal::Denied(why));
         if script.unparseable {
-            return Some(format!(
+            return denied(format!(
                 "the command is not valid shell syntax as far as Ferrite's bash grammar can tell, so the deny rule `{}` cannot be checked; write it in plain shell syntax",
                 self.text
             ));
         }
         if let Some(why) = script.hidden.first() {
-            return Some(format!(
+            return denied(format!(
                 "{why}, so the deny rule `{}` cannot be checked; run the commands directly",
                 self.text
             ));
         }
         for words in script.commands.iter().flat_map(shell::Found::runs) {
+            // A suffix of another program costs one look; one of the rule's program, its words.
+            *work += if pattern.names_program_of(words) {
+                words.len()
+            } else {
+                1
+            };
+            if *work > shell::MAX_MATCH_WORK {
+                return Some(Refusal::Unchecked(format!(
+                    "the command has more words than Ferrite's rules check, so the deny rule \
+                     `{}` cannot be checked",
+                    self.text
+                )));
+            }
             match pattern.denies(words) {
                 Verdict::No => {}
                 Verdict::Yes => {
-                    return Some(format!(
+                    return denied(format!(
                         "denied by the rule `{}` (`{}`)",
                         self.text,
                         shown_words(words)
                     ));
                 }
                 Verdict::Maybe => {
-                    return Some(format!(
+                    return denied(format!(
                         "`{}` has arguments computed at run time that the deny rule `{}` may match",
                         shown_words(words),
                         self.text
@@ -327,13 +364,16 @@ impl Rules {
         access: &Access,
         script: Option<&Script>,
         roots: &[PathBuf],
-    ) -> Option<String> {
+    ) -> Option<Refusal> {
         let mut rules = self.deny.iter().filter(|r| r.covers_tool(tool));
         match (access, script) {
-            (Access::Execute { .. }, Some(script)) => rules.find_map(|r| r.denies_command(script)),
+            (Access::Execute { .. }, Some(script)) => {
+                let mut work = 0;
+                rules.find_map(|r| r.denies_command(script, &mut work))
+            }
             _ => rules
                 .find(|r| r.matches_other(access, roots, false))
-                .map(|r| format!("denied by the rule `{}`", r.text)),
+                .map(|r| Refusal::Denied(format!("denied by the rule `{}`", r.text))),
         }
     }
 
@@ -381,6 +421,14 @@ fn command_allowed(rules: &[&Rule], command: &PlainCommand) -> bool {
         })
 }
 
+/// Why deny rules keep a call from running.
+enum Refusal {
+    /// A rule refuses it.
+    Denied(String),
+    /// The command is beyond what the rules read ([`Script::beyond`]): no rule can be checked.
+    Unchecked(String),
+}
+
 /// What the policy says about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -424,8 +472,13 @@ pub fn decide(call: &Call<'_>, rules: &Rules) -> Decision {
         | Access::Mcp
         | Access::None => None,
     };
-    if let Some(why) = rules.denied(tool, access, script.as_ref(), roots) {
-        return Decision::Deny(why);
+    match rules.denied(tool, access, script.as_ref(), roots) {
+        Some(Refusal::Denied(why)) => return Decision::Deny(why),
+        // A command too long or too deep to check against the deny rules runs only after a
+        // question, whatever the mode (`full` included).
+        Some(Refusal::Unchecked(why)) if !harness.may_ask() => return Decision::Deny(why),
+        Some(Refusal::Unchecked(_)) => return Decision::Ask,
+        None => {}
     }
     let allowed_by_rule = || rules.allowed(tool, access, script.as_ref(), roots, shell);
     let mode = if force_ask { mode.min(Mode::Ask) } else { mode };

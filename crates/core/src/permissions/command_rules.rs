@@ -69,6 +69,13 @@ impl CommandPattern {
         }
     }
 
+    /// Whether `words` run the rule's program (the cheap first test of [`Self::denies`]).
+    pub(crate) fn names_program_of(&self, words: &[Word]) -> bool {
+        let program = words.first().and_then(Word::literal).map(program_name);
+        let rule_program = self.words.first().map(|p| program_name(p));
+        program.is_some() && program == rule_program
+    }
+
     pub(crate) fn denies(&self, words: &[Word]) -> Verdict {
         let (Some(program), Some(rule_program)) =
             (words.first().and_then(Word::literal), self.words.first())

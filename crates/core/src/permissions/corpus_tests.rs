@@ -60,7 +60,9 @@ fn corpus_decisions() {
             .strip_prefix(' ')
             .unwrap_or(command)
             .replace('⏎', "\n")
-            .replace('␍', "\r");
+            .replace('␍', "\r")
+            .replace('␋', "\u{b}")
+            .replace('␌', "\u{c}");
         let got_allow = decide_command(&command, Mode::Ask, &allow);
         let got_deny = decide_command(&command, Mode::Full, &deny);
         let got: String = [letter(&got_allow), letter(&got_deny)].iter().collect();
@@ -98,6 +100,64 @@ fn deny_messages_say_why() {
     assert!(why("eval 'rm -rf x'").starts_with("`eval` runs a string built at run time"));
     assert!(why("rm -f $F x").contains("computed at run time"));
     assert!(why("echo 'x").contains("not valid shell syntax"));
+}
+
+/// Issue 34: a command too long, too deep or too costly for the rules is never run without a
+/// question: in `full` mode with a deny rule it asks, and where nobody can be asked it is
+/// refused, saying why. (What reading one costs is measured by `bench/shell_bounds.sh`.)
+#[test]
+fn a_command_beyond_the_bounds_asks_even_in_full_mode() {
+    let deny = rules(&[], DENY);
+    let allow = rules(ALLOW, &[]);
+    let huge = "rm -rf v; ".repeat(400_000);
+    let mut nested = "rm -rf v".to_owned();
+    while nested.len() <= 64 * 1024 {
+        nested = format!("bash -c '{}'", nested.replace('\'', "'\\''"));
+    }
+    let deep = format!("{}rm -rf v{}", "$(".repeat(20_000), ")".repeat(20_000));
+    let wrapped = format!("{}rm -rf v", "nice ".repeat(10_000));
+    // Every suffix names the rule's program: matching them all would be quadratic.
+    let many_programs = format!("fakeroot {}v", "rm ".repeat(20_000));
+    for c in [&huge, &nested, &deep, &wrapped, &many_programs] {
+        let shown = &c[..40];
+        assert_eq!(
+            decide_command(c, Mode::Full, &deny),
+            Decision::Ask,
+            "{shown}"
+        );
+        assert_eq!(
+            decide_command(c, Mode::Auto, &deny),
+            Decision::Ask,
+            "{shown}"
+        );
+        assert_eq!(
+            decide_command(c, Mode::Ask, &allow),
+            Decision::Ask,
+            "{shown}"
+        );
+    }
+    let roots = vec![PathBuf::from("/ws")];
+    let unattended = decide(
+        &Call {
+            tool: "bash",
+            access: &Access::Execute { command: huge },
+            mode: Mode::Full,
+            harness: Harness::Unattended,
+            force_ask: false,
+            roots: &roots,
+            shell: Shell::Bash,
+        },
+        &deny,
+    );
+    assert!(
+        matches!(&unattended, Decision::Deny(why) if why.contains("more than the 64 KiB")),
+        "{unattended:?}"
+    );
+    // Without deny rules `full` runs what it is given, as it always has.
+    assert_eq!(
+        decide_command(&nested, Mode::Full, &rules(&[], &[])),
+        Decision::Allow
+    );
 }
 
 /// Allowed commands, as the rules above allow them.

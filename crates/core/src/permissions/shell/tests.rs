@@ -129,7 +129,9 @@ fn deep_and_long_inputs_neither_overflow_nor_pass() {
     ] {
         let s = Script::parse(&c, Shell::Bash);
         assert!(s.plain.is_none());
-        assert!(!s.hidden.is_empty() || s.unparseable || !s.commands.is_empty());
+        assert!(
+            !s.hidden.is_empty() || s.unparseable || s.beyond.is_some() || !s.commands.is_empty()
+        );
     }
     let mut nested = "rm -rf x".to_owned();
     for _ in 0..8 {
@@ -139,29 +141,98 @@ fn deep_and_long_inputs_neither_overflow_nor_pass() {
         commands(&nested).contains(&"rm -rf x".to_owned()),
         "{nested}"
     );
-    // Plain words, but too many wrappers to follow: hidden (refused under deny rules).
+    // Plain words, but too many wrappers to follow: beyond the bounds (asks under deny rules).
     let wrapped = Script::parse(&format!("{}rm -rf x", "nice ".repeat(n)), Shell::Bash);
-    assert_eq!(wrapped.hidden, [TOO_DEEP]);
+    assert!(wrapped.beyond.is_some() && wrapped.plain.is_none());
     // Long flat chains are not deep.
-    let chain = vec!["git status"; 5_000].join(" && ");
-    assert_eq!(plain(&chain).map(|c| c.len()), Some(5_000));
+    let chain = vec!["git status"; 4_000].join(" && ");
+    assert_eq!(plain(&chain).map(|c| c.len()), Some(4_000));
     let pipes = vec!["ls"; 5_000].join(" | ");
     assert_eq!(plain(&pipes).map(|c| c.len()), Some(5_000));
     assert!(Script::parse("git status\0; touch M", Shell::Bash).unparseable);
 }
 
-/// Wrappers read two ways (`exec`, `time`) cannot make a line take exponential time: the
-/// commands followed are bounded, and past the bound the line hides what it runs.
+/// Wrappers read two ways (`exec`, `time`) cannot make a line take exponential time: the work
+/// is bounded, and past the bound the line is beyond what the rules read.
 #[test]
 fn wrappers_read_two_ways_are_bounded() {
-    let started = std::time::Instant::now();
     let s = Script::parse(
         &format!("{}rm -rf x", "exec -a x time -f y ".repeat(60)),
         Shell::Bash,
     );
-    assert!(s.commands.iter().map(|f| f.words.len()).sum::<usize>() <= MAX_WORDS + 400);
-    assert!(s.hidden.iter().any(|h| h == TOO_MANY), "{:?}", s.hidden);
+    let recorded: usize = s
+        .commands
+        .iter()
+        .flat_map(|f| &f.words)
+        .map(|w| w.shown().len() + bounds::WORK_PER_WORD)
+        .sum();
+    assert!(recorded <= bounds::MAX_WORK, "{recorded}");
+    assert!(s.beyond.is_some() && s.plain.is_none());
     let s = Script::parse(&format!("x {}", "a ".repeat(20_000)), Shell::Bash);
-    assert!(s.hidden.is_empty());
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(s.hidden.is_empty() && s.beyond.is_none(), "{:?}", s.beyond);
+}
+
+/// Issue 34: a line too long, too deep or too costly to read is beyond the bounds, never
+/// understood, and no command of it is lost silently.
+#[test]
+fn lines_beyond_the_bounds_are_never_understood() {
+    let long = "rm -rf v; ".repeat(400_000);
+    assert_eq!(long.len(), 4_000_000);
+    let s = Script::parse(&long, Shell::Bash);
+    assert!(
+        s.beyond.as_deref().is_some_and(|b| b.contains("3907 KiB")),
+        "{:?}",
+        s.beyond
+    );
+    assert!(s.plain.is_none() && s.commands.is_empty());
+    // `bash -c` in `bash -c` in …: each level quotes the last, so the line grows past the
+    // size bound before it gets deep.
+    let mut nested = "rm -rf v".to_owned();
+    while nested.len() <= MAX_BYTES {
+        nested = format!("bash -c {}", quote(&nested));
+    }
+    let s = Script::parse(&nested, Shell::Bash);
+    assert!(s.beyond.is_some() && s.plain.is_none());
+    let deep = format!("{}rm -rf x{}", "$(".repeat(20_000), ")".repeat(20_000));
+    let s = Script::parse(&deep, Shell::Bash);
+    assert!(s.beyond.is_some() && s.plain.is_none());
+    // Just under the size bound, plain words are still read.
+    let words = format!("echo {}", "ab ".repeat((MAX_BYTES - 10) / 3));
+    assert!(Script::parse(&words, Shell::Bash).plain.is_some());
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Issue 34: what the round-four bypasses run is found.
+#[test]
+fn round_four_bypasses_are_followed() {
+    for c in [
+        "script -qc 'rm -rf v' /dev/null",
+        "script -q --comm 'rm -rf v' /dev/null",
+        "script -qc'rm -rf v' /dev/null",
+        "script /dev/null -c 'rm -rf v'",
+        "su root -- -c 'rm -rf v'",
+        "flock -nw1 /tmp/l -c 'rm -rf v'",
+        "env -S'-i rm -rf v'",
+        "parallel 'rm -rf v' ::: x",
+    ] {
+        assert!(
+            commands(c).contains(&"rm -rf v".to_owned()),
+            "{c}: {:?}",
+            commands(c)
+        );
+    }
+    assert!(commands("su -s /bin/rm root -- -rf v").contains(&"/bin/rm -rf v".to_owned()));
+    assert!(commands("timeout --si=KILL 5 rm -rf v").contains(&"rm -rf v".to_owned()));
+    assert!(commands("xargs -i rm -rf {}").contains(&"rm -rf <{}>".to_owned()));
+    let heredoc = Script::parse(
+        "bash -c 'cat <<EOF\nb\nE\\\nOF\nrm -rf v\nEOF\n'",
+        Shell::Bash,
+    );
+    assert!(!heredoc.hidden.is_empty(), "{:?}", heredoc.commands);
+    // A quoted delimiter: bash joins nothing, and nor does the grammar.
+    let quoted = Script::parse("cat <<'EOF'\nb\nE\\\nOF\nEOF\n", Shell::Bash);
+    assert!(quoted.hidden.is_empty(), "{:?}", quoted.hidden);
 }

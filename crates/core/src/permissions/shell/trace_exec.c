@@ -11,9 +11,13 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,4 +126,123 @@ int execve(const char *path, char *const argv[], char *const envp[]) {
         (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
     if (real_execve == NULL) _exit(125);
     return real_execve(path, argv, env);
+}
+
+/* Programs run other programs through the whole exec family, and glibc's execvp, execl* and
+ * posix_spawn* call its internal execve, not this one: each is interposed too, so a wrapper run
+ * for real (env, timeout, script, ...) is traced like the shells. */
+static int search_path(const char *file, char *out, size_t cap) {
+    if (strchr(file, '/') != NULL) {
+        if (strlen(file) >= cap) return -1;
+        strcpy(out, file);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL) path = "/bin:/usr/bin";
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        if (len + strlen(file) + 2 <= cap) {
+            memcpy(out, path, len);
+            out[len] = '/';
+            strcpy(out + len + 1, file);
+            if (access(out, X_OK) == 0) return 0;
+        }
+        if (!end) break;
+        path = end + 1;
+    }
+    return -1;
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    char path[PATH_MAX];
+    if (search_path(file, path, sizeof path) != 0) {
+        record(file, argv);
+        errno = ENOENT;
+        return -1;
+    }
+    return execve(path, argv, envp);
+}
+
+int execvp(const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
+
+int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
+
+#define MAX_ARGS 4096
+static int collect(const char *first, va_list ap, char **argv) {
+    int n = 0;
+    argv[n++] = (char *)first;
+    while (n < MAX_ARGS) {
+        char *a = va_arg(ap, char *);
+        argv[n++] = a;
+        if (a == NULL) return n;
+    }
+    argv[MAX_ARGS - 1] = NULL;
+    return n;
+}
+
+int execl(const char *path, const char *arg, ...) {
+    char *argv[MAX_ARGS];
+    va_list ap;
+    va_start(ap, arg);
+    collect(arg, ap, argv);
+    va_end(ap);
+    return execve(path, argv, environ);
+}
+
+int execlp(const char *file, const char *arg, ...) {
+    char *argv[MAX_ARGS];
+    va_list ap;
+    va_start(ap, arg);
+    collect(arg, ap, argv);
+    va_end(ap);
+    return execvpe(file, argv, environ);
+}
+
+int execle(const char *path, const char *arg, ...) {
+    char *argv[MAX_ARGS];
+    va_list ap;
+    va_start(ap, arg);
+    collect(arg, ap, argv);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+int fexecve(int fd, char *const argv[], char *const envp[]) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return execve(path, argv, envp);
+}
+
+/* A spawned program is an exec in a child: the child records it and, unless it is passed,
+ * exits with the traced status. */
+static int spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[]) {
+    pid_t child = fork();
+    if (child < 0) return errno;
+    if (child == 0) {
+        execve(path, argv, envp);
+        _exit(127);
+    }
+    if (pid != NULL) *pid = child;
+    return 0;
+}
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    (void)actions;
+    (void)attr;
+    return spawn(pid, path, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    (void)actions;
+    (void)attr;
+    char path[PATH_MAX];
+    if (search_path(file, path, sizeof path) != 0) {
+        record(file, argv);
+        return ENOENT;
+    }
+    return spawn(pid, path, argv, envp);
 }

@@ -1,0 +1,175 @@
+//! Times one permission decision on a hostile command line, outside any agent, for
+//! `bench/shell_bounds.sh`: the policy decision of any command must take ≤ 50 ms and ≤ 50 MB
+//! (issue 34). Each run decides one shape (a fresh process, so the peak memory is that
+//! decision's) in `full` mode with ten bash deny rules, and prints one line: shape, bytes,
+//! decision, milliseconds (the slowest of `ROUNDS`), and the peak memory the decision added.
+//!
+//! Usage: `shell_bounds SHAPE`, or `shell_bounds --list` for the shapes.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use ferrite_core::access::Access;
+use ferrite_core::modes::{Harness, Mode};
+use ferrite_core::permissions::{Call, Decision, Rules, decide};
+use ferrite_core::shell::Shell;
+
+const ROUNDS: usize = 3;
+
+/// Just under the 64 KiB the rules read, the most work a line can ask for.
+const NEAR: usize = 64 * 1024 - 16;
+
+fn fill(unit: &str, bytes: usize) -> String {
+    unit.repeat(bytes / unit.len())
+}
+
+fn nested(wrap: impl Fn(&str) -> String, limit: usize) -> String {
+    let mut s = "rm -rf v".to_owned();
+    loop {
+        let next = wrap(&s);
+        if next.len() > limit {
+            return s;
+        }
+        s = next;
+    }
+}
+
+fn shape(name: &str) -> Option<String> {
+    let four_mb = 4 << 20;
+    Some(match name {
+        // Longer than the rules read: refused to read at once.
+        "4mb-chain" => fill("rm -rf v; ", four_mb),
+        "4mb-word" => fill("a", four_mb),
+        "4mb-subst" => format!("{}x{}", fill("$(", four_mb / 2), fill(")", four_mb / 2)),
+        // Just under the bound: every kind of work.
+        "chain" => fill("rm -rf v; ", NEAR),
+        "pipes" => fill("ls | ", NEAR),
+        "one-command" => format!("echo {}", fill("ab ", NEAR - 5)),
+        "unknown-program" => format!("frobnicate {}", fill("ab ", NEAR - 11)),
+        "suffixes-of-rm" => format!("fakeroot {}-rf v", fill("rm ", NEAR - 14)),
+        "wrappers" => format!("{}rm -rf v", fill("nice ", NEAR - 8)),
+        "two-readings" => format!("{}rm -rf v", fill("exec -a x time -f y ", NEAR - 8)),
+        "subst-deep" => format!("{}x{}", fill("$(", NEAR / 2), fill(")", NEAR / 2)),
+        "subshell-deep" => format!("{}x{}", fill("(", NEAR / 2), fill(")", NEAR / 2)),
+        "group-deep" => format!("{}x{}", fill("{ ", NEAR / 2), fill("; }", NEAR / 2)),
+        "bash-c-nested" => nested(|s| format!("bash -c '{}'", s.replace('\'', "'\\''")), NEAR),
+        "sh-c-dquoted" => nested(
+            |s| format!("sh -c \"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")),
+            NEAR,
+        ),
+        "bash-c-flat" => fill("bash -c 'bash -c \"rm -rf v\"'; ", NEAR),
+        "env-split" => nested(|s| format!("env -S'{}'", s.replace('\'', "'\\''")), NEAR),
+        "heredocs" => fill("cat <<E\nrm -rf v\nE\n", NEAR),
+        "heredoc-continuations" => format!("cat <<EOF\n{}EOF\n", fill("a\\\n", NEAR - 20)),
+        "quotes-unbalanced" => fill("'\"`", NEAR),
+        "garbage" => fill(")(;}{|$(<<'\"`&&", NEAR),
+        "case-arms" => format!("case x in {}esac", fill("a) rm -rf v;; ", NEAR - 20)),
+        "strings-guessed" => format!("frobnicate {}", fill("'a b; c' ", NEAR - 11)),
+        "assignments" => format!("{}rm -rf v", fill("A=1 ", NEAR - 8)),
+        _ => return None,
+    })
+}
+
+const SHAPES: &[&str] = &[
+    "4mb-chain",
+    "4mb-word",
+    "4mb-subst",
+    "chain",
+    "pipes",
+    "one-command",
+    "unknown-program",
+    "suffixes-of-rm",
+    "wrappers",
+    "two-readings",
+    "subst-deep",
+    "subshell-deep",
+    "group-deep",
+    "bash-c-nested",
+    "sh-c-dquoted",
+    "bash-c-flat",
+    "env-split",
+    "heredocs",
+    "heredoc-continuations",
+    "quotes-unbalanced",
+    "garbage",
+    "case-arms",
+    "strings-guessed",
+    "assignments",
+];
+
+/// The peak resident memory of this process so far, in KiB.
+fn peak_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() -> ExitCode {
+    let arg = std::env::args().nth(1).unwrap_or_default();
+    if arg == "--list" {
+        let _ = writeln!(std::io::stdout(), "{}", SHAPES.join("\n"));
+        return ExitCode::SUCCESS;
+    }
+    let Some(command) = shape(&arg) else {
+        let _ = writeln!(std::io::stderr(), "usage: shell_bounds SHAPE | --list");
+        return ExitCode::from(2);
+    };
+    let deny: Vec<String> = [
+        "rm -rf:*",
+        "rm -fr:*",
+        "git push --force:*",
+        "curl:*",
+        "wget:*",
+        "dd:*",
+        "mkfs:*",
+        "shred:*",
+        "chmod -R:*",
+        "sudo:*",
+    ]
+    .iter()
+    .map(|r| format!("bash({r})"))
+    .collect();
+    let Ok(rules) = Rules::from_strings(&[], &deny) else {
+        return ExitCode::from(2);
+    };
+    let roots = vec![PathBuf::from("/ws")];
+    let access = Access::Execute { command };
+    let call = Call {
+        tool: "bash",
+        access: &access,
+        mode: Mode::Full,
+        harness: Harness::Code,
+        force_ask: false,
+        roots: &roots,
+        shell: Shell::Bash,
+    };
+    let before = peak_kib();
+    let mut slowest = 0f64;
+    let mut decision = Decision::Allow;
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        decision = decide(&call, &rules);
+        slowest = slowest.max(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    let added = peak_kib().saturating_sub(before);
+    let shown = match &decision {
+        Decision::Allow => "allow".to_owned(),
+        Decision::Ask => "ask".to_owned(),
+        Decision::Deny(_) => "deny".to_owned(),
+    };
+    let Access::Execute { command } = &access else {
+        unreachable!()
+    };
+    let _ = writeln!(
+        std::io::stdout(),
+        "{arg:<22} {:>9} B  {shown:<5} {slowest:>8.1} ms  {:>6.1} MB",
+        command.len(),
+        added as f64 / 1024.0
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,94 @@
+//! What reading one command line may cost. A line beyond these bounds is not understood and
+//! deny rules cannot be checked against it, so it is never run without a question
+//! ([`Script::beyond`], `permissions::decide`); `bench/shell_bounds.sh` measures the worst
+//! lines Ferrite knows against the 50 ms / 50 MB a decision may take.
+//!
+//! - [`MAX_BYTES`]: a longer line is not read at all.
+//! - [`MAX_LEVEL`]: how deep syntax, `sh -c` strings and wrappers are followed (the recursion,
+//!   and so the stack).
+//! - [`MAX_MATCH_WORK`]: the words the deny rules of one decision may look at.
+//! - [`MAX_WORK`]: the work of the whole line: bytes handed to the parser (a string run by a
+//!   shell is parsed again, so nesting multiplies it), the parser's own steps (its error
+//!   recovery can take many per byte), and the words recorded for the deny rules (each wrapper
+//!   level copies the words it runs).
+
+use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
+
+use super::Script;
+
+/// The longest command line the rules read, in bytes.
+pub(crate) const MAX_BYTES: usize = 64 * 1024;
+
+/// How deep the syntax tree, `sh -c '…'` strings and wrappers are followed, all counted
+/// together. (Chains of `&&`, `|`, `;` do not count: they are flat.)
+pub(super) const MAX_LEVEL: usize = 200;
+
+pub(super) const TOO_DEEP: &str = "the command nests commands too deeply for Ferrite's rules to \
+                                   follow";
+
+/// The work one line may cost, in units of about one byte parsed or copied.
+pub(super) const MAX_WORK: usize = 4 << 20;
+
+const TOO_MUCH: &str = "the command takes more work to follow than Ferrite's rules allow";
+
+/// How many words the deny rules of one decision may look at: one per suffix of another
+/// program ([`super::Found::runs`]), every word of a suffix of the rule's own program (`fakeroot
+/// rm rm rm …` makes that quadratic). Past it the command asks.
+pub(crate) const MAX_MATCH_WORK: usize = 1 << 18;
+
+/// What one call of the parser's progress callback stands for: the parser calls it every 100
+/// of its operations (`OP_COUNT_PER_PARSER_CALLBACK_CHECK` in tree-sitter's `parser.c`).
+const WORK_PER_PARSER_CHECK: usize = 100;
+
+/// What recording one word costs beyond its bytes (the `Word` and its `String`).
+pub(super) const WORK_PER_WORD: usize = 32;
+
+impl Script {
+    /// Adds `units` of work; `false` (and the line is beyond the bounds) past [`MAX_WORK`].
+    pub(super) fn charge(&mut self, units: usize) -> bool {
+        self.work = self.work.saturating_add(units);
+        if self.work > MAX_WORK {
+            self.exceed(TOO_MUCH);
+            return false;
+        }
+        self.beyond.is_none()
+    }
+
+    /// Marks the line as beyond the bounds (the first reason is kept).
+    pub(super) fn exceed(&mut self, why: &str) {
+        self.beyond.get_or_insert_with(|| why.to_owned());
+    }
+}
+
+/// Parses `src` with bash's grammar, stopping the parser once the line's work passes
+/// [`MAX_WORK`]. `None`: the grammar could not be loaded (unparseable) or the work ran out
+/// (beyond the bounds).
+pub(super) fn parse(src: &str, out: &mut Script) -> Option<Tree> {
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        out.unparseable = true;
+        return None;
+    }
+    let left = MAX_WORK.saturating_sub(out.work);
+    let mut checks = 0usize;
+    let mut stop = |_: &ParseState| {
+        checks += 1;
+        checks.saturating_mul(WORK_PER_PARSER_CHECK) > left
+    };
+    let bytes = src.as_bytes();
+    let tree = parser.parse_with_options(
+        &mut |at, _| bytes.get(at..).unwrap_or_default(),
+        None,
+        Some(ParseOptions::new().progress_callback(&mut stop)),
+    );
+    if !out.charge(checks.saturating_mul(WORK_PER_PARSER_CHECK)) {
+        return None;
+    }
+    if tree.is_none() {
+        out.unparseable = true;
+    }
+    tree
+}

@@ -1,0 +1,419 @@
+//! Where tree-sitter-bash's tree is not what bash (or dash) will read: each such place makes a
+//! line "hidden" (deny rules refuse it, allow rules never match it). Found one by one by the
+//! differential test against the real shells (`differential_tests.rs`).
+
+use tree_sitter::Node;
+
+use super::{Grammar, Word, only_line_continuations, shorten};
+
+/// Where the grammar's tree is not what the shell will read (each found by the differential
+/// test against bash, `differential_tests.rs`), by one walk over every node (iterative: the
+/// tree may be deep). `Err` says why; `Ok` holds where a line continuation glues two nodes
+/// together (bash joins them; the walker must have).
+/// - text the grammar skips as blank: an escape (`"git"\ status` is the program `git status`
+///   to bash; `git status \ #x; touch M` is one command), or a word it drops;
+/// - a word the grammar reads as a keyword, assignment or file descriptor where bash reads a
+///   plain word: `declare"#x"`, `!"#x"`, `--signal=KILL`, `5X=1`, `-1>&2`;
+/// - a comment the grammar sees where bash starts none (`#` inside a word);
+/// - a command the grammar continues past the newline that ends it;
+/// - in double quotes, a line continuation (`"$\⏎(touch M)"` is a command substitution) or a
+///   backquote substitution with backslashes (escapes change meaning there);
+/// - for a shell that is not bash, the bash-only constructs it reads otherwise: `a &>/dev/null
+///   b` is `a &` then `>/dev/null b` to dash, `((…))` two subshells, `|&`, `<<<`, `<(…)`
+///   syntax errors after the commands before them ran.
+pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Reading, String> {
+    let bytes = src.as_bytes();
+    let mut reading = Reading::default();
+    let mut covered_to = 0;
+    let mut cursor = root.walk();
+    // The ancestors of the node at the cursor (`Node::parent` walks down from the root: too
+    // slow for every node of a deep tree).
+    let mut parents: Vec<(Node<'_>, bool)> = Vec::new();
+    // Inside a node read as a whole (a string, a here-document body): its nodes are checked,
+    // but the text between them is the node's own, not a gap between tokens.
+    let mut inside_atomic = 0usize;
+    loop {
+        let node = cursor.node();
+        let kind = node.kind();
+        let text = node.utf8_text(bytes).unwrap_or("");
+        let atomic = inside_atomic > 0 || node.child_count() == 0 || ATOMIC.contains(&kind);
+        let parent = parents.last().map(|(p, _)| *p);
+        let heredoc_op =
+            matches!(kind, "<<" | "<<-") && parent.is_some_and(|p| p.kind() == "heredoc_redirect");
+        if heredoc_op && text.ends_with(kind) {
+            // The grammar drops the word before a here-document (`python3 - <<'EOF'` has no
+            // `-`, `ls -iu<<X` makes `-iu<<` the operator): bash reads it as an argument.
+            let op_at = node.end_byte() - kind.len();
+            let dropped = src
+                .get(covered_to..op_at)
+                .unwrap_or("")
+                .trim_matches([' ', '\t']);
+            if dropped.contains([' ', '\t', '\n', '\\']) {
+                return Err(format!(
+                    "Ferrite's grammar skips `{}` of the command",
+                    shorten(dropped)
+                ));
+            }
+            if let Some(heredoc) = parent.filter(|_| !dropped.is_empty()) {
+                reading
+                    .before_heredoc
+                    .push((heredoc.start_byte(), dropped.to_owned()));
+            }
+            covered_to = node.end_byte();
+        } else {
+            if atomic && inside_atomic == 0 {
+                gap(bytes, covered_to, node.start_byte(), &mut reading.glued)?;
+                covered_to = covered_to.max(node.end_byte());
+            }
+            // A token's text is the token: `ls -iu<<X` made a `<<` of `-iu<<`.
+            if !node.is_named() && text != kind {
+                return Err(format!(
+                    "Ferrite's grammar reads `{}` as `{kind}`",
+                    shorten(text)
+                ));
+            }
+        }
+        check_node(node, parent.map(|p| p.kind()), text, bytes, grammar)?;
+        if cursor.goto_first_child() {
+            inside_atomic += usize::from(atomic);
+            parents.push((node, atomic));
+            continue;
+        }
+        if cursor.goto_next_sibling() {
+            continue;
+        }
+        loop {
+            if !cursor.goto_parent() {
+                gap(bytes, covered_to, bytes.len(), &mut reading.glued)?;
+                return Ok(reading);
+            }
+            if let Some((_, true)) = parents.pop() {
+                inside_atomic -= 1;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+}
+
+/// What [`misread`] found that the walker must account for.
+#[derive(Debug, Default)]
+pub(super) struct Reading {
+    /// Where a line continuation glues two nodes together (bash joins them).
+    pub glued: Vec<usize>,
+    /// The word the grammar dropped before a here-document, by where the here-document starts.
+    pub before_heredoc: Vec<(usize, String)>,
+}
+
+/// Nodes whose text is read as a whole (their insides are not gaps between tokens).
+const ATOMIC: &[&str] = &[
+    "word",
+    "string",
+    "raw_string",
+    "ansi_c_string",
+    "translated_string",
+    "heredoc_body",
+    "comment",
+    "regex",
+    "extglob_pattern",
+];
+
+/// What lies between two tokens must be blank to bash too: spaces, tabs, newlines and line
+/// continuations. A continuation with no blank on either side glues its neighbours together.
+fn gap(src: &[u8], from: usize, to: usize, glued: &mut Vec<usize>) -> Result<(), String> {
+    if from >= to {
+        return Ok(());
+    }
+    let text = &src[from..to];
+    // Glued: a word character on the left and what goes on the word on the right (not an
+    // operator that ends it anyway, except `>` after digits: `2\⏎>x` redirects fd 2).
+    let operator = |b: u8| matches!(b, b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>');
+    let (before, after) = (from.checked_sub(1).map(|i| src[i]), src.get(to).copied());
+    let word_on_both_sides = before.is_some_and(|b| !operator(b) && !b.is_ascii_whitespace())
+        && after.is_some_and(|a| {
+            !a.is_ascii_whitespace()
+                && (!operator(a)
+                    || (matches!(a, b'<' | b'>') && before.is_some_and(|b| b.is_ascii_digit())))
+        });
+    if word_on_both_sides && std::str::from_utf8(text).is_ok_and(only_line_continuations) {
+        glued.push(from);
+    }
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b' ' | b'\t' | b'\n' => i += 1,
+            // A continuation only when the backslash is not itself escaped (`\\⏎` is a
+            // backslash, then a line break).
+            b'\\' if text.get(i + 1) == Some(&b'\n') && continues(src, from + i + 1) => i += 2,
+            b'\\' => {
+                let shown: String = String::from_utf8_lossy(&text[i..(i + 2).min(text.len())])
+                    .escape_debug()
+                    .collect();
+                return Err(format!(
+                    "Ferrite's grammar reads the escape `{shown}` as a blank where bash does not"
+                ));
+            }
+            _ => {
+                let shown = String::from_utf8_lossy(&text[i..]).into_owned();
+                return Err(format!(
+                    "Ferrite's grammar skips `{}` of the command",
+                    shorten(shown.trim())
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The checks of one node (see [`misread`]).
+fn check_node(
+    node: Node<'_>,
+    parent: Option<&str>,
+    text: &str,
+    src: &[u8],
+    grammar: Grammar,
+) -> Result<(), String> {
+    let kind = node.kind();
+    let word_end = |at: usize| {
+        src.get(at).is_none_or(|b| {
+            matches!(
+                b,
+                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+            )
+        })
+    };
+    let keyword = !node.is_named()
+        && (text.bytes().all(|b| b.is_ascii_alphabetic()) && !text.is_empty()
+            || (text == "!" && parent == Some("negated_command"))
+            || (matches!(text, "[" | "]" | "[[" | "]]") && parent == Some("test_command"))
+            || (matches!(text, "{" | "}") && parent == Some("compound_statement")));
+    if keyword && !(at_word_start(src, node.start_byte()) && word_end(node.end_byte())) {
+        return Err(format!(
+            "`{}` is part of a longer word to bash, not the keyword Ferrite's grammar reads",
+            shorten(text)
+        ));
+    }
+    match kind {
+        "comment" if !at_word_start(src, node.start_byte()) => Err(
+            "a `#` in the command starts a comment for Ferrite's grammar but not for bash"
+                .to_owned(),
+        ),
+        "file_descriptor"
+            if text.is_empty()
+                || !text.bytes().all(|b| b.is_ascii_digit())
+                || !at_word_start(src, node.start_byte()) =>
+        {
+            Err(format!(
+                "`{}` is no file descriptor to bash; put a space before the redirection",
+                shorten(text)
+            ))
+        }
+        "variable_assignment"
+            if node
+                .child_by_field_name("name")
+                .filter(|n| n.kind() == "variable_name")
+                .is_some_and(|n| !is_identifier(n.utf8_text(src).unwrap_or(""))) =>
+        {
+            Err(format!(
+                "`{}` is no variable assignment to bash",
+                shorten(text)
+            ))
+        }
+        // `status\⏎ 3>M`: digits right before `<` or `>` are a file descriptor to bash.
+        "word" | "number"
+            if !text.is_empty()
+                && text.bytes().all(|b| b.is_ascii_digit())
+                && matches!(src.get(node.end_byte()), Some(b'<' | b'>'))
+                && at_word_start(src, node.start_byte()) =>
+        {
+            Err(format!(
+                "`{text}` before a redirection is a file descriptor to bash, an argument to \
+                 Ferrite's grammar"
+            ))
+        }
+        // `<<X&fakeroot` is the delimiter `X`, then `&`, then `fakeroot` to bash.
+        "heredoc_start" if text.contains(['&', ';', '|', '(', ')', '<', '>', ' ', '\t', '\n']) => {
+            Err(format!(
+                "the here-document delimiter `{}` is more than one word to bash",
+                shorten(text)
+            ))
+        }
+        // A raw line break inside a word: the grammar joined two lines into one word.
+        "word" if has_raw_newline(text.as_bytes()) => Err(
+            "Ferrite's grammar reads a word across a line break where bash reads two lines"
+                .to_owned(),
+        ),
+        // `>& -x`: bash closes the descriptor and reads `x` as the command's argument.
+        "file_redirect"
+            if node
+                .child_by_field_name("destination")
+                .and_then(|d| d.utf8_text(src).ok())
+                .is_some_and(|d| d.len() > 1 && d.starts_with('-'))
+                && node
+                    .children(&mut node.walk())
+                    .any(|c| !c.is_named() && matches!(c.kind(), ">&" | "<&")) =>
+        {
+            Err(format!(
+                "`{}` closes a descriptor to bash and leaves the rest of the word as an argument",
+                shorten(text)
+            ))
+        }
+        // `${x:-$\⏎(rm -rf x)}` is a command substitution to bash (differential test, 150k).
+        "expansion" | "arithmetic_expansion" | "subscript"
+            if text
+                .bytes()
+                .enumerate()
+                .any(|(i, b)| b == b'\n' && continues(text.as_bytes(), i)) =>
+        {
+            Err(
+                "a line continuation inside an expansion changes what bash expands there"
+                    .to_owned(),
+            )
+        }
+        "heredoc_redirect" if heredoc_ends_early(node, src) => Err(
+            "a line continuation in a here-document joins lines into its delimiter, so bash ends \
+             it earlier than Ferrite's grammar"
+                .to_owned(),
+        ),
+        "heredoc_start" if !word_end(node.end_byte()) => Err(format!(
+            "the here-document delimiter `{}` goes on in a word bash reads whole",
+            shorten(text)
+        )),
+        "command" if newline_inside(node, src) => Err(
+            "Ferrite's grammar reads one command across a line break where bash reads two"
+                .to_owned(),
+        ),
+        "test_command"
+            if text.starts_with('[') && !text.starts_with("[[") && newline_inside(node, src) =>
+        {
+            Err(
+                "Ferrite's grammar reads one `[` test across a line break where bash reads two"
+                    .to_owned(),
+            )
+        }
+        "string" if text.contains("\\\n") => Err(
+            "a line continuation inside double quotes changes what bash expands there".to_owned(),
+        ),
+        "command_substitution" if text.starts_with('`') && text.contains('\\') => Err(
+            "backslashes inside a `…` substitution change what bash runs there; use $(…)"
+                .to_owned(),
+        ),
+        "&>" | "&>>" | "|&" | "<<<" | "((" | "process_substitution" if grammar != Grammar::Bash => {
+            Err(format!(
+                "`{}` means something else to `sh` than to bash; write it in POSIX shell syntax",
+                shorten(text)
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether bash ends the here-document before the line the grammar ends it at: with an unquoted
+/// delimiter bash joins the body's lines at each line continuation before it looks for the
+/// delimiter, so `E\⏎OF` ends `<<EOF` (issue 34; dash does not join there, and the grammar
+/// never does).
+fn heredoc_ends_early(node: Node<'_>, src: &[u8]) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    let Some(start) = children.iter().find(|c| c.kind() == "heredoc_start") else {
+        return false;
+    };
+    let delimiter = &src[start.byte_range()];
+    if delimiter.iter().any(|b| matches!(b, b'\'' | b'"' | b'\\')) {
+        return false;
+    }
+    let strip_tabs = children.iter().any(|c| c.kind() == "<<-");
+    let Some(body) = children.iter().find(|c| c.kind() == "heredoc_body") else {
+        return false;
+    };
+    let end = children
+        .iter()
+        .find(|c| c.kind() == "heredoc_end")
+        .map_or(body.end_byte(), Node::start_byte);
+    let body = &src[body.start_byte()..end.max(body.start_byte())];
+    let is_delimiter = |line: &[u8]| {
+        let line = match strip_tabs {
+            true => &line[line.iter().take_while(|b| **b == b'\t').count()..],
+            false => line,
+        };
+        line == delimiter
+    };
+    let mut line: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'\\' if body.get(i + 1) == Some(&b'\n') && continues(body, i + 1) => i += 1,
+            b'\n' if is_delimiter(&line) => return true,
+            b'\n' => line.clear(),
+            b => line.push(b),
+        }
+        i += 1;
+    }
+    false
+}
+
+/// A word bash may read as `NAME=value`.
+pub(super) fn is_assignment(word: &Word) -> bool {
+    word.shown()
+        .split_once('=')
+        .is_some_and(|(name, _)| is_identifier(name))
+}
+
+pub(super) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `text` has a line break that is not a line continuation (`\⏎`, the backslash not
+/// itself escaped).
+pub(super) fn has_raw_newline(text: &[u8]) -> bool {
+    text.iter()
+        .enumerate()
+        .any(|(i, b)| *b == b'\n' && !continues(text, i))
+}
+
+/// Whether the line break at `at` ends a line continuation: an odd run of backslashes before it.
+pub(super) fn continues(src: &[u8], at: usize) -> bool {
+    src[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
+}
+
+/// Whether an unescaped line break separates two children of a command.
+fn newline_inside(command: Node<'_>, src: &[u8]) -> bool {
+    let mut cursor = command.walk();
+    let mut prev_end: Option<usize> = None;
+    for child in command.children(&mut cursor) {
+        if let Some(end) = prev_end {
+            let gap = src.get(end..child.start_byte()).unwrap_or_default();
+            if has_raw_newline(gap) {
+                return true;
+            }
+        }
+        prev_end = Some(child.end_byte());
+    }
+    false
+}
+
+/// Whether bash starts a word at `at` (where a `#` starts a comment and digits before `>` are a
+/// file descriptor): at the start of the line or after an unescaped blank, newline or operator
+/// character.
+pub(super) fn at_word_start(src: &[u8], at: usize) -> bool {
+    let Some(prev) = at.checked_sub(1).and_then(|i| src.get(i)) else {
+        return true;
+    };
+    if !matches!(
+        prev,
+        b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+    ) {
+        return false;
+    }
+    let backslashes = src[..at - 1]
+        .iter()
+        .rev()
+        .take_while(|b| **b == b'\\')
+        .count();
+    backslashes % 2 == 0
+}
