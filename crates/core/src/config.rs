@@ -18,14 +18,14 @@ use file::{parse_raw, read_raw, read_workspace_raw};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FsDelegation {
-    /// Reads as `review`; every write goes to disk.
+    /// The default (product.md §7): reads as `review`; every write goes to disk.
+    #[default]
     UnsavedOnly,
     Never,
     Always,
-    /// The default: reads as `unsaved_only`, and `write`/`edit` go through the editor's
+    /// Reads as `unsaved_only`, and `write`/`edit` go through the editor's
     /// `fs/write_text_file` where the client writes files, so its review of agent edits (Zed's
     /// Keep/Reject) tracks them (`crate::tools::delegated`).
-    #[default]
     Review,
 }
 

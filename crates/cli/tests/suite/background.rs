@@ -369,6 +369,8 @@ async fn a_command_that_ends_between_turns_is_shown_at_once_as_info_when_it_succ
         "{next:?}"
     );
     stop(c).await;
+}
+
 /// Bytes of the regular files under `path`.
 fn bytes_under(path: &std::path::Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(path) else {

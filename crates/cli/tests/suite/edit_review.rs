@@ -173,15 +173,15 @@ async fn a_write_that_did_not_land_in_the_file_is_undone_and_reported() {
     stop(c).await;
 }
 
-/// Zed's review sees only edits sent as `fs/write_text_file`: where the client writes files,
-/// that is the default; `fs_delegation = "unsaved_only"` (or a client that does not write
-/// files) keeps every write on disk.
+/// Zed's review sees only edits sent as `fs/write_text_file`: `fs_delegation = "review"` sends
+/// them there where the client writes files. The default (`unsaved_only`, product.md §7) and a
+/// client that does not write files keep every write on disk.
 #[tokio::test]
-async fn edits_go_through_the_editor_by_default_and_unsaved_only_turns_it_off() {
+async fn edits_go_through_the_editor_with_review_and_to_disk_by_default() {
     for (config, writes_files, through_editor) in [
-        (None, true, true),
-        (Some("fs_delegation = \"unsaved_only\"\n"), true, false),
-        (None, false, false),
+        (Some("fs_delegation = \"review\"\n"), true, true),
+        (None, true, false),
+        (Some("fs_delegation = \"review\"\n"), false, false),
     ] {
         let world = World::new();
         if let Some(config) = config {
