@@ -392,3 +392,61 @@ async fn a_malformed_rule_fails_the_turn_and_doctor_names_it() {
         "{text}"
     );
 }
+
+/// Issue 34: round four's bypasses of `bash(rm -rf:*)` in `full` mode (a here-document line
+/// ending in `\` inside `bash -c`, wrapper options in clusters and abbreviations) are refused,
+/// and a command too long for the rules to read asks instead of running: every directory
+/// survives.
+#[tokio::test]
+async fn a_deny_rule_holds_against_round_four_bypasses() {
+    let world = World::new();
+    world.write_config("[permissions]\ndeny = [\"bash(rm -rf:*)\"]\n");
+    let mut r = start(world, None, &[]).await;
+    r.set_mode("full").await;
+    let refused = [
+        "bash -c 'cat <<EOF\nb\nE\\\nOF\nrm -rf d0\nEOF\n'",
+        "script -qc 'rm -rf d1' /dev/null",
+        "script -q --comm 'rm -rf d2' /dev/null",
+        "timeout --si=KILL 5 rm -rf d3",
+        "flock -nw1 lockfile -c 'rm -rf d4'",
+        "env -S'-i rm -rf d5'",
+        "su root -- -c 'rm -rf d6'",
+    ];
+    // Beyond the 64 KiB the rules read: it asks (and the client refuses).
+    let long = format!("rm -rf d7; {}", "true; ".repeat(20_000));
+    let attacks: Vec<&str> = refused.iter().copied().chain([long.as_str()]).collect();
+    for i in 0..attacks.len() {
+        std::fs::create_dir_all(r.world.ws().join(format!("d{i}/sub"))).unwrap();
+        std::fs::write(r.world.ws().join(format!("d{i}/sub/f")), "keep").unwrap();
+    }
+    let calls: Vec<(String, String)> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("r{i}"), json!({"command": c}).to_string()))
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "bash", args.as_str()))
+        .collect();
+    r.fake.push(Script::new().parallel_tool_calls(&calls));
+    r.fake.push(Script::new().text("refused"));
+    let prompt = r.send_prompt_id().await;
+    let (_, asked) = r.refuse_all_until_answer(&prompt).await;
+    assert_eq!(asked, 1, "only the command too long to read asks");
+    for (i, attack) in attacks.iter().enumerate() {
+        assert!(
+            r.world.ws().join(format!("d{i}/sub/f")).exists(),
+            "d{i} was removed by {:?}",
+            &attack[..attack.len().min(60)]
+        );
+    }
+    let results = r.last_tool_results();
+    assert_eq!(results.len(), attacks.len());
+    for (i, (text, err)) in results.iter().enumerate().take(refused.len()) {
+        assert!(
+            *err && text.contains("Permission denied"),
+            "{:?}: {text}",
+            attacks[i]
+        );
+    }
+}
