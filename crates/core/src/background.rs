@@ -463,11 +463,15 @@ mod tests {
                 n if n == total => State::Running,
                 2 => State::Ended {
                     how: "done".into(),
+                    ok: true,
                     told: false,
+                    shown: false,
                 },
                 _ => State::Ended {
                     how: "done".into(),
+                    ok: true,
                     told: true,
+                    shown: true,
                 },
             };
             jobs.by_id.insert(

@@ -147,6 +147,10 @@ impl Script {
             ));
             return script;
         }
+        if let Some(why) = bounds::crowded(command) {
+            script.beyond = Some(why);
+            return script;
+        }
         let plain = analyze(command, grammar, 0, &mut script);
         // A line that hides anything is never fully understood, wherever the hiding was found.
         script.plain = plain

@@ -36,6 +36,44 @@ const TOO_MUCH: &str = "the command takes more work to follow than Ferrite's rul
 /// rm rm rm …` makes that quadratic). Past it the command asks.
 pub(crate) const MAX_MATCH_WORK: usize = 1 << 18;
 
+/// The most command separators (`|`, `;`, `&`, newlines) a line may hold, counted in its raw
+/// text before it is parsed. Why before: a long flat pipeline (`ls | ls | …`, 13k of them in
+/// 64 KiB) cost a minute and gigabytes after parsing, in work the budget above did not see.
+/// A line a person or a model would run has a few dozen; a here-document holding a table may
+/// pass the bound and then asks, which is the safe side.
+pub(super) const MAX_SEPARATORS: usize = 2048;
+
+/// The most command substitutions (`$(`, backquotes, `<(`, `>(`) a line may hold, counted the
+/// same way: each opens a nested script, and 32k of them nested took seconds to parse.
+pub(super) const MAX_SUBSTITUTIONS: usize = 256;
+
+/// Why `command` is beyond the bounds before any parsing, if it is: too many separators or
+/// substitutions in its raw text (quoted ones count too: an over-count only asks).
+pub(super) fn crowded(command: &str) -> Option<String> {
+    let bytes = command.as_bytes();
+    let separators = bytes
+        .iter()
+        .filter(|b| matches!(b, b'|' | b';' | b'&' | b'\n'))
+        .count();
+    if separators > MAX_SEPARATORS {
+        return Some(format!(
+            "the command holds {separators} command separators, more than the \
+             {MAX_SEPARATORS} Ferrite's rules follow"
+        ));
+    }
+    let substitutions = bytes.iter().filter(|&&b| b == b'`').count()
+        + bytes
+            .windows(2)
+            .filter(|w| w[1] == b'(' && matches!(w[0], b'$' | b'<' | b'>'))
+            .count();
+    (substitutions > MAX_SUBSTITUTIONS).then(|| {
+        format!(
+            "the command holds {substitutions} command substitutions, more than the \
+             {MAX_SUBSTITUTIONS} Ferrite's rules follow"
+        )
+    })
+}
+
 /// What one call of the parser's progress callback stands for: the parser calls it every 100
 /// of its operations (`OP_COUNT_PER_PARSER_CALLBACK_CHECK` in tree-sitter's `parser.c`).
 const WORK_PER_PARSER_CHECK: usize = 100;

@@ -199,6 +199,28 @@ fn lines_beyond_the_bounds_are_never_understood() {
     // Just under the size bound, plain words are still read.
     let words = format!("echo {}", "ab ".repeat((MAX_BYTES - 10) / 3));
     assert!(Script::parse(&words, Shell::Bash).plain.is_some());
+    // The lines that cost a minute (a flat pipeline) and seconds (nested substitutions) under
+    // the size bound are beyond the bounds before they are parsed.
+    let pipeline = format!("{}rm -rf v", "ls | ".repeat(13_000));
+    assert!(pipeline.len() < MAX_BYTES);
+    let s = Script::parse(&pipeline, Shell::Bash);
+    assert!(
+        s.beyond
+            .as_deref()
+            .is_some_and(|b| b.contains("separators")),
+        "{:?}",
+        s.beyond
+    );
+    let deep = format!("{}rm -rf x{}", "$(".repeat(300), ")".repeat(300));
+    let s = Script::parse(&deep, Shell::Bash);
+    assert!(
+        s.beyond
+            .as_deref()
+            .is_some_and(|b| b.contains("substitutions"))
+    );
+    // Everyday chains stay understood.
+    let chain = "cargo build && cargo test | tee log; ls $(pwd) `pwd`".to_owned();
+    assert!(Script::parse(&chain, Shell::Bash).beyond.is_none());
 }
 
 fn quote(s: &str) -> String {
