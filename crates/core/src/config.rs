@@ -209,7 +209,7 @@ impl Default for Config {
             model: None,
             max_mode: Mode::Full,
             max_turn_requests: 200,
-            fs_delegation: FsDelegation::Review,
+            fs_delegation: FsDelegation::UnsavedOnly,
             permissions: PermissionsConfig {
                 timeout_secs: 300,
                 allow: vec![],

@@ -145,6 +145,7 @@ async fn a_write_that_did_not_land_in_the_file_is_undone_and_reported() {
     let ws = world.ws();
     let race = ws.join("race.txt");
     std::fs::write(&race, "old\n").unwrap();
+    world.write_config("fs_delegation = \"review\"\n");
     let fake = FakeProvider::start().await.unwrap();
     let (mut c, s) = editor(&world, &fake, true, "auto").await;
     fake.push(Script::new().tool_call(
@@ -159,7 +160,7 @@ async fn a_write_that_did_not_land_in_the_file_is_undone_and_reported() {
         write_in_place(path, content);
     })
     .await;
-    assert_eq!(writes.len(), 1, "the default hands the write to the editor");
+    assert_eq!(writes.len(), 1, "`review` hands the write to the editor");
     let (result, is_error) = tool_results(&fake.requests()[1].body).remove(0);
     assert!(is_error, "{result}");
     assert!(
