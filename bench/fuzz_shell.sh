@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the bash permission parser and rule matcher (crates/core/src/permissions/shell.rs,
+# Fuzzes the bash permission parser and rule matcher (crates/policy/src/permissions/shell.rs,
 # command_rules.rs) with a million generated shell-ish commands (tokens, quotes, operators,
 # arbitrary bytes), in release mode. The test fails on any panic and on any command allowed
 # without being fully understood.
@@ -11,5 +11,5 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export FERRITE_FUZZ_CASES="${FERRITE_FUZZ_CASES:-1000000}"
-exec cargo test --release -p ferrite-core --lib permissions::corpus_tests::fuzz_parser_and_matcher \
+exec cargo test --release -p ferrite-policy --lib permissions::corpus_tests::fuzz_parser_and_matcher \
   -- --exact --nocapture

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What one permission decision costs on the most hostile command lines Ferrite knows (issue 34:
 # the policy decision of any command must take <= 50 ms and <= 50 MB, whatever its size). Each
-# shape is decided in its own process (crates/core/examples/shell_bounds.rs) in `full` mode
+# shape is decided in its own process (crates/policy/examples/shell_bounds.rs) in `full` mode
 # with ten bash deny rules: its decision (lines beyond the bounds ask), the slowest of three
 # runs, and the peak memory the decision added.
 #
@@ -12,7 +12,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PROFILE="${PROFILE:-dev}"
-cargo build --quiet --profile "$PROFILE" -p ferrite-core --example shell_bounds
+cargo build --quiet --profile "$PROFILE" -p ferrite-policy --example shell_bounds
 DIR=debug
 [ "$PROFILE" = dev ] || DIR="$PROFILE"
 BIN="target/$DIR/examples/shell_bounds"

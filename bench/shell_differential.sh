@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The differential test of the bash permission parser against the shell that runs commands
-# (crates/core/src/permissions/differential_tests.rs): every corpus line (twice: with every
+# (crates/policy/src/permissions/differential_tests.rs): every corpus line (twice: with every
 # traced program answering 0, then 1) and FERRITE_DIFF_CASES generated commands (nested
 # `bash -c` / `sh -c`, here-documents with line continuations, every wrapper Ferrite follows
 # with its options in clusters, abbreviations and `--opt=value`) are run by the real bash
@@ -16,6 +16,6 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export FERRITE_DIFF_CASES="${FERRITE_DIFF_CASES:-1000000}"
-exec cargo test --profile "${PROFILE:-dev}" -p ferrite-core --lib \
+exec cargo test --profile "${PROFILE:-dev}" -p ferrite-policy --lib \
   permissions::differential_tests::the_shell_runs_only_what_the_parser_found \
   -- --exact --nocapture

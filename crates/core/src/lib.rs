@@ -1,11 +1,22 @@
-//! ferrite-core: sessions, the session log, config, permissions and the turn loop.
+//! ferrite-core: sessions, the session log, config and the turn loop.
 //!
 //! Knows nothing of JSON-RPC, HTTP or process spawning: it reaches them through small traits
-//! ([`model::ModelClient`], ...) that the other crates implement and `cli` wires together.
+//! ([`model::ModelClient`], ...) that the other crates implement and `cli` wires together. The
+//! permission policy, path resolution and protected files are `ferrite_policy`'s: core asks it
+//! for decisions and must not grow its own. Re-exported under their old paths so callers keep
+//! working while they move to naming `ferrite_policy` directly.
 
-pub mod access;
+pub use ferrite_policy::{access, modes, paths, private_fs, protected, shell};
+
+/// The permission policy (`ferrite_policy::permissions`) and, core's own part, asking the user.
+pub mod permissions {
+    pub use crate::approval::{Approver, PermissionAnswer, PermissionRequest};
+    pub use ferrite_policy::permissions::*;
+}
+
 pub mod agents;
 pub mod ansi;
+mod approval;
 pub mod attachments;
 pub mod background;
 pub mod catalog;
@@ -35,18 +46,12 @@ pub mod ids;
 pub mod log;
 pub mod mcp;
 pub mod model;
-pub mod modes;
 pub mod own_files;
-pub mod paths;
-pub mod permissions;
-pub mod private_fs;
 pub mod prompt;
-pub mod protected;
 pub mod runtime;
 pub mod services;
 mod session;
 pub mod session_view;
-pub mod shell;
 pub mod skills;
 pub mod spill_budget;
 pub mod state;

@@ -101,20 +101,9 @@ pub fn system_prompt(own: &OwnFiles, cwd: &Path, client: Option<&ClientPrompt>) 
     s
 }
 
-/// The directories from the repository root down to `cwd`, root first.
-pub(crate) fn chain(cwd: &Path) -> Vec<PathBuf> {
-    let root = cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(cwd);
-    let mut dirs: Vec<PathBuf> = cwd
-        .ancestors()
-        .take_while(|d| d.starts_with(root))
-        .map(Path::to_path_buf)
-        .collect();
-    dirs.reverse();
-    dirs
-}
+/// The directories from the repository root down to `cwd`, root first (policy's, where the
+/// protected files need it too).
+pub(crate) use ferrite_policy::paths::chain;
 
 /// `dir/AGENTS.md` when there is one (whatever it is), else `dir/CLAUDE.md`.
 fn instruction_file(dir: &Path) -> PathBuf {

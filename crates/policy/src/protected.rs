@@ -100,7 +100,7 @@ impl Protected {
     #[must_use]
     pub fn with_workspace(mut self, roots: &[PathBuf], cwd: &Path, hook_files: &[PathBuf]) -> Self {
         self.roots = roots.to_vec();
-        for dir in crate::prompt::chain(cwd) {
+        for dir in crate::paths::chain(cwd) {
             for entry in EXTENSION_ENTRIES {
                 self.extension.push(crate::paths::resolve(&dir, entry));
             }

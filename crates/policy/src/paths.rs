@@ -145,6 +145,21 @@ fn expand_home(input: &str) -> Option<PathBuf> {
     Some(home.join(rest))
 }
 
+/// The directories from the repository root down to `cwd`, root first.
+pub fn chain(cwd: &Path) -> Vec<PathBuf> {
+    let root = cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd);
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|d| d.starts_with(root))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! The permission policy (`docs/permissions.md`): modes, harness ceilings, `allow`/`deny` rules, and the
 //! "always" answers stored under `FERRITE_HOME/permissions/`. Pure decisions; asking the user is
-//! the [`Approver`]'s job. The exact rule semantics are in `docs/permissions.md`.
+//! core's `Approver`'s job. The exact rule semantics are in `docs/permissions.md`.
 //!
 //! Rules are `tool(specifier)` or a bare `tool`:
 //! - `bash(prefix:*)` / `bash(exact command)`: matched against the command as a bash grammar
@@ -33,13 +33,10 @@ mod web_rules_tests;
 
 use std::path::{Path, PathBuf};
 
-use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::access::Access;
-use crate::content::ToolCallView;
-use crate::ids::SessionId;
 use crate::modes::{Harness, Mode};
 use crate::shell::Shell;
 use command_rules::{CommandPattern, Verdict};
@@ -562,31 +559,4 @@ pub struct PermissionOption {
     pub id: String,
     pub name: String,
     pub kind: OptionKind,
-}
-
-/// A question for the user about one tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PermissionRequest {
-    pub call: ToolCallView,
-    pub options: Vec<PermissionOption>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PermissionAnswer {
-    Selected(String),
-    /// The client cancelled, the turn was cancelled, or nobody answered in time.
-    Cancelled,
-    /// The client could not ask (it answered with an error, e.g. `method_not_found` from a
-    /// client without permission support, or with something unreadable): the call is refused
-    /// once and the turn goes on. The text says what the client answered.
-    Unanswered(String),
-}
-
-/// Asks the user (the ACP client's `session/request_permission`).
-pub trait Approver: Send + Sync {
-    fn request(
-        &self,
-        session: &SessionId,
-        req: PermissionRequest,
-    ) -> BoxFuture<'_, PermissionAnswer>;
 }

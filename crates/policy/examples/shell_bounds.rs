@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use ferrite_core::access::Access;
-use ferrite_core::modes::{Harness, Mode};
-use ferrite_core::permissions::{Call, Decision, Rules, decide};
-use ferrite_core::shell::Shell;
+use ferrite_policy::access::Access;
+use ferrite_policy::modes::{Harness, Mode};
+use ferrite_policy::permissions::{Call, Decision, Rules, decide};
+use ferrite_policy::shell::Shell;
 
 const ROUNDS: usize = 3;
 
