@@ -6,7 +6,10 @@
 //! for decisions and must not grow its own. Re-exported under their old paths so callers keep
 //! working while they move to naming `ferrite_policy` directly.
 
-pub use ferrite_policy::{access, modes, paths, private_fs, protected, shell};
+pub use ferrite_policy::{access, fsops, modes, own_files, paths, private_fs, protected, shell};
+// What users and repositories bring (skills, hooks, agents, trust) is `ferrite_extensions`'s.
+use ferrite_extensions::front_matter;
+pub use ferrite_extensions::{agents, display, hooks, skills, trust};
 
 /// The permission policy (`ferrite_policy::permissions`) and, core's own part, asking the user.
 pub mod permissions {
@@ -14,7 +17,6 @@ pub mod permissions {
     pub use ferrite_policy::permissions::*;
 }
 
-pub mod agents;
 pub mod ansi;
 mod approval;
 pub mod attachments;
@@ -27,38 +29,26 @@ pub mod commands;
 pub mod config;
 pub mod content;
 pub mod credentials;
-pub mod display;
 pub mod elicit;
 pub mod env;
 pub mod events;
 pub mod exec;
 pub mod failure;
 pub mod file_changes;
-mod front_matter;
-#[cfg(unix)]
-pub mod fsops;
-pub mod hooks;
-// No `openat` on Windows: the same API over path checks (weaker against races, see the file).
-#[cfg(windows)]
-#[path = "fsops_windows.rs"]
-pub mod fsops;
 pub mod ids;
 pub mod log;
 pub mod mcp;
 pub mod model;
-pub mod own_files;
 pub mod prompt;
 pub mod runtime;
 pub mod services;
 mod session;
 pub mod session_view;
-pub mod skills;
 pub mod spill_budget;
 pub mod state;
 pub mod steering;
 pub mod time;
 pub mod tools;
-pub mod trust;
 pub mod turn;
 pub mod usage;
 pub mod web;

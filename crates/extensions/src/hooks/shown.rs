@@ -7,8 +7,7 @@ use std::path::Path;
 
 use super::Hook;
 use super::files::Digest;
-use crate::content::{fenced, inline_code};
-use crate::display::visible;
+use crate::display::{fenced, inline_code, visible};
 use crate::trust::Approved;
 
 /// A name or a path inside a line of Markdown.

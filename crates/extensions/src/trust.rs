@@ -68,7 +68,7 @@ pub fn fingerprint(parts: &[&str]) -> String {
 
 /// The workspace `cwd` belongs to, resolved: the repository root or `cwd` itself.
 pub fn workspace_of(cwd: &Path) -> PathBuf {
-    let chain = crate::prompt::chain(cwd);
+    let chain = crate::paths::chain(cwd);
     let root = chain.first().cloned().unwrap_or_else(|| cwd.to_owned());
     root.canonicalize().unwrap_or(root)
 }

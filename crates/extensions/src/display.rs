@@ -66,6 +66,37 @@ fn escaped(c: char, prev: Option<char>, next: Option<char>) -> bool {
     }
 }
 
+/// `text` as a fenced Markdown code block that nothing inside can close: the fence is one
+/// backtick longer than the longest run of backticks in the text (CommonMark §4.5).
+pub fn fenced(text: &str, language: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    let newline = if text.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}{language}\n{text}{newline}{fence}")
+}
+
+/// `text` as inline Markdown code, delimited so that no backtick inside ends it.
+pub fn inline_code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let ticks = "`".repeat(longest + 1);
+    // A space keeps a backtick at either end from joining the delimiter.
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,7 +101,7 @@ fn agent_dirs(own: &OwnFiles, cwd: &Path) -> Vec<(PathBuf, PathBuf, Origin)> {
         let d = home.join(".claude/agents");
         out.push((d.clone(), d, Origin::User));
     }
-    let chain = crate::prompt::chain(cwd);
+    let chain = crate::paths::chain(cwd);
     let root = chain.first().cloned().unwrap_or_else(|| cwd.to_owned());
     for dir in &chain {
         for sub in [".ferrite/agents", ".claude/agents"] {

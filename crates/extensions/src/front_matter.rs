@@ -5,7 +5,7 @@
 /// `---`-delimited `key: value` lines at the top (the subset of YAML prompt files, skills and
 /// agents use), and the body after them. A value that is only `>` or `|` takes the indented lines
 /// after it, joined (YAML's folded and literal blocks, as skill descriptions are written).
-pub(crate) fn parse(text: &str) -> (Vec<(String, String)>, String) {
+pub fn parse(text: &str) -> (Vec<(String, String)>, String) {
     let none = (Vec::new(), text.to_owned());
     let Some(rest) = text
         .strip_prefix("---\n")
@@ -50,7 +50,7 @@ pub(crate) fn parse(text: &str) -> (Vec<(String, String)>, String) {
 
 /// A name a command, skill or agent may have: letters, digits, `-` and `_`, at most 64 (what
 /// `/name` can run).
-pub(crate) fn valid_name(name: &str) -> bool {
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name

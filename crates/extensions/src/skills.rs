@@ -54,7 +54,7 @@ fn skill_dirs(own: &OwnFiles, cwd: &Path) -> Vec<(PathBuf, PathBuf)> {
             out.push((d.clone(), d));
         }
     }
-    let chain = crate::prompt::chain(cwd);
+    let chain = crate::paths::chain(cwd);
     let root = chain.first().cloned().unwrap_or_else(|| cwd.to_owned());
     for dir in &chain {
         for sub in [".ferrite/skills", ".agents/skills", ".claude/skills"] {

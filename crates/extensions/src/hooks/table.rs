@@ -199,7 +199,7 @@ pub fn load(
     for (origin, file, table) in config_tables.iter().filter(|t| t.0 == Origin::Project) {
         all.extend(compile(table, *origin, file, &mut problems));
     }
-    let chain = crate::prompt::chain(cwd);
+    let chain = crate::paths::chain(cwd);
     let root = chain.first().cloned().unwrap_or_else(|| cwd.to_owned());
     for dir in chain.iter().take(MAX_DIRS) {
         for name in ["settings.json", "settings.local.json"] {
