@@ -271,10 +271,13 @@ fn check_node(
                     .to_owned(),
             )
         }
-        "heredoc_redirect" if heredoc_ends_early(node, src) => Err(
-            "a line continuation in a here-document joins lines into its delimiter, so bash ends \
-             it earlier than Ferrite's grammar"
+        "heredoc_redirect" if heredoc_ends_elsewhere(node, src) => Err(
+            "bash ends the here-document at another line than Ferrite's grammar (a line \
+             continuation joins lines of its body, or its delimiter line is not the delimiter)"
                 .to_owned(),
+        ),
+        "heredoc_redirect" if heredoc_takes_body_lines(node, src) => Err(
+            "Ferrite's grammar reads lines of the here-document as words of the command".to_owned(),
         ),
         "heredoc_start" if !word_end(node.end_byte()) => Err(format!(
             "the here-document delimiter `{}` goes on in a word bash reads whole",
@@ -309,46 +312,104 @@ fn check_node(
     }
 }
 
-/// Whether bash ends the here-document before the line the grammar ends it at: with an unquoted
-/// delimiter bash joins the body's lines at each line continuation before it looks for the
-/// delimiter, so `E\⏎OF` ends `<<EOF` (issue 34; dash does not join there, and the grammar
-/// never does).
-fn heredoc_ends_early(node: Node<'_>, src: &[u8]) -> bool {
+/// Whether bash ends the here-document elsewhere than the grammar does. Bash reads the body
+/// from the line after the command, and with an unquoted delimiter joins the body's lines at
+/// each line continuation before it compares a line with the delimiter (after quote removal):
+/// `E\⏎OF` ends `<<EOF` (issue 34), `x\⏎EOF` does not, and `<&-EOF` never does (differential
+/// test, 1M; dash does not join there, and the grammar never does).
+fn heredoc_ends_elsewhere(node: Node<'_>, src: &[u8]) -> bool {
     let mut cursor = node.walk();
     let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
     let Some(start) = children.iter().find(|c| c.kind() == "heredoc_start") else {
         return false;
     };
-    let delimiter = &src[start.byte_range()];
-    if delimiter.iter().any(|b| matches!(b, b'\'' | b'"' | b'\\')) {
-        return false;
-    }
+    let raw = &src[start.byte_range()];
+    let quoted = raw.iter().any(|b| matches!(b, b'\'' | b'"' | b'\\'));
+    let delimiter = unquote(raw);
     let strip_tabs = children.iter().any(|c| c.kind() == "<<-");
-    let Some(body) = children.iter().find(|c| c.kind() == "heredoc_body") else {
+    let body = children.iter().find(|c| c.kind() == "heredoc_body");
+    let grammar_end = children.iter().find(|c| c.kind() == "heredoc_end");
+    let Some(first) = body.or(grammar_end) else {
         return false;
     };
-    let end = children
-        .iter()
-        .find(|c| c.kind() == "heredoc_end")
-        .map_or(body.end_byte(), Node::start_byte);
-    let body = &src[body.start_byte()..end.max(body.start_byte())];
+    // The grammar's body may start with the newline that ends the command's line.
+    let mut from = first.start_byte();
+    if from > 0 && src[from - 1] != b'\n' {
+        match src[from..].iter().position(|b| *b == b'\n') {
+            Some(i) => from += i + 1,
+            None => return grammar_end.is_some(),
+        }
+    }
     let is_delimiter = |line: &[u8]| {
         let line = match strip_tabs {
             true => &line[line.iter().take_while(|b| **b == b'\t').count()..],
             false => line,
         };
-        line == delimiter
+        line == delimiter.as_slice()
     };
     let mut line: Vec<u8> = Vec::new();
-    let mut i = 0;
-    while i < body.len() {
-        match body[i] {
-            b'\\' if body.get(i + 1) == Some(&b'\n') && continues(body, i + 1) => i += 1,
-            b'\n' if is_delimiter(&line) => return true,
-            b'\n' => line.clear(),
-            b => line.push(b),
+    let mut bash_end = None;
+    let mut i = from;
+    while i <= src.len() {
+        match src.get(i) {
+            Some(b'\\') if !quoted && src.get(i + 1) == Some(&b'\n') && continues(src, i + 1) => {
+                i += 1;
+            }
+            Some(b'\n') | None if is_delimiter(&line) => {
+                bash_end = Some(i);
+                break;
+            }
+            Some(b'\n') => line.clear(),
+            None => break,
+            Some(b) => line.push(*b),
         }
         i += 1;
+    }
+    bash_end != grammar_end.map(Node::end_byte)
+}
+
+/// A here-document delimiter after quote removal (`'EOF'`, `"E"OF`, `E\OF` are `EOF`).
+fn unquote(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut quote = None;
+    let mut i = 0;
+    while let Some(&b) = raw.get(i) {
+        match (quote, b) {
+            (None, b'\'' | b'"') => quote = Some(b),
+            (Some(q), _) if b == q => quote = None,
+            (None, b'\\') | (Some(b'"'), b'\\')
+                if raw
+                    .get(i + 1)
+                    .is_some_and(|n| quote.is_none() || b"$`\"\\\n".contains(n)) =>
+            {
+                i += 1;
+                out.push(raw[i]);
+            }
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Whether the grammar reads words of the here-document's body as the command's (`sh
+/// <<EOF⏎\⏎rm -rf x⏎EOF`: the grammar continues the command's line at the body's `\`, bash
+/// reads `rm -rf x` as the body: differential test, 1M).
+fn heredoc_takes_body_lines(node: Node<'_>, src: &[u8]) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    let Some(start) = children.iter().position(|c| c.kind() == "heredoc_start") else {
+        return false;
+    };
+    let mut prev_end = children[start].end_byte();
+    for c in &children[start + 1..] {
+        if matches!(c.kind(), "heredoc_body" | "heredoc_end") {
+            break;
+        }
+        if has_raw_newline(src.get(prev_end..c.start_byte()).unwrap_or_default()) {
+            return true;
+        }
+        prev_end = c.end_byte();
     }
     false
 }
