@@ -52,6 +52,7 @@ mod subagent_sessions;
 mod subagents;
 mod terminal_view;
 mod turn_failures;
+mod turn_usage;
 mod turns;
 mod unix_sockets;
 mod watchdog;
