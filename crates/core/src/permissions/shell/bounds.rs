@@ -47,9 +47,17 @@ pub(super) const MAX_SEPARATORS: usize = 2048;
 /// same way: each opens a nested script, and 32k of them nested took seconds to parse.
 pub(super) const MAX_SUBSTITUTIONS: usize = 256;
 
-/// Why `command` is beyond the bounds before any parsing, if it is: too many separators or
-/// substitutions in its raw text (quoted ones count too: an over-count only asks).
-pub(super) fn crowded(command: &str) -> Option<String> {
+/// Why `command` is beyond the bounds before any parsing, if it is: longer than [`MAX_BYTES`],
+/// or too many separators or substitutions in its raw text (quoted ones count too: an
+/// over-count only asks).
+pub(super) fn before_parsing(command: &str) -> Option<String> {
+    if command.len() > MAX_BYTES {
+        return Some(format!(
+            "the command is {} KiB long, more than the {} KiB Ferrite's rules read",
+            command.len().div_ceil(1024),
+            MAX_BYTES / 1024
+        ));
+    }
     let bytes = command.as_bytes();
     let separators = bytes
         .iter()

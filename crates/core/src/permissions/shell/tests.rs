@@ -251,7 +251,16 @@ fn round_four_bypasses_are_followed() {
     }
     assert!(commands("su -s /bin/rm root -- -rf v").contains(&"/bin/rm -rf v".to_owned()));
     assert!(commands("timeout --si=KILL 5 rm -rf v").contains(&"rm -rf v".to_owned()));
-    assert!(commands("xargs -i rm -rf {}").contains(&"rm -rf <{}>".to_owned()));
+    // What xargs runs gets more arguments from its input: computed at run time.
+    assert!(
+        commands("xargs -i rm -rf {}")
+            .contains(&"rm -rf <{}> <<arguments from the input>>".to_owned())
+    );
+    assert!(
+        commands("xargs -r").contains(&"echo <<arguments from the input>>".to_owned()),
+        "{:?}",
+        commands("xargs -r")
+    );
     let heredoc = Script::parse(
         "bash -c 'cat <<EOF\nb\nE\\\nOF\nrm -rf v\nEOF\n'",
         Shell::Bash,
