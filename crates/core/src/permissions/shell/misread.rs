@@ -258,42 +258,8 @@ fn check_node(
             shorten(text)
         ));
     }
+    recovered_words(node, parent, text, src)?;
     match kind {
-        // `>> } {} `, `<<< { {then`, `=>] [[ x`: braces and brackets are words to bash there;
-        // the grammar reads them as syntax and drops them from the command (differential test).
-        "{" | "}" | "[" | "]" | "[[" | "]]"
-            if !node.is_named()
-                && matches!(
-                    parent,
-                    Some(
-                        "file_redirect"
-                            | "herestring_redirect"
-                            | "heredoc_redirect"
-                            | "command"
-                            | "command_name"
-                            | "redirected_statement"
-                            | "program"
-                            | "list"
-                            | "pipeline"
-                    )
-                ) =>
-        {
-            Err(format!(
-                "`{text}` is a word to bash where Ferrite's grammar reads syntax"
-            ))
-        }
-        // `[ -f|| x ]`: `[` is a plain command to bash, which ends it at the first operator.
-        "test_command"
-            if text.starts_with('[')
-                && !text.starts_with("[[")
-                && text.bytes().any(|b| b"|&;()<>".contains(&b)) =>
-        {
-            Err(
-                "an operator inside `[ … ]` ends the `[` command for bash, not for Ferrite's \
-                 grammar"
-                    .to_owned(),
-            )
-        }
         "comment" if !at_word_start(src, node.start_byte()) => Err(
             "a `#` in the command starts a comment for Ferrite's grammar but not for bash"
                 .to_owned(),
@@ -338,19 +304,6 @@ fn check_node(
                 shorten(text)
             ))
         }
-        // `>> } {}`, `>] [[ rm`: the grammar's error recovery makes one word of what bash
-        // reads as two (differential test, 1M).
-        "word"
-            if text
-                .bytes()
-                .enumerate()
-                .any(|(i, b)| matches!(b, b' ' | b'\t') && !continues(text.as_bytes(), i)) =>
-        {
-            Err(format!(
-                "Ferrite's grammar reads `{}` as one word where bash reads several",
-                shorten(text)
-            ))
-        }
         // A raw line break inside a word: the grammar joined two lines into one word.
         "word" if has_raw_newline(text.as_bytes()) => Err(
             "Ferrite's grammar reads a word across a line break where bash reads two lines"
@@ -383,14 +336,6 @@ fn check_node(
                     .to_owned(),
             )
         }
-        "heredoc_redirect" if heredoc_ends_elsewhere(node, src) => Err(
-            "bash ends the here-document at another line than Ferrite's grammar (a line \
-             continuation joins lines of its body, or its delimiter line is not the delimiter)"
-                .to_owned(),
-        ),
-        "heredoc_redirect" if heredoc_takes_body_lines(node, src) => Err(
-            "Ferrite's grammar reads lines of the here-document as words of the command".to_owned(),
-        ),
         "heredoc_start" if !word_end(node.end_byte()) => Err(format!(
             "the here-document delimiter `{}` goes on in a word bash reads whole",
             shorten(text)
@@ -420,6 +365,75 @@ fn check_node(
                 shorten(text)
             ))
         }
+        _ => Ok(()),
+    }
+}
+
+/// The checks of one node where the grammar's error recovery, or its here-documents, read
+/// words otherwise than bash (differential test, 1M).
+fn recovered_words(
+    node: Node<'_>,
+    parent: Option<&str>,
+    text: &str,
+    src: &[u8],
+) -> Result<(), String> {
+    match node.kind() {
+        // `>> } {} `, `<<< { {then`, `=>] [[ x`: braces and brackets are words to bash there;
+        // the grammar reads them as syntax and drops them from the command (differential test).
+        "{" | "}" | "[" | "]" | "[[" | "]]"
+            if !node.is_named()
+                && matches!(
+                    parent,
+                    Some(
+                        "file_redirect"
+                            | "herestring_redirect"
+                            | "heredoc_redirect"
+                            | "command"
+                            | "command_name"
+                            | "redirected_statement"
+                            | "program"
+                            | "list"
+                            | "pipeline"
+                    )
+                ) =>
+        {
+            Err(format!(
+                "`{text}` is a word to bash where Ferrite's grammar reads syntax"
+            ))
+        }
+        // `[ -f|| x ]`: `[` is a plain command to bash, which ends it at the first operator.
+        "test_command"
+            if text.starts_with('[')
+                && !text.starts_with("[[")
+                && text.bytes().any(|b| b"|&;()<>".contains(&b)) =>
+        {
+            Err(
+                "an operator inside `[ … ]` ends the `[` command for bash, not for Ferrite's \
+                 grammar"
+                    .to_owned(),
+            )
+        }
+        // `>> } {}`, `>] [[ rm`: the grammar's error recovery makes one word of what bash
+        // reads as two (differential test, 1M).
+        "word"
+            if text
+                .bytes()
+                .enumerate()
+                .any(|(i, b)| matches!(b, b' ' | b'\t') && !continues(text.as_bytes(), i)) =>
+        {
+            Err(format!(
+                "Ferrite's grammar reads `{}` as one word where bash reads several",
+                shorten(text)
+            ))
+        }
+        "heredoc_redirect" if heredoc_ends_elsewhere(node, src) => Err(
+            "bash ends the here-document at another line than Ferrite's grammar (a line \
+             continuation joins lines of its body, or its delimiter line is not the delimiter)"
+                .to_owned(),
+        ),
+        "heredoc_redirect" if heredoc_takes_body_lines(node, src) => Err(
+            "Ferrite's grammar reads lines of the here-document as words of the command".to_owned(),
+        ),
         _ => Ok(()),
     }
 }

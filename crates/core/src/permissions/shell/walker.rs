@@ -339,20 +339,7 @@ impl Walker<'_, '_> {
         for w in &word_nodes {
             self.walk_substitutions(*w, level + 1);
         }
-        // `before_heredoc` is in the order of the line (one lookup each: a line of thousands
-        // of here-documents stays linear).
-        let mut recovered: Vec<(usize, Word)> = heredocs
-            .iter()
-            .filter_map(|at| {
-                let i = self
-                    .before_heredoc
-                    .binary_search_by_key(at, |(a, _)| *a)
-                    .ok()?;
-                Some((*at, unquoted(&self.before_heredoc[i].1)))
-            })
-            .collect();
-        recovered.sort_by_key(|(at, _)| *at);
-        recovered.dedup_by_key(|(at, _)| *at);
+        let recovered = self.recovered(&heredocs);
         let words = self.words(&word_nodes, &recovered);
         if words.is_empty() {
             self.not_plain();
@@ -385,6 +372,25 @@ impl Walker<'_, '_> {
                 _ => self.plain = None,
             }
         }
+    }
+
+    /// The words the grammar dropped before the here-documents starting at `heredocs`, in the
+    /// order of the line. `before_heredoc` is in that order too (one lookup each: a line of
+    /// thousands of here-documents stays linear).
+    fn recovered(&self, heredocs: &[usize]) -> Vec<(usize, Word)> {
+        let mut recovered: Vec<(usize, Word)> = heredocs
+            .iter()
+            .filter_map(|at| {
+                let i = self
+                    .before_heredoc
+                    .binary_search_by_key(at, |(a, _)| *a)
+                    .ok()?;
+                Some((*at, unquoted(&self.before_heredoc[i].1)))
+            })
+            .collect();
+        recovered.sort_by_key(|(at, _)| *at);
+        recovered.dedup_by_key(|(at, _)| *at);
+        recovered
     }
 
     /// Walks the parts of a word for commands run inside it (`$(...)`, `<(...)`).
