@@ -32,6 +32,7 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
     // Inside a node read as a whole (a string, a here-document body): its nodes are checked,
     // but the text between them is the node's own, not a gap between tokens.
     let mut inside_atomic = 0usize;
+    let mut words = WordBounds::default();
     loop {
         let node = cursor.node();
         let kind = node.kind();
@@ -64,6 +65,9 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
             if atomic && inside_atomic == 0 {
                 gap(bytes, covered_to, node.start_byte(), &mut reading.glued)?;
                 covered_to = covered_to.max(node.end_byte());
+                if node.is_named() {
+                    words.leaf(node, &parents, bytes)?;
+                }
             }
             // A token's text is the token: `ls -iu<<X` made a `<<` of `-iu<<`.
             if !node.is_named() && text != kind {
@@ -94,6 +98,66 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
                 break;
             }
         }
+    }
+}
+
+/// Where one word ends for the grammar and the next begins with nothing between them, bash
+/// reads one word. Within a command's own words the walker joins them; where one of the two is
+/// (part of) a redirection's target, the grammar has cut a word bash reads whole: `>esac]]\rm`
+/// is one target to bash, a target and the program `rm` to the grammar; `>/dev/null*]\⏎` one
+/// target, not a target and an argument (differential test, 1M).
+#[derive(Default)]
+struct WordBounds {
+    /// The previous word leaf: where it ends, the word it is part of, and what holds that word.
+    last: Option<(usize, usize, &'static str)>,
+}
+
+/// The nodes a word is built of: a leaf inside these is part of the one word they form.
+const WORD_PARTS: &[&str] = &[
+    "concatenation",
+    "simple_expansion",
+    "expansion",
+    "arithmetic_expansion",
+    "brace_expression",
+    "string",
+];
+
+impl WordBounds {
+    fn leaf(
+        &mut self,
+        node: Node<'_>,
+        parents: &[(Node<'_>, bool)],
+        src: &[u8],
+    ) -> Result<(), String> {
+        // The word the leaf is part of, and what holds it (a bounded walk up: deeply nested
+        // expansions count as separate words, which can only make a line hidden).
+        let mut unit = node.id();
+        let mut holder = "";
+        for (p, _) in parents.iter().rev().take(64) {
+            if !WORD_PARTS.contains(&p.kind()) {
+                holder = p.kind();
+                break;
+            }
+            unit = p.id();
+        }
+        let redirect = |h: &str| matches!(h, "file_redirect" | "herestring_redirect");
+        let word_byte =
+            |b: Option<&u8>| b.is_some_and(|b| !b.is_ascii_whitespace() && !b";&|()<>".contains(b));
+        let start = node.start_byte();
+        if let Some((end, last_unit, last_holder)) = self.last
+            && end == start
+            && last_unit != unit
+            && (redirect(last_holder) || redirect(holder))
+            && word_byte(start.checked_sub(1).and_then(|i| src.get(i)))
+            && word_byte(src.get(start))
+        {
+            return Err(format!(
+                "Ferrite's grammar cuts the word `{}` of a redirection where bash reads it whole",
+                shorten(&String::from_utf8_lossy(&src[start..node.end_byte()]))
+            ));
+        }
+        self.last = Some((node.end_byte(), unit, holder));
+        Ok(())
     }
 }
 
@@ -194,6 +258,7 @@ fn check_node(
             shorten(text)
         ));
     }
+    recovered_words(node, parent, text, src)?;
     match kind {
         "comment" if !at_word_start(src, node.start_byte()) => Err(
             "a `#` in the command starts a comment for Ferrite's grammar but not for bash"
@@ -271,14 +336,6 @@ fn check_node(
                     .to_owned(),
             )
         }
-        "heredoc_redirect" if heredoc_ends_elsewhere(node, src) => Err(
-            "bash ends the here-document at another line than Ferrite's grammar (a line \
-             continuation joins lines of its body, or its delimiter line is not the delimiter)"
-                .to_owned(),
-        ),
-        "heredoc_redirect" if heredoc_takes_body_lines(node, src) => Err(
-            "Ferrite's grammar reads lines of the here-document as words of the command".to_owned(),
-        ),
         "heredoc_start" if !word_end(node.end_byte()) => Err(format!(
             "the here-document delimiter `{}` goes on in a word bash reads whole",
             shorten(text)
@@ -308,6 +365,75 @@ fn check_node(
                 shorten(text)
             ))
         }
+        _ => Ok(()),
+    }
+}
+
+/// The checks of one node where the grammar's error recovery, or its here-documents, read
+/// words otherwise than bash (differential test, 1M).
+fn recovered_words(
+    node: Node<'_>,
+    parent: Option<&str>,
+    text: &str,
+    src: &[u8],
+) -> Result<(), String> {
+    match node.kind() {
+        // `>> } {} `, `<<< { {then`, `=>] [[ x`: braces and brackets are words to bash there;
+        // the grammar reads them as syntax and drops them from the command (differential test).
+        "{" | "}" | "[" | "]" | "[[" | "]]"
+            if !node.is_named()
+                && matches!(
+                    parent,
+                    Some(
+                        "file_redirect"
+                            | "herestring_redirect"
+                            | "heredoc_redirect"
+                            | "command"
+                            | "command_name"
+                            | "redirected_statement"
+                            | "program"
+                            | "list"
+                            | "pipeline"
+                    )
+                ) =>
+        {
+            Err(format!(
+                "`{text}` is a word to bash where Ferrite's grammar reads syntax"
+            ))
+        }
+        // `[ -f|| x ]`: `[` is a plain command to bash, which ends it at the first operator.
+        "test_command"
+            if text.starts_with('[')
+                && !text.starts_with("[[")
+                && text.bytes().any(|b| b"|&;()<>".contains(&b)) =>
+        {
+            Err(
+                "an operator inside `[ … ]` ends the `[` command for bash, not for Ferrite's \
+                 grammar"
+                    .to_owned(),
+            )
+        }
+        // `>> } {}`, `>] [[ rm`: the grammar's error recovery makes one word of what bash
+        // reads as two (differential test, 1M).
+        "word"
+            if text
+                .bytes()
+                .enumerate()
+                .any(|(i, b)| matches!(b, b' ' | b'\t') && !continues(text.as_bytes(), i)) =>
+        {
+            Err(format!(
+                "Ferrite's grammar reads `{}` as one word where bash reads several",
+                shorten(text)
+            ))
+        }
+        "heredoc_redirect" if heredoc_ends_elsewhere(node, src) => Err(
+            "bash ends the here-document at another line than Ferrite's grammar (a line \
+             continuation joins lines of its body, or its delimiter line is not the delimiter)"
+                .to_owned(),
+        ),
+        "heredoc_redirect" if heredoc_takes_body_lines(node, src) => Err(
+            "Ferrite's grammar reads lines of the here-document as words of the command".to_owned(),
+        ),
         _ => Ok(()),
     }
 }
@@ -349,8 +475,10 @@ fn heredoc_ends_elsewhere(node: Node<'_>, src: &[u8]) -> bool {
     };
     let mut line: Vec<u8> = Vec::new();
     let mut bash_end = None;
+    // Past the grammar's end the two differ whatever follows: stop there (linear in the line).
+    let last = grammar_end.map_or(src.len(), |e| e.end_byte().min(src.len()));
     let mut i = from;
-    while i <= src.len() {
+    while i <= last {
         match src.get(i) {
             Some(b'\\') if !quoted && src.get(i + 1) == Some(&b'\n') && continues(src, i + 1) => {
                 i += 1;
@@ -361,6 +489,7 @@ fn heredoc_ends_elsewhere(node: Node<'_>, src: &[u8]) -> bool {
             }
             Some(b'\n') => line.clear(),
             None => break,
+            Some(_) if i == last => break,
             Some(b) => line.push(*b),
         }
         i += 1;

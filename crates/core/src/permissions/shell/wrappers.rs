@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use super::getopt::{Opt, Parsed, Spec, Unsure};
 use super::programs::NON_WRAPPERS;
 use super::wrapper_options as opts;
-use super::{Grammar, Word, join};
+use super::{Grammar, Word, append};
 
 /// What a wrapper program runs.
 pub(super) enum Unwrapped<'a> {
@@ -192,15 +192,22 @@ fn shell_without_command<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
     }
 }
 
-/// `xargs [options] [COMMAND [ARG]…]`: with no command it runs `echo` (differential test, 1M).
+/// `xargs [options] [COMMAND [ARG]…]`: the command gets more arguments from the input, so
+/// they count as computed at run time (`echo --force | xargs git push` runs `git push
+/// --force`); with no command it runs `echo` (differential test, 1M).
 fn xargs(args: &[Word]) -> Unwrapped<'_> {
     let parsed = opts::XARGS.parse(args);
     let rest = &args[parsed.first_operand(args.len())..];
-    let sure = match rest.is_empty() {
-        true => Unwrapped::Commands(vec![Cow::Owned(vec![Word::Literal("echo".to_owned())])]),
-        false => commands([rest]),
+    let mut command = match rest.is_empty() {
+        true => vec![Word::Literal("echo".to_owned())],
+        false => rest.to_vec(),
     };
-    unless_unsure("xargs", &parsed, sure)
+    command.push(Word::Dynamic("<arguments from the input>".to_owned()));
+    unless_unsure(
+        "xargs",
+        &parsed,
+        Unwrapped::Commands(vec![Cow::Owned(command)]),
+    )
 }
 
 /// The words as one script (`watch a b` runs `sh -c "a b"`).
@@ -211,9 +218,9 @@ fn joined_script(words: &[Word]) -> Unwrapped<'_> {
     let mut all = Word::Literal(String::new());
     for (i, w) in words.iter().enumerate() {
         if i > 0 {
-            all = join(&all, &Word::Literal(" ".to_owned()));
+            append(&mut all, &Word::Literal(" ".to_owned()));
         }
-        all = join(&all, w);
+        append(&mut all, w);
     }
     Unwrapped::Script(all, Some(Grammar::Posix))
 }
@@ -253,9 +260,11 @@ fn env(args: &[Word]) -> Unwrapped<'_> {
             })
             .collect();
         let operands: Vec<Word> = args[first..].iter().map(quoted).collect();
-        let mut line = join(&Word::Literal("env ".to_owned()), split);
+        let mut line = Word::Literal("env ".to_owned());
+        append(&mut line, split);
         for w in later.iter().chain(&operands) {
-            line = join(&join(&line, &Word::Literal(" ".to_owned())), w);
+            append(&mut line, &Word::Literal(" ".to_owned()));
+            append(&mut line, w);
         }
         return unless_unsure(
             "env",
