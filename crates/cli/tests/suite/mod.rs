@@ -39,6 +39,7 @@ mod protocol;
 mod registry;
 mod registry_login;
 mod rendering;
+mod request_tokens;
 mod retries;
 mod rules;
 mod sandbox_escape;
