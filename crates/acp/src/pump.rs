@@ -189,7 +189,8 @@ fn coalesce(
 }
 
 pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
-    let mut resp = acp::PromptResponse::new(mapping::stop_reason(outcome.stop));
+    let mut resp = acp::PromptResponse::new(mapping::stop_reason(outcome.stop))
+        .usage(outcome.usage.as_ref().and_then(turn_usage));
     if let Some(f) = &outcome.failure {
         let facts = json!({"ferrite": {"turnFailure": {"terminalStatus": f.terminal_status.id(), "errorKind": f.error_kind}}});
         if let Value::Object(m) = facts {
@@ -197,6 +198,25 @@ pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
         }
     }
     serde_json::to_value(resp).unwrap_or_else(|_| json!({"stopReason": "end_turn"}))
+}
+
+/// The turn's tokens in the schema's unstable `usage` (docs/acp.md, "The prompt"): input counts
+/// cached reads and writes, output counts thought tokens, so the total is input + output. A turn
+/// whose calls reported nothing (none ran, or the server sent no usage) has none.
+fn turn_usage(u: &ferrite_core::usage::Usage) -> Option<acp::Usage> {
+    if *u == ferrite_core::usage::Usage::default() {
+        return None;
+    }
+    let usage = acp::Usage::new(
+        u.input_tokens + u.output_tokens,
+        u.input_tokens,
+        u.output_tokens,
+    )
+    .cached_read_tokens(u.cached_input_tokens)
+    .cached_write_tokens(u.cache_write_tokens)
+    // Zero is what a provider that does not count thinking apart says: not reported.
+    .thought_tokens((u.reasoning_tokens > 0).then_some(u.reasoning_tokens));
+    Some(usage)
 }
 
 #[cfg(test)]

@@ -114,6 +114,12 @@ impl BackgroundJobs {
             .clone()
     }
 
+    /// Whether the session knows a background command (running, or ended and still readable):
+    /// until then `bash_output` and `bash_kill` have nothing to act on and are not offered.
+    pub fn any(&self) -> bool {
+        !lock(&self.0).by_id.is_empty()
+    }
+
     /// Starts `spec` in the background; its id, or why not (`max` already run).
     pub fn start(
         &self,

@@ -124,6 +124,9 @@ pub struct SessionEvent {
 pub struct TurnOutcome {
     pub stop: StopReason,
     pub failure: Option<TurnFailure>,
+    /// What the turn's model calls used, summed (tool loops, compactions and subagents
+    /// included); `None` when the session task did not end the turn itself.
+    pub usage: Option<crate::usage::Usage>,
 }
 
 impl TurnOutcome {
@@ -132,6 +135,7 @@ impl TurnOutcome {
         Self {
             stop,
             failure: None,
+            usage: None,
         }
     }
 
@@ -141,6 +145,7 @@ impl TurnOutcome {
         Self {
             stop: StopReason::EndTurn,
             failure: Some(TurnFailure::new(&kind, message)),
+            usage: None,
         }
     }
 }

@@ -60,7 +60,11 @@ pub fn system_prompt(own: &OwnFiles, cwd: &Path, client: Option<&ClientPrompt>) 
         | None => DEFAULT_INSTRUCTIONS.to_owned(),
     };
     s.push_str("\n\n");
-    s.push_str(&format!("Workspace: {}\n", cwd.display()));
+    // Said once here rather than in every tool that takes a path.
+    s.push_str(&format!(
+        "Workspace: {} (relative paths start here)\n",
+        cwd.display()
+    ));
     s.push_str(&format!(
         "Platform: {} {}\n",
         std::env::consts::OS,

@@ -39,6 +39,9 @@ struct SessionCore {
     context_tokens: u64,
     /// Instruction files of nested packages already given to the model.
     nested_instructions: crate::prompt::Nested,
+    /// What the running turn's model calls used so far (its subagents' included): the prompt's
+    /// answer reports it.
+    turn_usage: crate::usage::Usage,
 }
 
 impl SessionCore {
@@ -74,6 +77,7 @@ impl Session {
                 disk_changes: Default::default(),
                 context_tokens,
                 nested_instructions: Default::default(),
+                turn_usage: Default::default(),
             })),
         }
     }
@@ -110,6 +114,12 @@ impl Session {
             tracing::error!(error = %e, "could not sync session log");
         }
         Ok(())
+    }
+
+    /// What the turn's model calls used, counted from zero again: called as a turn starts and
+    /// as it ends.
+    pub fn take_turn_usage(&self) -> crate::usage::Usage {
+        std::mem::take(&mut self.lock().turn_usage)
     }
 
     /// Records the end of a turn and syncs. Failures are logged: the turn is over either way,

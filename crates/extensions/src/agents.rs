@@ -17,8 +17,9 @@ use crate::own_files::{OwnFiles, Skip};
 
 /// Agent files looked at, at most.
 const MAX_AGENTS: usize = 100;
-/// What the `task` tool's description spends on one agent's description.
-pub const MAX_DESCRIPTION_CHARS: usize = 300;
+/// What the `task` tool's description spends on one agent's description: 160 characters keep
+/// a listed agent within about 60 tokens of every request (bench/tokens.py).
+pub const MAX_DESCRIPTION_CHARS: usize = 160;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentDef {

@@ -26,7 +26,8 @@ const MAX_SKILLS: usize = 200;
 /// What the system prompt spends on skills, at most: each description is cut to
 /// [`MAX_DESCRIPTION_CHARS`], and skills past [`MAX_SECTION_BYTES`] are named in one line.
 pub const MAX_SECTION_BYTES: usize = 8 * 1024;
-pub const MAX_DESCRIPTION_CHARS: usize = 300;
+/// 160 characters keep a listed skill within about 60 tokens of every request (bench/tokens.py).
+pub const MAX_DESCRIPTION_CHARS: usize = 160;
 /// Files listed next to a skill's body, at most.
 const MAX_LISTED_FILES: usize = 50;
 
@@ -166,8 +167,7 @@ pub fn section(skills: &[Skill]) -> String {
         return String::new();
     }
     let mut s = String::from(
-        "\n## Skills\nLoad a skill's instructions with the `skill` tool (its `name`) when a task \
-         matches its description, and follow them; `file` reads a file the skill refers to.\n",
+        "\n## Skills\nWhen a task matches one, load it with the `skill` tool and follow it.\n",
     );
     let mut left_out = Vec::new();
     for skill in skills {

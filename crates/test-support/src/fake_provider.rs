@@ -109,11 +109,16 @@ pub enum Step {
         id: String,
         query: String,
     },
-    /// Token counts reported at the end (`input` includes `cached`).
+    /// Token counts reported at the end (`input` includes `cached` and `cache_write`; `output`
+    /// includes `reasoning`, which Anthropic does not report apart).
     Usage {
         input: u64,
         output: u64,
         cached: u64,
+        #[serde(default)]
+        cache_write: u64,
+        #[serde(default)]
+        reasoning: u64,
     },
     /// The stop reason; by default `tool_use` when the script has calls, else `end_turn`.
     Stop {
@@ -210,6 +215,26 @@ impl Script {
             input,
             output,
             cached,
+            cache_write: 0,
+            reasoning: 0,
+        })
+    }
+
+    /// Usage with the cache writes and reasoning tokens the APIs report beside the totals.
+    pub fn usage_details(
+        self,
+        input: u64,
+        output: u64,
+        cached: u64,
+        cache_write: u64,
+        reasoning: u64,
+    ) -> Self {
+        self.step(Step::Usage {
+            input,
+            output,
+            cached,
+            cache_write,
+            reasoning,
         })
     }
 

@@ -405,12 +405,13 @@ async fn check_auth(State(required): State<Option<String>>, req: Request, next: 
 
 /// The `fake-mcp-server` binary, for tests of any package.
 ///
-/// Cargo builds a package's binaries only for that package's own integration tests, so tests
-/// elsewhere cannot rely on it being there (or being fresh). This runs
-/// `cargo build -p ferrite-test-support --bin fake-mcp-server` once per test process, into the
-/// target directory and profile of the running test (`<target>/<profile>/deps/<test>` →
-/// `<target>/<profile>/fake-mcp-server`); an up-to-date build takes a fraction of a second.
-/// `FERRITE_FAKE_MCP_SERVER=<path>` skips the build and uses that binary.
+/// `cargo test --workspace` (the README's test command) builds it before any test runs: it is a
+/// `[[bin]]` of this package, whose own integration tests make cargo build its binaries, into
+/// the same target directory and profile as the running test (`<target>/<profile>/deps/<test>`
+/// → `<target>/<profile>/fake-mcp-server`). Tests never build it themselves: a nested cargo
+/// build resolved features for one package, recompiled much of the tree and looked hung. A
+/// narrower `cargo test -p <package>` finds it missing or older than this package's sources and
+/// says what to build. `FERRITE_FAKE_MCP_SERVER=<path>` uses that binary instead.
 pub fn stdio_server_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -418,38 +419,38 @@ pub fn stdio_server_bin() -> PathBuf {
             return PathBuf::from(path);
         }
         let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let target_dir = profile_dir.parent().unwrap();
-        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "dev",
-            Some(other) => other,
-            None => "dev",
-        };
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "--bin",
-                "fake-mcp-server",
-                "--profile",
-                profile,
-            ])
-            .arg("--manifest-path")
-            .arg(&manifest)
-            .arg("--target-dir")
-            .arg(target_dir)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "building fake-mcp-server failed: {status}"
-        );
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap();
         let bin = profile_dir.join(format!("fake-mcp-server{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.exists(), "{} was not built", bin.display());
+        let build = "run `cargo test --workspace`, or `cargo build -p ferrite-test-support --bins` \
+                     before a narrower `cargo test -p`";
+        let built = std::fs::metadata(&bin)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|_| panic!("{} is missing: {build}", bin.display()));
+        let sources = Path::new(env!("CARGO_MANIFEST_DIR"));
+        if let Some(newer) = newer_than(&sources.join("src"), built) {
+            panic!(
+                "{} is older than {}: {build}",
+                bin.display(),
+                newer.display()
+            );
+        }
         bin
     })
     .clone()
+}
+
+/// A file under `dir` changed after `time`, if there is one.
+fn newer_than(dir: &Path, time: std::time::SystemTime) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_dir() {
+            if let Some(found) = newer_than(&path, time) {
+                return Some(found);
+            }
+        } else if meta.modified().is_ok_and(|m| m > time) {
+            return Some(path);
+        }
+    }
+    None
 }

@@ -88,7 +88,7 @@ async fn a_server_started_in_the_background_answers_a_later_command_and_stops_wi
         .request("session/close", json!({"sessionId": r.sid}))
         .await
         .ok();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + HANG_GUARD;
     while !processes_with(&server).is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

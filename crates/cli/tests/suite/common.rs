@@ -123,6 +123,12 @@ pub fn text_prompt(session: &str, text: &str) -> Value {
 
 pub const QUIET: Duration = Duration::from_millis(300);
 
+/// How long a test waits before it calls the agent hung: a guard, not a claim about speed.
+/// Where a test checks that something ends early, the way it should not end takes longer than
+/// this (a `sleep 300`, a stall of minutes, a timeout never reached), so passing the guard is
+/// the behaviour itself. Speeds are measured in `bench/`.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
 /// The `currentValue` of a config option in a `configOptions` list.
 pub fn option_value(options: &Value, id: &str) -> String {
     options

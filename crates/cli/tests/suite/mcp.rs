@@ -45,7 +45,7 @@ pub(super) async fn start(servers: Value, env_extra: &[(&str, &str)]) -> Rig {
         .await;
     let (_, r) = client.collect_until_answer(&id).await;
     assert!(
-        t.elapsed() < Duration::from_secs(2),
+        t.elapsed() < HANG_GUARD,
         "session/new does not wait for MCP servers"
     );
     let sid = sid(&r.ok());
@@ -170,6 +170,15 @@ async fn stdio_server_tools_round_trip() {
         title["title"].as_str().unwrap().contains("files"),
         "{title}"
     );
+}
+
+/// A server that never answers `initialize`, given ten minutes to start: `session/new` answers
+/// without it (`start` fails past the hang guard).
+#[tokio::test]
+async fn session_new_does_not_wait_for_a_server_that_never_initializes() {
+    let servers = json!([stdio("mute", &["--never-initialize"])]);
+    let r = start(servers, &[("FERRITE_MCP_STARTUP_TIMEOUT_MS", "600000")]).await;
+    assert!(!r.sid.is_empty());
 }
 
 #[tokio::test]

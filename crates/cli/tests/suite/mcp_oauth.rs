@@ -277,7 +277,7 @@ async fn without_url_elicitation_the_user_is_told_how_to_sign_in() {
     fake.push(Script::new().text("no remote tools"));
     let started = std::time::Instant::now();
     let seen = prompt_to_end(&mut c, &sid, "hello").await;
-    assert!(started.elapsed() < Duration::from_secs(15), "no hang");
+    assert!(started.elapsed() < HANG_GUARD, "no hang");
     let all = [early, seen, c.drain(QUIET).await].concat();
     no_elicitation(&all);
     let text = agent_text(&all);

@@ -91,7 +91,8 @@ async fn instruction_files_that_link_out_or_are_fifos_are_not_read() {
     r.fake.push(Script::new().text("read them"));
     let t = Instant::now();
     let seen = prompt(&mut r, "read the packages").await;
-    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    // A FIFO read would never end.
+    assert!(t.elapsed() < HANG_GUARD, "{:?}", t.elapsed());
     let reqs = r.fake.requests();
     assert_eq!(reqs.len(), 2);
     for req in &reqs {
@@ -171,11 +172,7 @@ async fn a_workspace_config_that_is_a_fifo_or_a_link_to_the_keys_is_refused_with
         let answer = c
             .request("session/new", json!({"cwd": world.ws(), "mcpServers": []}))
             .await;
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "{plant}: {:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < HANG_GUARD, "{plant}: {:?}", t.elapsed());
         let message = answer.message();
         assert!(message.contains("config.toml"), "{plant}: {message}");
         assert_no_secret("the editor", &message);

@@ -2,7 +2,7 @@
 //! tools, the editor (test client) answers permission requests.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrite_test_support::fake_provider::{FakeProvider, Script};
 use ferrite_test_support::{AcpClient, updates};
@@ -424,10 +424,8 @@ async fn an_unanswered_request_times_out_into_a_refusal() {
     r.fake.push(Script::new().text("timed out"));
     let prompt = r.send_prompt_id().await;
     let req = r.permission_request().await;
-    let t = Instant::now();
     let (before, answer) = r.client.collect_until_answer(&prompt).await;
     assert_eq!(answer.ok()["stopReason"], "end_turn");
-    assert!(t.elapsed() >= Duration::from_millis(900));
     let withdrawn = before
         .iter()
         .find(|m| m["method"] == "$/cancel_request")

@@ -267,7 +267,7 @@ async fn stop_the_child_alone(close: bool) {
     fake.push(task("t1", "slow", "Think for a long time."));
     fake.push(
         Script::new()
-            .stall(Duration::from_secs(30))
+            .stall(Duration::from_secs(600))
             .text("too late"),
     );
     fake.push(Script::new().text("carried on without it"));
@@ -305,7 +305,7 @@ async fn stop_the_child_alone(close: bool) {
         "end_turn",
         "the parent's turn went on"
     );
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "{:?}", t.elapsed());
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 3, "parent, child, parent");
     assert!(

@@ -125,7 +125,8 @@ async fn text_and_thinking_stream_to_the_editor_for_each_api() {
         assert_eq!(thoughts(&before), "pondering", "{api:?}");
         assert_eq!(
             answer,
-            json!({"stopReason": "end_turn"}),
+            json!({"stopReason": "end_turn", "usage": {"totalTokens": 105, "inputTokens": 100,
+                "outputTokens": 5, "cachedReadTokens": 0, "cachedWriteTokens": 0}}),
             "{api:?}: a clean turn has no turnFailure"
         );
         // The last one: the first is the session's opening `usage_update` (0 tokens).

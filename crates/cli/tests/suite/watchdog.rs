@@ -19,6 +19,7 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
+use super::common::HANG_GUARD;
 use super::inproc::{Editor, agent_text};
 
 /// What the trap does to the first event it matches.
@@ -109,7 +110,7 @@ async fn a_session_task_that_dies_mid_turn_still_answers_the_prompt() {
         answer["result"]["_meta"]["ferrite"]["turnFailure"],
         json!({"terminalStatus": "interrupted", "errorKind": "session_task_died"})
     );
-    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(t.elapsed() < HANG_GUARD);
     assert!(
         agent_text(&before).contains("stopped unexpectedly"),
         "{before:?}"
@@ -148,7 +149,8 @@ fn a_stalled_session_task_cannot_block_the_prompt_or_other_requests() {
         let list = e.send("session/list", json!({})).await;
         let (_, answer) = e.answer(&list).await;
         assert!(answer.get("result").is_some(), "{answer}");
-        assert!(t.elapsed() < Duration::from_secs(2));
+        // The stuck task is released only at the end: an answer at all is the behaviour.
+        assert!(t.elapsed() < HANG_GUARD);
         e.notify("session/cancel", json!({"sessionId": session}))
             .await;
         let (_, answer) = e.answer(&stuck).await;
@@ -157,11 +159,7 @@ fn a_stalled_session_task_cannot_block_the_prompt_or_other_requests() {
             "session_unresponsive",
             "{answer}"
         );
-        assert!(
-            t.elapsed() < Duration::from_secs(15),
-            "bounded: {:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < HANG_GUARD, "bounded: {:?}", t.elapsed());
         let _ = release.send(());
     });
     rt.shutdown_timeout(Duration::from_secs(5));

@@ -117,6 +117,7 @@ fn cost_counts_cache_reads_and_writes_at_their_rates() {
         output_tokens: 100_000,
         cached_input_tokens: 2_000_000,
         cache_write_tokens: 1_000_000,
+        reasoning_tokens: 0,
     };
     let cost = p.cost(&u);
     assert!((cost - (3.0 + 0.6 + 3.75 + 1.5)).abs() < 1e-9, "{cost}");

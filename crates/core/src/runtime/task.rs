@@ -383,6 +383,8 @@ impl SessionTask {
     fn start_turn(&mut self, req: TurnRequest, turn: TurnId, ended: TurnEnd) {
         super::memory::turn_started();
         let cancel = CancellationToken::new();
+        // Calls made between turns (none today) are no turn's.
+        self.core.take_turn_usage();
         let rec = self.core.recorder(self.events.clone(), Some(turn));
         let inbox = req.inbox.clone();
         let handle = tokio::spawn(run_turn(self.services.clone(), rec, req, cancel.clone()));
@@ -572,8 +574,9 @@ async fn finish_turn(
     events: &mpsc::Sender<SessionEvent>,
     session: &SessionId,
     running: &Running,
-    outcome: TurnOutcome,
+    mut outcome: TurnOutcome,
 ) {
+    outcome.usage = Some(core.take_turn_usage());
     core.end_turn(&outcome);
     // Unless the supervisor answered the turn already (the task was stuck after a cancel).
     if running.ended.claim() {

@@ -222,6 +222,7 @@ impl Recorder {
             cost_usd,
         })?;
         core.context_tokens = context_tokens;
+        core.turn_usage.add(&usage);
         let cost = core.state.cost_usd;
         drop(core);
         // A subagent's spending counts in its parent's cost too.
@@ -241,6 +242,7 @@ impl Recorder {
     ) -> Result<(), StoreError> {
         let mut core = self.session.lock();
         let context_tokens = core.state.context_tokens;
+        core.turn_usage.add(&usage);
         core.record(EntryKind::Usage {
             model: model.to_owned(),
             usage,

@@ -23,7 +23,7 @@ pub const BASH_KILL: &str = "bash_kill";
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// The id `bash` returned for the background command (`bg-1`).
+    /// The id `bash` returned (`bg-1`).
     id: String,
 }
 
@@ -58,9 +58,8 @@ impl Tool for BashOutput {
     fn spec(&self) -> ToolSpec {
         spec_of(
             BASH_OUTPUT,
-            "Read what a background command (started with `bash` and `background: true`) wrote \
-             since the last read, and whether it is still running. At most 32 KiB per call; call \
-             again for the rest.",
+            "What a background command wrote since the last read (at most 32 KiB; call again \
+             for more), and whether it still runs.",
         )
     }
 

@@ -35,12 +35,12 @@ pub struct Bash;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// The command line.
+    // No description: the tool's says it.
     command: String,
-    /// Kill the command after this many seconds.
+    /// Kill it after this many seconds.
     #[schemars(range(min = 1, max = BASH_TIMEOUT_CAP_SECS))]
     timeout_secs: Option<u64>,
-    /// Run it in the background (a server, a watch build); returns an id at once.
+    /// For servers and watch builds: returns an id at once.
     #[serde(default)]
     background: bool,
 }
@@ -54,15 +54,11 @@ impl Tool for Bash {
         ToolSpec {
             name: "bash".into(),
             description: format!(
-                "Run a shell command with `bash -c` in the working directory and return its exit \
-                 status and output (stdout and stderr interleaved). Long output is cut; the full \
-                 output is saved to a file you can `read` or `grep`. `timeout_secs` defaults to \
-                 the configured timeout, at most {BASH_TIMEOUT_CAP_SECS}. A server or anything \
-                 that keeps running goes in the background (`background: true`): the call \
-                 returns an id at once, `bash_output` reads what it wrote since the last read, \
-                 `bash_kill` stops it, and you are told when it ends. Don't start interactive \
-                 programs. Prefer `read`, `grep`, `find` and `ls` over cat/grep/find/ls \
-                 commands."
+                "Run a command with `bash -c` in the working directory: exit status and output \
+                 (stdout and stderr interleaved). Long output is cut and saved whole to a file \
+                 you can `read`. Anything that keeps running goes in the `background`; you are \
+                 told when it ends. No interactive programs. Prefer the read, grep, find and ls \
+                 tools to their shell commands."
             ),
             input_schema: input_schema::<Input>(),
         }

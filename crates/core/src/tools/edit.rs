@@ -23,13 +23,11 @@ pub struct Edit;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// File to edit.
+    // No descriptions: the names and the tool's description say it.
     path: String,
-    /// Exact text to replace.
     old_string: String,
-    /// Replacement text.
     new_string: String,
-    /// Replace every occurrence (for renames).
+    /// Replace every occurrence.
     #[serde(default)]
     replace_all: bool,
 }
@@ -45,11 +43,9 @@ impl Tool for Edit {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit".into(),
-            description: "Replace text in a file. `old_string` must match the file exactly, \
-                whitespace and indentation included (without the line-number prefix `read` \
-                shows), and must occur exactly once unless `replace_all` is true; include enough \
-                surrounding lines to make it unique. An empty `new_string` deletes the text. Use \
-                `write` to create files."
+            description: "Replace text in a file. `old_string` must match exactly, whitespace \
+                included (without `read`'s line numbers), and occur once unless `replace_all`: \
+                include enough surrounding lines to make it unique."
                 .into(),
             input_schema: input_schema::<Input>(),
         }

@@ -28,11 +28,9 @@ pub struct Find;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// Glob to match.
+    // No descriptions: the tool's says what each is.
     pattern: String,
-    /// Directory to search (default: working directory).
     path: Option<String>,
-    /// Maximum paths to show.
     #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
@@ -46,11 +44,9 @@ impl Tool for Find {
         ToolSpec {
             name: "find".into(),
             description: format!(
-                "Find files by glob. A pattern without `/` matches file names at any depth \
-                 (\"*.rs\", \"Cargo.toml\"); a pattern with `/` matches the path relative to \
-                 `path` (\"src/**/*.ts\"; `*` stays within one directory, `**` crosses them). \
-                 Skips .gitignore'd and hidden files. Prints paths sorted, at most `limit` \
-                 (default {DEFAULT_LIMIT})."
+                "Find files by glob: without `/` it matches names at any depth (\"*.rs\"), \
+                 with `/` the path below `path` (\"src/**/*.ts\"). Skips ignored and hidden \
+                 files. Prints sorted paths, at most `limit` (default {DEFAULT_LIMIT})."
             ),
             input_schema: input_schema::<Input>(),
         }

@@ -32,16 +32,12 @@ pub struct Grep;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// Regular expression to search for.
+    // No descriptions: the tool's says what each is.
     pattern: String,
-    /// Directory or file to search (default: working directory).
     path: Option<String>,
-    /// Only search files matching this glob.
     glob: Option<String>,
-    /// Case-insensitive search.
     #[serde(default)]
     ignore_case: bool,
-    /// Maximum matches to show.
     #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
@@ -55,11 +51,10 @@ impl Tool for Grep {
         ToolSpec {
             name: "grep".into(),
             description: format!(
-                "Search file contents with a regular expression (Rust regex syntax, like \
-                 ripgrep). Searches `path` (a directory, recursively, or one file; default: the \
-                 working directory), skipping .gitignore'd, hidden and binary files. `glob` \
-                 filters files, e.g. \"*.rs\" or \"src/**/*.{{ts,tsx}}\". Prints `path:line:text` \
-                 sorted by path and line, at most `limit` matches (default {DEFAULT_LIMIT})."
+                "Search file contents for a regex (ripgrep syntax) in `path` (a directory, \
+                 recursively, or a file; default: the working directory), skipping ignored, \
+                 hidden and binary files; `glob` filters files (\"src/**/*.ts\"). Prints \
+                 `path:line:text`, at most `limit` matches (default {DEFAULT_LIMIT})."
             ),
             input_schema: input_schema::<Input>(),
         }

@@ -26,9 +26,8 @@ pub struct Ls;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// Directory to list.
+    // No descriptions: the tool's says what each is.
     path: Option<String>,
-    /// Maximum entries to show.
     #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
@@ -42,10 +41,8 @@ impl Tool for Ls {
         ToolSpec {
             name: "ls".into(),
             description: format!(
-                "List one directory's entries (default: the working directory), sorted, \
-                 directories with a trailing `/`. Entries ignored by .gitignore are left out; \
-                 hidden files are shown. At most `limit` entries (default {DEFAULT_LIMIT}). Use \
-                 `find` to search recursively."
+                "List a directory (default: the working directory), sorted, directories ending \
+                 in `/`, hidden ones shown, ignored ones not. At most `limit` (default {DEFAULT_LIMIT})."
             ),
             input_schema: input_schema::<Input>(),
         }

@@ -31,12 +31,12 @@ pub struct Read;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// File to read.
+    // Named plainly: a description here would cost every request and say nothing more.
     path: String,
-    /// First line to show (1-based).
+    /// First line (1-based).
     #[schemars(range(min = 1))]
     offset: Option<usize>,
-    /// How many lines to show.
+    /// Lines to show.
     #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
@@ -50,11 +50,9 @@ impl Tool for Read {
         ToolSpec {
             name: "read".into(),
             description: format!(
-                "Read a text file. Lines are numbered from 1 (`cat -n` style; the number and the \
-                 tab are not part of the file). Shows at most {DEFAULT_LIMIT} lines per call: use \
-                 `offset` (1-based first line) and `limit` (number of lines) to page through \
-                 large files. Binary files are refused; use `ls` for directories. `path` is \
-                 relative to the working directory or absolute."
+                "Read a text file, lines numbered from 1 (`cat -n` style: the number and tab are \
+                 not in the file). At most {DEFAULT_LIMIT} lines per call; page with `offset` and \
+                 `limit`. Refuses binary files and directories."
             ),
             input_schema: input_schema::<Input>(),
         }

@@ -23,9 +23,9 @@ pub const SKILL: &str = "skill";
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// The skill's name, as listed in the system prompt.
+    // No description: the tool's says it.
     name: String,
-    /// A file in the skill's folder to read instead of its instructions (`reference.md`).
+    /// A file in its folder to read instead (`reference.md`).
     file: Option<String>,
 }
 
@@ -48,9 +48,8 @@ impl Tool for SkillTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SKILL.into(),
-            description: "Load the instructions of one of the skills listed in the system \
-                          prompt, or with `file` a file in the skill's folder that they refer \
-                          to. Follow a skill's instructions once loaded."
+            description: "Load a skill listed in the system prompt, or with `file` a file \
+                          of its folder it refers to."
                 .into(),
             input_schema: input_schema::<Input>(),
         }

@@ -31,9 +31,8 @@ impl Tool for UpdatePlan {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: UPDATE_PLAN.into(),
-            description: "Record or update your plan for the current task as a checklist the user \
-                can see. Send the whole list every time; mark one entry in_progress while you work \
-                on it and completed when done."
+            description: "Your plan as a checklist the user sees. Send the whole list each \
+                time, one entry in_progress while you work on it."
                 .into(),
             input_schema: input_schema::<Input>(),
         }

@@ -23,9 +23,9 @@ pub struct WebFetch;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// The http:// or https:// URL.
+    // No description: the tool's says it.
     url: String,
-    /// What to look for on the page.
+    /// What you are looking for.
     prompt: Option<String>,
 }
 
@@ -49,11 +49,9 @@ impl Tool for WebFetch {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "web_fetch".into(),
-            description: "Fetch a web page over HTTP(S) and read it: HTML comes back as Markdown \
-                (the main content, links kept), text and JSON as they are; other content types \
-                are refused. Use it for documentation, issues and API references. `prompt` says \
-                what you are looking for on the page. Never put secrets or workspace content in \
-                the URL."
+            description: "Fetch an http(s) page: HTML as Markdown (main content, links \
+                kept), text and JSON as they are. For documentation, issues and API references. \
+                Never put secrets or workspace content in the URL."
                 .into(),
             input_schema: input_schema::<Input>(),
         }

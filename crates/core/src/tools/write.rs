@@ -22,9 +22,8 @@ pub struct Write;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// File to write.
+    // No descriptions: the tool's says what both are.
     path: String,
-    /// The complete new content of the file.
     content: String,
 }
 
@@ -36,9 +35,8 @@ impl Tool for Write {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write".into(),
-            description: "Create a file, or replace all of an existing file's content. Parent \
-                directories are created as needed. To change part of an existing file prefer \
-                `edit`. `path` is relative to the working directory or absolute."
+            description: "Create a file or replace all its content (creating parent \
+                directories). Prefer `edit` to change part of a file."
                 .into(),
             input_schema: input_schema::<Input>(),
         }

@@ -297,9 +297,16 @@ impl CallEnv {
     }
 
     /// The tools offered to the model for the next request.
-    /// (`task` is not among them: `subagent::offered` adds it.)
+    /// (`task` is not among them: `subagent::offered` adds it.) `bash_output` and `bash_kill`
+    /// only once the session has a background command: before that they cannot be used, and
+    /// every request would pay for their definitions.
     pub fn specs(&self, rec: &Recorder) -> Vec<ToolSpec> {
-        self.tools.specs_in(self.mode(rec))
+        let mut specs = self.tools.specs_in(self.mode(rec));
+        if !self.base.background.any() {
+            use crate::tools::{BASH_KILL, BASH_OUTPUT};
+            specs.retain(|s| s.name != BASH_OUTPUT && s.name != BASH_KILL);
+        }
+        specs
     }
 
     /// What a tool may use for call `id`, running in `mode`: the turn's shared parts, the

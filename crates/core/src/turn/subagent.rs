@@ -45,25 +45,24 @@ const READ_ONLY: &[&str] = &["read", "grep", "find", "ls"];
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Input {
-    /// A few words for the user: what the subagent does.
+    /// A few words for the user.
     description: String,
-    /// The whole task for the subagent.
+    // No description: the tool's says it.
     prompt: String,
-    /// Tool names it may use (a subset of yours); default read-only.
+    /// Tool names (a subset of yours).
     tools: Option<Vec<String>>,
-    /// The specialised agent to hand the task to (its own instructions and tools).
+    /// The agent to hand it to.
     subagent_type: Option<String>,
 }
 
 /// The `task` tool. `subagent_type` is offered only where there are custom agents, each named
 /// with its description: a session without agents sends the same tool as ever.
 pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
-    let mut description = "Hand a self-contained investigation to a subagent with its own, empty \
-        context: it gets only `prompt` (say everything it needs to know), works with \
-        read-only tools (read, grep, find, ls) unless `tools` names others you have, and \
-        answers once. Use it for searches across a large codebase or questions whose \
-        exploration would fill your context; several `task` calls in one response run \
-        at the same time. You receive only its final answer."
+    let mut description = "Hand a self-contained investigation to a subagent with an empty \
+        context: it gets only `prompt` (say all it needs), uses read-only tools unless `tools` \
+        names others of yours, and you get only its final answer. For searches across a large \
+        codebase or exploration that would fill your context; `task` calls in one response \
+        run at once."
         .to_owned();
     let mut input_schema = crate::tools::input_schema::<Input>();
     if agents.is_empty() {
@@ -74,10 +73,8 @@ pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
             props.remove("subagent_type");
         }
     } else {
-        description.push_str(
-            "\n\nSpecialised agents (`subagent_type`; they have their own instructions and \
-             tools):",
-        );
+        description
+            .push_str("\n\nAgents (`subagent_type`, with their own instructions and tools):");
         for a in agents {
             description.push_str(&format!("\n- {}: {}", a.name, a.description));
         }
@@ -486,7 +483,8 @@ fn allowed_tools(env: &CallEnv, named: Option<&[String]>) -> Vec<String> {
 mod tests {
     use serde_json::json;
 
-    /// The schema derived from `Input` is the one the model was shown when it was hand-written.
+    /// The schema derived from `Input` is the one the model was shown when it was hand-written,
+    /// with the descriptions trimmed to what the names do not say (issue 37).
     #[test]
     fn the_schema_is_derived_from_the_input() {
         assert_eq!(
@@ -494,9 +492,9 @@ mod tests {
             json!({
                 "type": "object",
                 "properties": {
-                    "description": {"type": "string", "description": "A few words for the user: what the subagent does."},
-                    "prompt": {"type": "string", "description": "The whole task for the subagent."},
-                    "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names it may use (a subset of yours); default read-only."}
+                    "description": {"type": "string", "description": "A few words for the user."},
+                    "prompt": {"type": "string"},
+                    "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names (a subset of yours)."}
                 },
                 "required": ["description", "prompt"]
             })

@@ -200,7 +200,12 @@ impl Rig {
                     self.answer(a);
                 }
                 Seen::Event(Event::TurnEnded(outcome)) => {
-                    let outcome = outcome.clone();
+                    // How a turn stopped is what these tests compare; its usage sum is checked
+                    // through the binary (crates/cli/tests/suite/turn_usage.rs).
+                    let outcome = TurnOutcome {
+                        usage: None,
+                        ..outcome.clone()
+                    };
                     seen.push(s);
                     return (seen, outcome);
                 }
@@ -231,6 +236,7 @@ pub fn ended(stop: StopReason) -> TurnOutcome {
     TurnOutcome {
         stop,
         failure: None,
+        usage: None,
     }
 }
 

@@ -355,6 +355,8 @@ impl Decoder {
             output_tokens: u.output_tokens.unwrap_or(0),
             cached_input_tokens: cache_read,
             cache_write_tokens: u.cache_creation_input_tokens.unwrap_or(0),
+            // Thinking is billed as output and not counted apart.
+            reasoning_tokens: 0,
         };
         ModelResponse {
             content,

@@ -72,12 +72,21 @@ struct RawUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
 }
 
 #[derive(Default, Deserialize)]
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
+}
+
+/// The part of `completion_tokens` spent reasoning (o-series, gpt-5; compat servers omit it).
+#[derive(Default, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -252,6 +261,10 @@ impl Decoder {
                     .and_then(|d| d.cached_tokens)
                     .unwrap_or(0),
                 cache_write_tokens: 0,
+                reasoning_tokens: usage
+                    .completion_tokens_details
+                    .and_then(|d| d.reasoning_tokens)
+                    .unwrap_or(0),
             },
         }));
         self.done = true;

@@ -85,12 +85,21 @@ struct RawUsage {
     output_tokens: Option<u64>,
     #[serde(default)]
     input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
 }
 
 #[derive(Default, Deserialize)]
 struct InputDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
+}
+
+/// The part of `output_tokens` spent reasoning.
+#[derive(Default, Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 pub(crate) struct Decoder {
@@ -296,6 +305,10 @@ impl Decoder {
                     .and_then(|d| d.cached_tokens)
                     .unwrap_or(0),
                 cache_write_tokens: 0,
+                reasoning_tokens: usage
+                    .output_tokens_details
+                    .and_then(|d| d.reasoning_tokens)
+                    .unwrap_or(0),
             },
         }
     }

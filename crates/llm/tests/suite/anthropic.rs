@@ -31,7 +31,8 @@ async fn streams_text_with_usage_including_cache() {
                     input_tokens: 100,
                     output_tokens: 7,
                     cached_input_tokens: 40,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
+                    reasoning_tokens: 0
                 },
             }),
         ]
@@ -335,7 +336,8 @@ async fn tool_input_empty_is_an_object_and_invalid_is_kept_raw() {
                 input_tokens: 10,
                 output_tokens: 9,
                 cached_input_tokens: 3,
-                cache_write_tokens: 2
+                cache_write_tokens: 2,
+                reasoning_tokens: 0
             },
         }
     );

@@ -16,6 +16,11 @@ use crate::fake_provider::FakeProvider;
 
 pub const KEY: &str = "sk-test-key-0123456789";
 
+/// How long a test waits before it calls a call hung: a guard, not a claim about speed. Where a
+/// test checks that something ends early, the way it should not end takes at least this long
+/// (a stall of minutes, the longest `retry-after`), so passing the guard is the behaviour itself.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
 pub fn options(max_retries: u32) -> LlmOptions {
     LlmOptions {
         max_retries,

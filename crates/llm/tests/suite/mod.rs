@@ -4,3 +4,4 @@ mod decode_props;
 mod openai_chat;
 mod openai_responses;
 mod retries;
+mod usage;

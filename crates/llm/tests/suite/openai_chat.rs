@@ -48,7 +48,8 @@ async fn streams_text_and_sends_the_documented_request() {
                     input_tokens: 30,
                     output_tokens: 2,
                     cached_input_tokens: 10,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
+                    reasoning_tokens: 0
                 },
             }),
         ]
@@ -255,7 +256,8 @@ async fn whole_calls_in_one_chunk_usage_in_finish_chunk_and_no_done() {
                 input_tokens: 7,
                 output_tokens: 4,
                 cached_input_tokens: 0,
-                cache_write_tokens: 0
+                cache_write_tokens: 0,
+                reasoning_tokens: 0
             },
         }
     );
@@ -328,7 +330,8 @@ async fn think_tags_split_across_chunks() {
             input_tokens: 9,
             output_tokens: 3,
             cached_input_tokens: 2,
-            cache_write_tokens: 0
+            cache_write_tokens: 0,
+            reasoning_tokens: 0
         }
     );
 }

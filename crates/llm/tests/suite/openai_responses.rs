@@ -31,7 +31,8 @@ async fn streams_text_and_sends_the_documented_request() {
                     input_tokens: 50,
                     output_tokens: 4,
                     cached_input_tokens: 20,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
+                    reasoning_tokens: 0
                 },
             }),
         ]

@@ -20,10 +20,7 @@ async fn rate_limit_honours_retry_after_ms_then_succeeds() {
         RATE_LIMITED,
     ));
     fake.push(Script::new().text("ok"));
-    let started = Instant::now();
     let (events, response) = complete(&client(ApiKind::Anthropic, &fake), request("x")).await;
-    let elapsed = started.elapsed();
-    assert!(elapsed >= Duration::from_millis(280), "{elapsed:?}");
     let ModelEvent::Retrying {
         attempt,
         delay_ms,
@@ -243,18 +240,14 @@ async fn connection_refused_is_a_retried_connection_error() {
 #[tokio::test]
 async fn stall_before_output_is_idle_timeout() {
     let fake = fake().await;
-    fake.push(Script::new().stall(Duration::from_secs(5)).text("late"));
+    fake.push(Script::new().stall(Duration::from_secs(600)).text("late"));
     let mut opts = options(0);
     opts.idle_timeout = Duration::from_millis(300);
     let started = Instant::now();
     let (events, error) = run(&client_with(ApiKind::Anthropic, &fake, opts), request("x")).await;
     assert_eq!(events, vec![]);
     assert_eq!(error.unwrap().kind, ModelErrorKind::IdleTimeout);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < HANG_GUARD, "{:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -280,7 +273,7 @@ async fn cancel_during_stream_returns_promptly() {
     fake.push(
         Script::new()
             .text("first")
-            .stall(Duration::from_secs(10))
+            .stall(Duration::from_secs(600))
             .text("never"),
     );
     let client = client(ApiKind::OpenAiResponses, &fake);
@@ -294,11 +287,7 @@ async fn cancel_during_stream_returns_promptly() {
     cancel.cancel();
     let error = stream.next().await.unwrap().unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::Cancelled);
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < HANG_GUARD, "{:?}", started.elapsed());
     assert!(stream.next().await.is_none());
 }
 
@@ -307,7 +296,8 @@ async fn cancel_during_backoff_returns_promptly() {
     let fake = fake().await;
     fake.push(Reply::error_with_headers(
         429,
-        &[("retry-after-ms", "20000")],
+        // The longest wait honoured: a cancel that waited for it fails the hang guard.
+        &[("retry-after-ms", "60000")],
         RATE_LIMITED,
     ));
     let client = client(ApiKind::Anthropic, &fake);
@@ -318,7 +308,7 @@ async fn cancel_during_backoff_returns_promptly() {
         matches!(
             first,
             ModelEvent::Retrying {
-                delay_ms: 20000,
+                delay_ms: 60000,
                 ..
             }
         ),
@@ -331,11 +321,7 @@ async fn cancel_during_backoff_returns_promptly() {
     });
     let error = stream.next().await.unwrap().unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::Cancelled);
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < HANG_GUARD, "{:?}", started.elapsed());
     canceller.await.unwrap();
 }
 
@@ -346,7 +332,7 @@ async fn cancel_before_headers_returns_promptly() {
     let addr = listener.local_addr().unwrap();
     let holder = tokio::spawn(async move {
         let (_socket, _) = listener.accept().await.unwrap();
-        tokio::time::sleep(Duration::from_secs(30)).await;
+        tokio::time::sleep(Duration::from_secs(600)).await;
     });
     let provider = ferrite_core::catalog::Provider {
         name: "silent".into(),
@@ -368,11 +354,7 @@ async fn cancel_before_headers_returns_promptly() {
     let (events, error) = drain(stream).await;
     assert_eq!(events, vec![]);
     assert_eq!(error.unwrap().kind, ModelErrorKind::Cancelled);
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < HANG_GUARD, "{:?}", started.elapsed());
     holder.abort();
 }
 

@@ -83,6 +83,11 @@ pub async fn tool(servers: &McpServers, name: &str) -> Arc<McpTool> {
         .unwrap_or_else(|| panic!("no tool {name} in {names:?}"))
 }
 
+/// How long a test waits before it calls a server or call hung: a guard, not a claim about
+/// speed. Where a test checks that something ends early, the way it should not end takes longer
+/// than this (a call of minutes, a startup timeout never reached).
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
 pub const LIMITS: OutputLimits = OutputLimits {
     max_bytes: 100_000,
     max_lines: 2_000,

@@ -183,11 +183,14 @@ async fn cancelling_a_call_cancels_the_request_on_the_server() {
     let slow = tool(&servers, "mcp__fake__slow").await;
     let cancel = CancellationToken::new();
     let started = Instant::now();
-    let (result, ()) = tokio::join!(slow.invoke(json!({"ms": 30_000}), &cancel, LIMITS), async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        cancel.cancel();
-    });
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let (result, ()) = tokio::join!(
+        slow.invoke(json!({"ms": 600_000}), &cancel, LIMITS),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            cancel.cancel();
+        }
+    );
+    assert!(started.elapsed() < HANG_GUARD);
     assert_eq!(
         result,
         Err(ToolError::RespondToModel(

@@ -45,7 +45,9 @@ mod wrappers;
 use tree_sitter::Node;
 
 use crate::shell::Shell;
-pub(crate) use bounds::{MAX_BYTES, MAX_MATCH_WORK};
+#[cfg(test)]
+use bounds::MAX_BYTES;
+pub(crate) use bounds::MAX_MATCH_WORK;
 use bounds::{MAX_LEVEL, TOO_DEEP};
 pub(crate) use programs::{possibly_wrapped, runs_other_commands};
 use walker::Walker;
@@ -139,15 +141,7 @@ impl Script {
             Shell::Sh => Grammar::Posix,
         };
         let mut script = Script::default();
-        if command.len() > MAX_BYTES {
-            script.beyond = Some(format!(
-                "the command is {} KiB long, more than the {} KiB Ferrite's rules read",
-                command.len().div_ceil(1024),
-                MAX_BYTES / 1024
-            ));
-            return script;
-        }
-        if let Some(why) = bounds::crowded(command) {
+        if let Some(why) = bounds::before_parsing(command) {
             script.beyond = Some(why);
             return script;
         }
@@ -237,7 +231,11 @@ fn analyze(
     walker.program(root, level + 1);
     // bash joins what a line continuation glues together (`sta\⏎tus`); the walker does so for
     // the words of a command, and anywhere else the grammar splits what bash joins.
-    if glued.iter().any(|at| !walker.joined.contains(at)) {
+    walker.joined.sort_unstable();
+    if glued
+        .iter()
+        .any(|at| walker.joined.binary_search(at).is_err())
+    {
         walker.out.hidden.push(
             "a line continuation joins parts of the command that Ferrite's grammar reads apart"
                 .to_owned(),
@@ -318,10 +316,17 @@ fn backquoted(text: &str) -> Vec<String> {
     segments
 }
 
-fn join(a: &Word, b: &Word) -> Word {
-    match (a, b) {
-        (Word::Literal(x), Word::Literal(y)) => Word::Literal(format!("{x}{y}")),
-        (x, y) => Word::Dynamic(format!("{}{}", x.shown(), y.shown())),
+/// `b` added to the end of `a` in place: a word built of many parts stays linear to build
+/// (`'\''`-quoted nesting has thousands of parts).
+fn append(a: &mut Word, b: &Word) {
+    match (&mut *a, b) {
+        (Word::Literal(x), Word::Literal(y)) => x.push_str(y),
+        (Word::Dynamic(x), y) => x.push_str(y.shown()),
+        (Word::Literal(x), Word::Dynamic(y)) => {
+            let mut text = std::mem::take(x);
+            text.push_str(y);
+            *a = Word::Dynamic(text);
+        }
     }
 }
 

@@ -21,6 +21,8 @@ struct Facts {
     input: u64,
     output: u64,
     cached: u64,
+    cache_write: u64,
+    reasoning: u64,
     stop: StopReason,
 }
 
@@ -30,6 +32,8 @@ impl Facts {
             input: 10,
             output: 5,
             cached: 0,
+            cache_write: 0,
+            reasoning: 0,
             stop: StopReason::EndTurn,
         };
         let mut explicit_stop = None;
@@ -39,10 +43,14 @@ impl Facts {
                     input,
                     output,
                     cached,
+                    cache_write,
+                    reasoning,
                 } => {
                     facts.input = *input;
                     facts.output = *output;
                     facts.cached = *cached;
+                    facts.cache_write = *cache_write;
+                    facts.reasoning = *reasoning;
                 }
                 Step::Stop { reason } => explicit_stop = Some(*reason),
                 Step::ToolCall(_) | Step::ParallelToolCalls { .. } => {
@@ -220,8 +228,8 @@ impl Anthropic {
                 "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
                 "content": [], "stop_reason": null, "stop_sequence": null,
                 "usage": {
-                    "input_tokens": facts.input.saturating_sub(facts.cached),
-                    "cache_creation_input_tokens": 0,
+                    "input_tokens": facts.input.saturating_sub(facts.cached + facts.cache_write),
+                    "cache_creation_input_tokens": facts.cache_write,
                     "cache_read_input_tokens": facts.cached,
                     "output_tokens": 1,
                 },
@@ -394,7 +402,7 @@ impl Responses {
             "input_tokens": facts.input,
             "input_tokens_details": {"cached_tokens": facts.cached},
             "output_tokens": facts.output,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": facts.reasoning},
             "total_tokens": facts.input + facts.output,
         });
         let incomplete = match facts.stop {
@@ -491,6 +499,7 @@ impl Chat {
                 "prompt_tokens": facts.input, "completion_tokens": facts.output,
                 "total_tokens": facts.input + facts.output,
                 "prompt_tokens_details": {"cached_tokens": facts.cached},
+                "completion_tokens_details": {"reasoning_tokens": facts.reasoning},
             },
         });
         self.out.push(event(None, &usage));

@@ -19,7 +19,10 @@ impl Walker<'_, '_> {
         level: usize,
         guessing: Guessing,
     ) -> Option<Vec<PlainCommand>> {
-        if self.too_deep(level) {
+        // Past the bounds nothing more is recorded; summing the words first would make a long
+        // line of wrappers quadratic (`exec -a x time -f y …` × 3k took 2 s).
+        if self.too_deep(level) || self.out.beyond.is_some() {
+            self.not_plain();
             return None;
         }
         // Each wrapper level copies the words it runs, and may be read two ways (`exec`,
@@ -125,6 +128,9 @@ impl Walker<'_, '_> {
     fn guesses(&mut self, found: usize, words: &[Word], level: usize) {
         self.out.commands[found].any_suffix = true;
         for (i, word) in words.iter().enumerate().skip(1) {
+            if self.out.beyond.is_some() {
+                return;
+            }
             let Some(w) = word.literal() else { continue };
             // An option's value may be the string (`--exec='rm -rf v'`).
             let text = match w.strip_prefix('-') {

@@ -32,6 +32,7 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
     // Inside a node read as a whole (a string, a here-document body): its nodes are checked,
     // but the text between them is the node's own, not a gap between tokens.
     let mut inside_atomic = 0usize;
+    let mut words = WordBounds::default();
     loop {
         let node = cursor.node();
         let kind = node.kind();
@@ -64,6 +65,9 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
             if atomic && inside_atomic == 0 {
                 gap(bytes, covered_to, node.start_byte(), &mut reading.glued)?;
                 covered_to = covered_to.max(node.end_byte());
+                if node.is_named() {
+                    words.leaf(node, &parents, bytes)?;
+                }
             }
             // A token's text is the token: `ls -iu<<X` made a `<<` of `-iu<<`.
             if !node.is_named() && text != kind {
@@ -94,6 +98,66 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
                 break;
             }
         }
+    }
+}
+
+/// Where one word ends for the grammar and the next begins with nothing between them, bash
+/// reads one word. Within a command's own words the walker joins them; where one of the two is
+/// (part of) a redirection's target, the grammar has cut a word bash reads whole: `>esac]]\rm`
+/// is one target to bash, a target and the program `rm` to the grammar; `>/dev/null*]\⏎` one
+/// target, not a target and an argument (differential test, 1M).
+#[derive(Default)]
+struct WordBounds {
+    /// The previous word leaf: where it ends, the word it is part of, and what holds that word.
+    last: Option<(usize, usize, &'static str)>,
+}
+
+/// The nodes a word is built of: a leaf inside these is part of the one word they form.
+const WORD_PARTS: &[&str] = &[
+    "concatenation",
+    "simple_expansion",
+    "expansion",
+    "arithmetic_expansion",
+    "brace_expression",
+    "string",
+];
+
+impl WordBounds {
+    fn leaf(
+        &mut self,
+        node: Node<'_>,
+        parents: &[(Node<'_>, bool)],
+        src: &[u8],
+    ) -> Result<(), String> {
+        // The word the leaf is part of, and what holds it (a bounded walk up: deeply nested
+        // expansions count as separate words, which can only make a line hidden).
+        let mut unit = node.id();
+        let mut holder = "";
+        for (p, _) in parents.iter().rev().take(64) {
+            if !WORD_PARTS.contains(&p.kind()) {
+                holder = p.kind();
+                break;
+            }
+            unit = p.id();
+        }
+        let redirect = |h: &str| matches!(h, "file_redirect" | "herestring_redirect");
+        let word_byte =
+            |b: Option<&u8>| b.is_some_and(|b| !b.is_ascii_whitespace() && !b";&|()<>".contains(b));
+        let start = node.start_byte();
+        if let Some((end, last_unit, last_holder)) = self.last
+            && end == start
+            && last_unit != unit
+            && (redirect(last_holder) || redirect(holder))
+            && word_byte(start.checked_sub(1).and_then(|i| src.get(i)))
+            && word_byte(src.get(start))
+        {
+            return Err(format!(
+                "Ferrite's grammar cuts the word `{}` of a redirection where bash reads it whole",
+                shorten(&String::from_utf8_lossy(&src[start..node.end_byte()]))
+            ));
+        }
+        self.last = Some((node.end_byte(), unit, holder));
+        Ok(())
     }
 }
 
@@ -194,6 +258,7 @@ fn check_node(
             shorten(text)
         ));
     }
+    recovered_words(node, parent, text, src)?;
     match kind {
         "comment" if !at_word_start(src, node.start_byte()) => Err(
             "a `#` in the command starts a comment for Ferrite's grammar but not for bash"
@@ -271,11 +336,6 @@ fn check_node(
                     .to_owned(),
             )
         }
-        "heredoc_redirect" if heredoc_ends_early(node, src) => Err(
-            "a line continuation in a here-document joins lines into its delimiter, so bash ends \
-             it earlier than Ferrite's grammar"
-                .to_owned(),
-        ),
         "heredoc_start" if !word_end(node.end_byte()) => Err(format!(
             "the here-document delimiter `{}` goes on in a word bash reads whole",
             shorten(text)
@@ -309,46 +369,176 @@ fn check_node(
     }
 }
 
-/// Whether bash ends the here-document before the line the grammar ends it at: with an unquoted
-/// delimiter bash joins the body's lines at each line continuation before it looks for the
-/// delimiter, so `E\⏎OF` ends `<<EOF` (issue 34; dash does not join there, and the grammar
-/// never does).
-fn heredoc_ends_early(node: Node<'_>, src: &[u8]) -> bool {
+/// The checks of one node where the grammar's error recovery, or its here-documents, read
+/// words otherwise than bash (differential test, 1M).
+fn recovered_words(
+    node: Node<'_>,
+    parent: Option<&str>,
+    text: &str,
+    src: &[u8],
+) -> Result<(), String> {
+    match node.kind() {
+        // `>> } {} `, `<<< { {then`, `=>] [[ x`: braces and brackets are words to bash there;
+        // the grammar reads them as syntax and drops them from the command (differential test).
+        "{" | "}" | "[" | "]" | "[[" | "]]"
+            if !node.is_named()
+                && matches!(
+                    parent,
+                    Some(
+                        "file_redirect"
+                            | "herestring_redirect"
+                            | "heredoc_redirect"
+                            | "command"
+                            | "command_name"
+                            | "redirected_statement"
+                            | "program"
+                            | "list"
+                            | "pipeline"
+                    )
+                ) =>
+        {
+            Err(format!(
+                "`{text}` is a word to bash where Ferrite's grammar reads syntax"
+            ))
+        }
+        // `[ -f|| x ]`: `[` is a plain command to bash, which ends it at the first operator.
+        "test_command"
+            if text.starts_with('[')
+                && !text.starts_with("[[")
+                && text.bytes().any(|b| b"|&;()<>".contains(&b)) =>
+        {
+            Err(
+                "an operator inside `[ … ]` ends the `[` command for bash, not for Ferrite's \
+                 grammar"
+                    .to_owned(),
+            )
+        }
+        // `>> } {}`, `>] [[ rm`: the grammar's error recovery makes one word of what bash
+        // reads as two (differential test, 1M).
+        "word"
+            if text
+                .bytes()
+                .enumerate()
+                .any(|(i, b)| matches!(b, b' ' | b'\t') && !continues(text.as_bytes(), i)) =>
+        {
+            Err(format!(
+                "Ferrite's grammar reads `{}` as one word where bash reads several",
+                shorten(text)
+            ))
+        }
+        "heredoc_redirect" if heredoc_ends_elsewhere(node, src) => Err(
+            "bash ends the here-document at another line than Ferrite's grammar (a line \
+             continuation joins lines of its body, or its delimiter line is not the delimiter)"
+                .to_owned(),
+        ),
+        "heredoc_redirect" if heredoc_takes_body_lines(node, src) => Err(
+            "Ferrite's grammar reads lines of the here-document as words of the command".to_owned(),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Whether bash ends the here-document elsewhere than the grammar does. Bash reads the body
+/// from the line after the command, and with an unquoted delimiter joins the body's lines at
+/// each line continuation before it compares a line with the delimiter (after quote removal):
+/// `E\⏎OF` ends `<<EOF` (issue 34), `x\⏎EOF` does not, and `<&-EOF` never does (differential
+/// test, 1M; dash does not join there, and the grammar never does).
+fn heredoc_ends_elsewhere(node: Node<'_>, src: &[u8]) -> bool {
     let mut cursor = node.walk();
     let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
     let Some(start) = children.iter().find(|c| c.kind() == "heredoc_start") else {
         return false;
     };
-    let delimiter = &src[start.byte_range()];
-    if delimiter.iter().any(|b| matches!(b, b'\'' | b'"' | b'\\')) {
-        return false;
-    }
+    let raw = &src[start.byte_range()];
+    let quoted = raw.iter().any(|b| matches!(b, b'\'' | b'"' | b'\\'));
+    let delimiter = unquote(raw);
     let strip_tabs = children.iter().any(|c| c.kind() == "<<-");
-    let Some(body) = children.iter().find(|c| c.kind() == "heredoc_body") else {
+    let body = children.iter().find(|c| c.kind() == "heredoc_body");
+    let grammar_end = children.iter().find(|c| c.kind() == "heredoc_end");
+    let Some(first) = body.or(grammar_end) else {
         return false;
     };
-    let end = children
-        .iter()
-        .find(|c| c.kind() == "heredoc_end")
-        .map_or(body.end_byte(), Node::start_byte);
-    let body = &src[body.start_byte()..end.max(body.start_byte())];
+    // The grammar's body may start with the newline that ends the command's line.
+    let mut from = first.start_byte();
+    if from > 0 && src[from - 1] != b'\n' {
+        match src[from..].iter().position(|b| *b == b'\n') {
+            Some(i) => from += i + 1,
+            None => return grammar_end.is_some(),
+        }
+    }
     let is_delimiter = |line: &[u8]| {
         let line = match strip_tabs {
             true => &line[line.iter().take_while(|b| **b == b'\t').count()..],
             false => line,
         };
-        line == delimiter
+        line == delimiter.as_slice()
     };
     let mut line: Vec<u8> = Vec::new();
-    let mut i = 0;
-    while i < body.len() {
-        match body[i] {
-            b'\\' if body.get(i + 1) == Some(&b'\n') && continues(body, i + 1) => i += 1,
-            b'\n' if is_delimiter(&line) => return true,
-            b'\n' => line.clear(),
-            b => line.push(b),
+    let mut bash_end = None;
+    // Past the grammar's end the two differ whatever follows: stop there (linear in the line).
+    let last = grammar_end.map_or(src.len(), |e| e.end_byte().min(src.len()));
+    let mut i = from;
+    while i <= last {
+        match src.get(i) {
+            Some(b'\\') if !quoted && src.get(i + 1) == Some(&b'\n') && continues(src, i + 1) => {
+                i += 1;
+            }
+            Some(b'\n') | None if is_delimiter(&line) => {
+                bash_end = Some(i);
+                break;
+            }
+            Some(b'\n') => line.clear(),
+            None => break,
+            Some(_) if i == last => break,
+            Some(b) => line.push(*b),
         }
         i += 1;
+    }
+    bash_end != grammar_end.map(Node::end_byte)
+}
+
+/// A here-document delimiter after quote removal (`'EOF'`, `"E"OF`, `E\OF` are `EOF`).
+fn unquote(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut quote = None;
+    let mut i = 0;
+    while let Some(&b) = raw.get(i) {
+        match (quote, b) {
+            (None, b'\'' | b'"') => quote = Some(b),
+            (Some(q), _) if b == q => quote = None,
+            (None, b'\\') | (Some(b'"'), b'\\')
+                if raw
+                    .get(i + 1)
+                    .is_some_and(|n| quote.is_none() || b"$`\"\\\n".contains(n)) =>
+            {
+                i += 1;
+                out.push(raw[i]);
+            }
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Whether the grammar reads words of the here-document's body as the command's (`sh
+/// <<EOF⏎\⏎rm -rf x⏎EOF`: the grammar continues the command's line at the body's `\`, bash
+/// reads `rm -rf x` as the body: differential test, 1M).
+fn heredoc_takes_body_lines(node: Node<'_>, src: &[u8]) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    let Some(start) = children.iter().position(|c| c.kind() == "heredoc_start") else {
+        return false;
+    };
+    let mut prev_end = children[start].end_byte();
+    for c in &children[start + 1..] {
+        if matches!(c.kind(), "heredoc_body" | "heredoc_end") {
+            break;
+        }
+        if has_raw_newline(src.get(prev_end..c.start_byte()).unwrap_or_default()) {
+            return true;
+        }
+        prev_end = c.end_byte();
     }
     false
 }

@@ -253,6 +253,15 @@ pub(crate) fn possibly_wrapped(words: &[String]) -> Option<usize> {
 /// starts with a literal non-option word is taken as a command that may run (more than runs,
 /// which is the safe side for deny rules).
 pub(super) const RARE_WRAPPERS: &[&str] = &[
+    "setarch",
+    "linux32",
+    "linux64",
+    "i386",
+    "x86_64",
+    "uname26",
+    "newgrp",
+    "fakeroot",
+    "fakechroot",
     "chroot",
     "unshare",
     "nsenter",

@@ -171,7 +171,7 @@ fn wrappers_read_two_ways_are_bounded() {
         .sum();
     assert!(recorded <= bounds::MAX_WORK, "{recorded}");
     assert!(s.beyond.is_some() && s.plain.is_none());
-    let s = Script::parse(&format!("x {}", "a ".repeat(20_000)), Shell::Bash);
+    let s = Script::parse(&format!("x {}", "a ".repeat(8_000)), Shell::Bash);
     assert!(s.hidden.is_empty() && s.beyond.is_none(), "{:?}", s.beyond);
 }
 
@@ -199,9 +199,25 @@ fn lines_beyond_the_bounds_are_never_understood() {
     let deep = format!("{}rm -rf x{}", "$(".repeat(20_000), ")".repeat(20_000));
     let s = Script::parse(&deep, Shell::Bash);
     assert!(s.beyond.is_some() && s.plain.is_none());
-    // Just under the size bound, plain words are still read.
-    let words = format!("echo {}", "ab ".repeat((MAX_BYTES - 10) / 3));
+    // Up to the token bound, plain words are still read; past it (16k `A=1` took 130 ms of
+    // CPU in release) the line is beyond the bounds before it is parsed.
+    let words = format!("echo {}", "ab ".repeat(bounds::MAX_TOKENS - 10));
     assert!(Script::parse(&words, Shell::Bash).plain.is_some());
+    let assignments = format!("{}rm -rf v", "A=1 ".repeat(bounds::MAX_TOKENS / 2));
+    let s = Script::parse(&assignments, Shell::Bash);
+    assert!(
+        s.beyond
+            .as_deref()
+            .is_some_and(|b| b.contains("words and operators")),
+        "{:?}",
+        s.beyond
+    );
+    // A here-document of a few hundred lines of code is well within it.
+    let body: String = (0..300)
+        .map(|i| format!("    let x{i} = foo(\"a b\", $y, 'c') + bar[{i}]; // {i}\n"))
+        .collect();
+    let heredoc = format!("cat > f.rs <<EOF\n{body}EOF\n");
+    assert!(Script::parse(&heredoc, Shell::Bash).beyond.is_none());
     // The lines that cost a minute (a flat pipeline) and seconds (nested substitutions) under
     // the size bound are beyond the bounds before they are parsed.
     let pipeline = format!("{}rm -rf v", "ls | ".repeat(13_000));
@@ -251,7 +267,16 @@ fn round_four_bypasses_are_followed() {
     }
     assert!(commands("su -s /bin/rm root -- -rf v").contains(&"/bin/rm -rf v".to_owned()));
     assert!(commands("timeout --si=KILL 5 rm -rf v").contains(&"rm -rf v".to_owned()));
-    assert!(commands("xargs -i rm -rf {}").contains(&"rm -rf <{}>".to_owned()));
+    // What xargs runs gets more arguments from its input: computed at run time.
+    assert!(
+        commands("xargs -i rm -rf {}")
+            .contains(&"rm -rf <{}> <<arguments from the input>>".to_owned())
+    );
+    assert!(
+        commands("xargs -r").contains(&"echo <<arguments from the input>>".to_owned()),
+        "{:?}",
+        commands("xargs -r")
+    );
     let heredoc = Script::parse(
         "bash -c 'cat <<EOF\nb\nE\\\nOF\nrm -rf v\nEOF\n'",
         Shell::Bash,

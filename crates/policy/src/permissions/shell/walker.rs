@@ -5,8 +5,8 @@ use tree_sitter::Node;
 
 use super::bounds::{MAX_LEVEL, TOO_DEEP};
 use super::{
-    Found, Grammar, Guessing, PlainCommand, Script, Word, analyze, backquoted, chain,
-    double_quoted, is_unplain_builtin, join, only_line_continuations, unquoted, wrappers,
+    Found, Grammar, Guessing, PlainCommand, Script, Word, analyze, append, backquoted, chain,
+    double_quoted, is_unplain_builtin, only_line_continuations, unquoted, wrappers,
 };
 
 pub(super) struct Walker<'s, 'o> {
@@ -17,7 +17,8 @@ pub(super) struct Walker<'s, 'o> {
     pub plain: Option<Vec<PlainCommand>>,
     /// Where the walker joined two nodes a line continuation glues together.
     pub joined: Vec<usize>,
-    /// The words the grammar dropped before here-documents ([`Reading::before_heredoc`]).
+    /// The words the grammar dropped before here-documents ([`Reading::before_heredoc`]), in
+    /// the order of the line.
     pub before_heredoc: Vec<(usize, String)>,
 }
 
@@ -101,8 +102,8 @@ impl Walker<'_, '_> {
                 // dropped before it) on the whole list, bash on `b`.
                 let dropped = redirects.iter().any(|r| {
                     self.before_heredoc
-                        .iter()
-                        .any(|(at, _)| *at == r.start_byte())
+                        .binary_search_by_key(&r.start_byte(), |(at, _)| *at)
+                        .is_ok()
                 });
                 if dropped {
                     self.out.hidden.push(
@@ -338,12 +339,7 @@ impl Walker<'_, '_> {
         for w in &word_nodes {
             self.walk_substitutions(*w, level + 1);
         }
-        let recovered: Vec<(usize, Word)> = self
-            .before_heredoc
-            .iter()
-            .filter(|(at, _)| heredocs.contains(at))
-            .map(|(at, text)| (*at, unquoted(text)))
-            .collect();
+        let recovered = self.recovered(&heredocs);
         let words = self.words(&word_nodes, &recovered);
         if words.is_empty() {
             self.not_plain();
@@ -378,6 +374,25 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// The words the grammar dropped before the here-documents starting at `heredocs`, in the
+    /// order of the line. `before_heredoc` is in that order too (one lookup each: a line of
+    /// thousands of here-documents stays linear).
+    fn recovered(&self, heredocs: &[usize]) -> Vec<(usize, Word)> {
+        let mut recovered: Vec<(usize, Word)> = heredocs
+            .iter()
+            .filter_map(|at| {
+                let i = self
+                    .before_heredoc
+                    .binary_search_by_key(at, |(a, _)| *a)
+                    .ok()?;
+                Some((*at, unquoted(&self.before_heredoc[i].1)))
+            })
+            .collect();
+        recovered.sort_by_key(|(at, _)| *at);
+        recovered.dedup_by_key(|(at, _)| *at);
+        recovered
+    }
+
     /// Walks the parts of a word for commands run inside it (`$(...)`, `<(...)`).
     fn walk_substitutions(&mut self, node: Node<'_>, level: usize) {
         let mut cursor = node.walk();
@@ -407,7 +422,7 @@ impl Walker<'_, '_> {
                 self.joined.push(end);
             }
             match (joined, words.last_mut()) {
-                (true, Some(last)) => *last = join(last, &w),
+                (true, Some(last)) => append(last, &w),
                 _ => words.push(w),
             }
             prev_end = Some(n.end_byte());
@@ -431,14 +446,14 @@ impl Walker<'_, '_> {
             "string" => double_quoted(text),
             "concatenation" => {
                 let mut cursor = node.walk();
-                let mut acc = Word::Literal(String::new());
+                let mut value = String::new();
                 for part in node.children(&mut cursor) {
-                    acc = join(&acc, &self.word(part));
+                    match self.word(part) {
+                        Word::Literal(s) => value.push_str(&s),
+                        Word::Dynamic(_) => return Word::Dynamic(text.to_owned()),
+                    }
                 }
-                match acc {
-                    Word::Literal(s) => Word::Literal(s),
-                    Word::Dynamic(_) => Word::Dynamic(text.to_owned()),
-                }
+                Word::Literal(value)
             }
             "command_name" => match node.named_child(0) {
                 Some(inner) if node.named_child_count() == 1 => self.word(inner),

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use super::getopt::{Opt, Parsed, Spec, Unsure};
 use super::programs::NON_WRAPPERS;
 use super::wrapper_options as opts;
-use super::{Grammar, Word, join};
+use super::{Grammar, Word, append};
 
 /// What a wrapper program runs.
 pub(super) enum Unwrapped<'a> {
@@ -80,7 +80,7 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
         "setsid" => after(program, &opts::SETSID, args),
         "stdbuf" => after(program, &opts::STDBUF, args),
         "ionice" => after(program, &opts::IONICE, args),
-        "xargs" => after(program, &opts::XARGS, args),
+        "xargs" => xargs(args),
         "time" => time(args),
         "timeout" => {
             let parsed = opts::TIMEOUT.parse(args);
@@ -99,6 +99,9 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
             unless_unsure(program, &parsed, sure)
         }
         "find" => find(args),
+        p if SHELL_WITHOUT_COMMAND.iter().any(|(name, _)| *name == p) => {
+            shell_without_command(p, args)
+        }
         "eval" => Unwrapped::Hidden("`eval` runs a string built at run time".to_owned()),
         // dash expands aliases in scripts (`alias x='rm -rf v'⏎x`), and `coproc` runs the
         // command after it (or a compound command) where the grammar sees one word list.
@@ -133,11 +136,77 @@ fn time(args: &[Word]) -> Unwrapped<'_> {
     let parsed = opts::TIME.parse(args);
     let program = parsed.first_operand(args.len());
     let mut at = vec![0, keyword.min(args.len()), program];
+    // `time ! x` (and `time -p ! x`) negates the pipeline: bash runs `x` (differential test).
+    let negated = |i: usize| {
+        i + args[i..]
+            .iter()
+            .take_while(|w| w.literal() == Some("!"))
+            .count()
+    };
+    at.extend([negated(0), negated(keyword.min(args.len()))]);
+    at.sort_unstable();
     at.dedup();
     unless_unsure(
         "time",
         &parsed,
         commands(at.into_iter().map(|i| &args[i..])),
+    )
+}
+
+/// Programs that run a shell when given no command (`setarch x86_64`, `linux64`, `chroot
+/// DIR`, `unshare`), which then reads its commands from the input (`linux64 <<EOF`:
+/// differential test, 1M), and how many operands come before the command. Their options are
+/// not modelled: with a command they are [`Unwrapped::Guesses`].
+const SHELL_WITHOUT_COMMAND: &[(&str, usize)] = &[
+    ("setarch", 1),
+    ("linux32", 0),
+    ("linux64", 0),
+    ("i386", 0),
+    ("x86_64", 0),
+    ("uname26", 0),
+    ("chroot", 1),
+    ("unshare", 0),
+    ("nsenter", 0),
+    ("sg", 1),
+    ("newgrp", 1),
+    ("fakeroot", 0),
+    ("fakechroot", 0),
+    ("firejail", 0),
+];
+
+/// A program of [`SHELL_WITHOUT_COMMAND`]: with no word that could be the command (a literal
+/// word that is not an option, past the operands before it) its shell reads the input.
+fn shell_without_command<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
+    let before = SHELL_WITHOUT_COMMAND
+        .iter()
+        .find(|(name, _)| *name == program)
+        .map_or(0, |(_, n)| *n);
+    let mut operands = args
+        .iter()
+        .filter(|w| w.literal().is_none_or(|s| !s.starts_with('-')));
+    match operands.nth(before) {
+        Some(_) => Unwrapped::Guesses,
+        None => Unwrapped::Hidden(format!(
+            "`{program}` with no command runs a shell that reads its commands from the input"
+        )),
+    }
+}
+
+/// `xargs [options] [COMMAND [ARG]…]`: the command gets more arguments from the input, so
+/// they count as computed at run time (`echo --force | xargs git push` runs `git push
+/// --force`); with no command it runs `echo` (differential test, 1M).
+fn xargs(args: &[Word]) -> Unwrapped<'_> {
+    let parsed = opts::XARGS.parse(args);
+    let rest = &args[parsed.first_operand(args.len())..];
+    let mut command = match rest.is_empty() {
+        true => vec![Word::Literal("echo".to_owned())],
+        false => rest.to_vec(),
+    };
+    command.push(Word::Dynamic("<arguments from the input>".to_owned()));
+    unless_unsure(
+        "xargs",
+        &parsed,
+        Unwrapped::Commands(vec![Cow::Owned(command)]),
     )
 }
 
@@ -149,9 +218,9 @@ fn joined_script(words: &[Word]) -> Unwrapped<'_> {
     let mut all = Word::Literal(String::new());
     for (i, w) in words.iter().enumerate() {
         if i > 0 {
-            all = join(&all, &Word::Literal(" ".to_owned()));
+            append(&mut all, &Word::Literal(" ".to_owned()));
         }
-        all = join(&all, w);
+        append(&mut all, w);
     }
     Unwrapped::Script(all, Some(Grammar::Posix))
 }
@@ -191,9 +260,11 @@ fn env(args: &[Word]) -> Unwrapped<'_> {
             })
             .collect();
         let operands: Vec<Word> = args[first..].iter().map(quoted).collect();
-        let mut line = join(&Word::Literal("env ".to_owned()), split);
+        let mut line = Word::Literal("env ".to_owned());
+        append(&mut line, split);
         for w in later.iter().chain(&operands) {
-            line = join(&join(&line, &Word::Literal(" ".to_owned())), w);
+            append(&mut line, &Word::Literal(" ".to_owned()));
+            append(&mut line, w);
         }
         return unless_unsure(
             "env",
@@ -266,6 +337,11 @@ fn su<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
             .collect();
         runs.push(Unwrapped::Commands(vec![Cow::Owned(words)]));
     }
+    if runs.is_empty() {
+        return Unwrapped::Hidden(format!(
+            "`{program}` with no command runs a shell that reads its commands from the input"
+        ));
+    }
     unless_unsure(program, &parsed, Unwrapped::All(runs))
 }
 
@@ -277,6 +353,13 @@ fn script(args: &[Word]) -> Unwrapped<'_> {
         .values(Opt::Short('c'))
         .map(|s| Unwrapped::Script(s.clone(), Some(Grammar::Posix)))
         .collect();
+    if runs.is_empty() && !parsed.has(Opt::Short('V')) && !parsed.has(Opt::Short('h')) {
+        // Without `-c`, script's shell reads its commands from the input.
+        return Unwrapped::Hidden(
+            "`script` with no command runs a shell that reads its commands from the input"
+                .to_owned(),
+        );
+    }
     runs.push(Unwrapped::Guesses);
     unless_unsure("script", &parsed, Unwrapped::All(runs))
 }
@@ -367,7 +450,10 @@ fn shell<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
     match (command_string, args.get(i)) {
         (true, Some(script)) => Unwrapped::Script(script.clone(), shell_grammar(program)),
         (true, None) => Unwrapped::Nothing,
-        (false, Some(_)) => Unwrapped::Nothing,
+        // `bash FILE ARG…` runs the script FILE, searched on PATH when not in the working
+        // directory (`bash sudo` reads the program `sudo` as its script: differential test):
+        // what it runs is the file's, out of sight, but the file is named as a command too.
+        (false, Some(_)) => commands([&args[i..]]),
         (false, None) => Unwrapped::Hidden(format!(
             "`{program}` reads the commands it runs from its input"
         )),
