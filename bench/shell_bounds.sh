@@ -3,8 +3,10 @@
 # the policy decision of any command must take <= 50 ms and <= 50 MB, whatever its size). Each
 # shape is decided in its own process (crates/policy/examples/shell_bounds.rs) in `full` mode
 # with ten bash deny rules: its decision (lines beyond the bounds ask), the slowest of three
-# runs, and the peak memory the decision added. Each shape's process runs RUNS times (default 5)
-# and the line with the median time is shown.
+# runs, the peak memory the decision added, and the CPU time of the costliest run (on a shared
+# machine the wall time says as much about the load). Each shape's process runs RUNS times
+# (default 5) and the line with the median wall time is shown. The `-max` shapes hold as much as
+# the bounds checked before parsing let through: the costliest lines that are parsed.
 #
 #   bench/shell_bounds.sh                  # debug build (slower than what ships: an upper bound)
 #   PROFILE=release bench/shell_bounds.sh  # what ships

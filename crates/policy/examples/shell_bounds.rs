@@ -2,7 +2,8 @@
 //! `bench/shell_bounds.sh`: the policy decision of any command must take ≤ 50 ms and ≤ 50 MB
 //! (issue 34). Each run decides one shape (a fresh process, so the peak memory is that
 //! decision's) in `full` mode with ten bash deny rules, and prints one line: shape, bytes,
-//! decision, milliseconds (the slowest of `ROUNDS`), and the peak memory the decision added.
+//! decision, milliseconds (the slowest of `ROUNDS`), the peak memory the decision added, and
+//! the CPU milliseconds of the slowest round by CPU.
 //!
 //! Usage: `shell_bounds SHAPE`, or `shell_bounds --list` for the shapes.
 
@@ -68,6 +69,24 @@ fn shape(name: &str) -> Option<String> {
         "case-arms" => format!("case x in {}esac", fill("a) rm -rf v;; ", NEAR - 20)),
         "strings-guessed" => format!("frobnicate {}", fill("'a b; c' ", NEAR - 11)),
         "assignments" => format!("{}rm -rf v", fill("A=1 ", NEAR - 8)),
+        // The same shapes with as much as the bounds checked before parsing let through (8192
+        // tokens, 2048 separators, 256 substitutions): what a decision that is parsed costs.
+        "one-command-max" => format!("echo {}", "ab ".repeat(8150)),
+        "unknown-program-max" => format!("frobnicate {}", "ab ".repeat(8150)),
+        "suffixes-of-rm-max" => format!("fakeroot {}-rf v", "rm ".repeat(8150)),
+        "wrappers-max" => format!("{}rm -rf v", "nice ".repeat(8150)),
+        "two-readings-max" => format!("{}rm -rf v", "exec -a x time -f y ".repeat(1350)),
+        "assignments-max" => format!("{}rm -rf v", "A=1 ".repeat(4090)),
+        "subshell-deep-max" => format!("{}x{}", "(".repeat(4090), ")".repeat(4090)),
+        "subst-deep-max" => format!("{}x{}", "$(".repeat(250), ")".repeat(250)),
+        "chain-max" => "rm -rf v; ".repeat(2040),
+        "pipes-max" => format!("{}ls", "ls | ".repeat(2040)),
+        "heredocs-max" => "cat <<E\nrm -rf v\nE\n".repeat(680),
+        "case-arms-max" => format!("case x in {}esac", "a) rm -rf v;; ".repeat(1000)),
+        "strings-guessed-max" => format!("frobnicate {}", "'a b; c' ".repeat(1300)),
+        "garbage-max" => ")(;}{|$(<<'\"`&&".repeat(120),
+        "bash-c-nested-max" => nested(|s| format!("bash -c '{}'", s.replace('\'', "'\\''")), 8000),
+        "env-split-max" => nested(|s| format!("env -S'{}'", s.replace('\'', "'\\''")), 8000),
         _ => return None,
     })
 }
@@ -97,7 +116,32 @@ const SHAPES: &[&str] = &[
     "case-arms",
     "strings-guessed",
     "assignments",
+    "one-command-max",
+    "unknown-program-max",
+    "suffixes-of-rm-max",
+    "wrappers-max",
+    "two-readings-max",
+    "assignments-max",
+    "subshell-deep-max",
+    "subst-deep-max",
+    "chain-max",
+    "pipes-max",
+    "heredocs-max",
+    "case-arms-max",
+    "strings-guessed-max",
+    "garbage-max",
+    "bash-c-nested-max",
+    "env-split-max",
 ];
+
+/// The CPU time this thread has used, in nanoseconds (the machine may be shared: the wall
+/// time of a decision then says more about the load than about the decision).
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
 
 /// The peak resident memory of this process so far, in KiB.
 fn peak_kib() -> u64 {
@@ -150,11 +194,13 @@ fn main() -> ExitCode {
     };
     let before = peak_kib();
     let mut slowest = 0f64;
+    let mut cpu = 0f64;
     let mut decision = Decision::Allow;
     for _ in 0..ROUNDS {
-        let started = Instant::now();
+        let (started, cpu_started) = (Instant::now(), cpu_ns());
         decision = decide(&call, &rules);
         slowest = slowest.max(started.elapsed().as_secs_f64() * 1000.0);
+        cpu = cpu.max(cpu_ns().saturating_sub(cpu_started) as f64 / 1e6);
     }
     let added = peak_kib().saturating_sub(before);
     let shown = match &decision {
@@ -167,7 +213,7 @@ fn main() -> ExitCode {
     };
     let _ = writeln!(
         std::io::stdout(),
-        "{arg:<22} {:>9} B  {shown:<5} {slowest:>8.1} ms  {:>6.1} MB",
+        "{arg:<22} {:>9} B  {shown:<5} {slowest:>8.1} ms  {:>6.1} MB  {cpu:>8.1} ms CPU",
         command.len(),
         added as f64 / 1024.0
     );

@@ -213,6 +213,11 @@ impl AcpClient {
     pub async fn send_request(&mut self, method: &str, params: Value) -> Value {
         let id = json!(self.next_id);
         self.next_id += 1;
+        self.send_request_as(id, method, params).await
+    }
+
+    /// Sends a request under an id of the caller's choosing (a string id, say).
+    pub async fn send_request_as(&mut self, id: Value, method: &str, params: Value) -> Value {
         self.methods
             .lock()
             .unwrap()

@@ -11,6 +11,7 @@ mod commands;
 mod common;
 mod compaction;
 mod compaction_replay;
+mod conformance;
 mod container;
 mod conventions;
 mod diagnostics;

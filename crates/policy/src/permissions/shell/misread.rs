@@ -378,6 +378,22 @@ fn recovered_words(
     src: &[u8],
 ) -> Result<(), String> {
     match node.kind() {
+        // ``1>&2'`touch M`'``: a `>&` target that is no number is expanded a second time by
+        // bash, quotes gone, so the substitution runs (differential test, 1M).
+        "file_redirect"
+            if node
+                .children(&mut node.walk())
+                .any(|c| !c.is_named() && matches!(c.kind(), ">&" | "<&"))
+                && node
+                    .child_by_field_name("destination")
+                    .and_then(|d| d.utf8_text(src).ok())
+                    .is_some_and(|d| d.contains(['`', '$'])) =>
+        {
+            Err(format!(
+                "bash expands the target of `{}` twice",
+                shorten(text)
+            ))
+        }
         // `>> } {} `, `<<< { {then`, `=>] [[ x`: braces and brackets are words to bash there;
         // the grammar reads them as syntax and drops them from the command (differential test).
         "{" | "}" | "[" | "]" | "[[" | "]]"

@@ -267,6 +267,9 @@ fn round_four_bypasses_are_followed() {
     }
     assert!(commands("su -s /bin/rm root -- -rf v").contains(&"/bin/rm -rf v".to_owned()));
     assert!(commands("timeout --si=KILL 5 rm -rf v").contains(&"rm -rf v".to_owned()));
+    // `bash FILE` runs the script FILE (found on PATH too): FILE is named as a command.
+    assert!(commands("bash rm -rf x").contains(&"rm -rf x".to_owned()));
+    assert!(commands("sh -e rm -rf x").contains(&"rm -rf x".to_owned()));
     // What xargs runs gets more arguments from its input: computed at run time.
     assert!(
         commands("xargs -i rm -rf {}")
