@@ -210,10 +210,10 @@ pub enum EntryKind {
     },
     /// What one model call used: the tokens it reports, the context it leaves occupied, and
     /// what it cost (USD) when the model's price was known. Summed on load for the session's
-    /// running cost.
+    /// running cost. Boxed: the usage is the largest payload, and entries stay small.
     Usage {
         model: String,
-        usage: crate::model::Usage,
+        usage: Box<crate::model::Usage>,
         context_tokens: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,

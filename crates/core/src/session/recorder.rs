@@ -217,7 +217,7 @@ impl Recorder {
         let mut core = self.session.lock();
         core.record(EntryKind::Usage {
             model: model.to_owned(),
-            usage,
+            usage: Box::new(usage),
             context_tokens,
             cost_usd,
         })?;
@@ -245,7 +245,7 @@ impl Recorder {
         core.turn_usage.add(&usage);
         core.record(EntryKind::Usage {
             model: model.to_owned(),
-            usage,
+            usage: Box::new(usage),
             context_tokens,
             cost_usd,
         })
