@@ -1,4 +1,4 @@
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ferrite_core::exec::{ExecError, Exit};
 use pretty_assertions::assert_eq;
