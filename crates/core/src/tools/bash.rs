@@ -53,13 +53,12 @@ impl Tool for Bash {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "bash".into(),
-            description:
-                "Run a command with `bash -c` in the working directory: exit status and output \
-                 (stdout and stderr interleaved). Long output is cut and saved whole to a file \
-                 you can `read`. Anything that keeps running goes in the `background`; you are \
-                 told when it ends. No interactive programs. Prefer the read, grep, find and ls \
-                 tools to their shell commands."
-                    .into(),
+            description: "Run a command with `bash -c` in the working directory: exit status \
+                and output (stdout and stderr interleaved). Long output is cut and saved whole to \
+                a file you can `read`. Anything that keeps running goes in the `background`; you \
+                are told when it ends. No interactive programs. Prefer the read, grep, find and \
+                ls tools to their shell commands."
+                .into(),
             input_schema: input_schema::<Input>(),
         }
     }
