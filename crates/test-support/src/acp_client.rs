@@ -39,7 +39,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    fn from_message(m: &Value) -> Self {
+    pub fn from_message(m: &Value) -> Self {
         Self {
             result: m.get("result").cloned(),
             error: m.get("error").cloned(),
