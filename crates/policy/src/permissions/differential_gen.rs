@@ -137,11 +137,15 @@ fn mutated(rng: &mut Rng, corpus: &[String]) -> String {
 }
 
 pub(super) fn corpus() -> Vec<String> {
-    include_str!("corpus.txt")
-        .lines()
+    corpus_lines(include_str!("corpus.txt"))
+}
+
+/// Commands written as corpus.txt writes them: after two letters and a space, `⏎` for a newline.
+pub(super) fn corpus_lines(text: &str) -> Vec<String> {
+    text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
-            let command = &l[2..];
+            let command = l.get(2..).unwrap_or_default();
             command
                 .strip_prefix(' ')
                 .unwrap_or(command)

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::differential_gen::{corpus, generated};
+use super::differential_gen::{corpus, corpus_lines, generated};
 use super::shell::{PlainCommand, Script, Word, program_name};
 use crate::shell::Shell;
 
@@ -162,6 +162,12 @@ impl Tracer {
         status: u8,
         confined: bool,
     ) -> (Vec<Executed>, bool) {
+        // A fresh log and scratch directory per command: a process an earlier command left behind
+        // (`setsid`, `nohup`, a daemonizing wrapper) writes to its own, old log, and a file an
+        // earlier command wrote (a script `bash FILE` would read) is gone.
+        let _ = std::fs::remove_file(log);
+        let _ = std::fs::remove_dir_all(work);
+        std::fs::create_dir(work).unwrap();
         std::fs::write(log, b"").unwrap();
         self.stub_names(command);
         let wrappers = self.wrappers.iter().filter(|_| confined);
@@ -210,7 +216,10 @@ impl Tracer {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
         let _ = child.wait();
-        (read_log(&std::fs::read(log).unwrap()), timed_out)
+        let executed = read_log(&std::fs::read(log).unwrap());
+        // Unlinked: a leftover process appends to this inode, never to the next command's log.
+        let _ = std::fs::remove_file(log);
+        (executed, timed_out)
     }
 }
 
@@ -384,12 +393,21 @@ fn the_shell_runs_only_what_the_parser_found() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0xd1ff);
     let tracer = Tracer::new();
-    let corpus = corpus();
+    // FERRITE_DIFF_FILE: only the commands of that file (one a line, written as the corpus writes
+    // them), to look into a disagreement a large run found.
+    let only = std::env::var("FERRITE_DIFF_FILE")
+        .ok()
+        .map(|f| std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{f}: {e}")));
+    let corpus = match &only {
+        Some(text) => corpus_lines(text),
+        None => corpus(),
+    };
     // The corpus with both answers (so both sides of `&&` / `||` run), then the generated set.
     let mut work: Vec<(String, u8)> = corpus
         .iter()
         .flat_map(|c| [(c.clone(), 0), (c.clone(), 1)])
         .collect();
+    let cases = if only.is_some() { 0 } else { cases };
     work.extend(
         generated(cases, seed, &corpus)
             .into_iter()

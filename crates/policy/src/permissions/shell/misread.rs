@@ -63,7 +63,14 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
             covered_to = node.end_byte();
         } else {
             if atomic && inside_atomic == 0 {
-                gap(bytes, covered_to, node.start_byte(), &mut reading.glued)?;
+                let ends = line_break_ends(&parents, covered_to);
+                gap(
+                    bytes,
+                    covered_to,
+                    node.start_byte(),
+                    ends,
+                    &mut reading.glued,
+                )?;
                 covered_to = covered_to.max(node.end_byte());
                 if node.is_named() {
                     words.leaf(node, &parents, bytes)?;
@@ -88,7 +95,7 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
         }
         loop {
             if !cursor.goto_parent() {
-                gap(bytes, covered_to, bytes.len(), &mut reading.glued)?;
+                gap(bytes, covered_to, bytes.len(), false, &mut reading.glued)?;
                 return Ok(reading);
             }
             if let Some((_, true)) = parents.pop() {
@@ -183,9 +190,32 @@ const ATOMIC: &[&str] = &[
     "extglob_pattern",
 ];
 
+/// Whether a line break before the next token would end, for bash, the simple command or the
+/// redirection that token belongs to in the grammar's reading: the nearest enclosing node (past
+/// the parts of a word) is a `command` or a `file_redirect` that began before the gap. A break
+/// inside a substitution, an array, a compound command or a here-document is not such a one.
+fn line_break_ends(parents: &[(Node<'_>, bool)], gap_from: usize) -> bool {
+    parents
+        .iter()
+        .rev()
+        .map(|(p, _)| p)
+        .find(|p| !matches!(p.kind(), "concatenation" | "command_name"))
+        .is_some_and(|p| {
+            matches!(p.kind(), "command" | "file_redirect") && p.start_byte() < gap_from
+        })
+}
+
 /// What lies between two tokens must be blank to bash too: spaces, tabs, newlines and line
 /// continuations. A continuation with no blank on either side glues its neighbours together.
-fn gap(src: &[u8], from: usize, to: usize, glued: &mut Vec<usize>) -> Result<(), String> {
+/// Where `line_break_ends` (see [`line_break_ends`]), a newline that is not a continuation ends
+/// the command for bash: the grammar read on past it (`>x\\⏎\⏎ rm -rf x`: bash runs `rm`).
+fn gap(
+    src: &[u8],
+    from: usize,
+    to: usize,
+    line_break_ends: bool,
+    glued: &mut Vec<usize>,
+) -> Result<(), String> {
     if from >= to {
         return Ok(());
     }
@@ -206,6 +236,12 @@ fn gap(src: &[u8], from: usize, to: usize, glued: &mut Vec<usize>) -> Result<(),
     let mut i = 0;
     while i < text.len() {
         match text[i] {
+            b'\n' if line_break_ends => {
+                return Err(
+                    "a line break ends a command where Ferrite's grammar reads on past it"
+                        .to_owned(),
+                );
+            }
             b' ' | b'\t' | b'\n' => i += 1,
             // A continuation only when the backslash is not itself escaped (`\\⏎` is a
             // backslash, then a line break).
