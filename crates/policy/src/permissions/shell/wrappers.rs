@@ -99,7 +99,7 @@ pub(super) fn unwrap<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
             unless_unsure(program, &parsed, sure)
         }
         "find" => find(args),
-        p if SHELL_WITHOUT_COMMAND.iter().any(|(name, _)| *name == p) => {
+        p if SHELL_WITHOUT_COMMAND.iter().any(|(name, ..)| *name == p) => {
             shell_without_command(p, args)
         }
         "eval" => Unwrapped::Hidden("`eval` runs a string built at run time".to_owned()),
@@ -155,41 +155,107 @@ fn time(args: &[Word]) -> Unwrapped<'_> {
 
 /// Programs that run a shell when given no command (`setarch x86_64`, `linux64`, `chroot
 /// DIR`, `unshare`), which then reads its commands from the input (`linux64 <<EOF`:
-/// differential test, 1M), and how many operands come before the command. Their options are
-/// not modelled: with a command they are [`Unwrapped::Guesses`].
-const SHELL_WITHOUT_COMMAND: &[(&str, usize)] = &[
-    ("setarch", 1),
-    ("linux32", 0),
-    ("linux64", 0),
-    ("i386", 0),
-    ("x86_64", 0),
-    ("uname26", 0),
-    ("chroot", 1),
-    ("unshare", 0),
-    ("nsenter", 0),
-    ("sg", 1),
-    ("newgrp", 1),
-    ("fakeroot", 0),
-    ("fakechroot", 0),
-    ("firejail", 0),
+/// differential test, 1M), how many operands come before the command, and the options that
+/// take a value as the next word (`nsenter -t 1` has no command: `1` is the target's pid).
+/// Their other options are not modelled: with a command they are [`Unwrapped::Guesses`].
+const SHELL_WITHOUT_COMMAND: &[(&str, usize, &[&str])] = &[
+    ("setarch", 1, &[]),
+    ("linux32", 0, &[]),
+    ("linux64", 0, &[]),
+    ("i386", 0, &[]),
+    ("x86_64", 0, &[]),
+    ("uname26", 0, &[]),
+    ("chroot", 1, &["--userspec", "--groups"]),
+    (
+        "unshare",
+        0,
+        &[
+            "-S",
+            "-G",
+            "-R",
+            "-w",
+            "--setuid",
+            "--setgid",
+            "--root",
+            "--wd",
+            "--propagation",
+            "--setgroups",
+            "--map-user",
+            "--map-group",
+            "--map-users",
+            "--map-groups",
+            "--monotonic",
+            "--boottime",
+        ],
+    ),
+    (
+        "nsenter",
+        0,
+        &["-t", "-S", "-G", "--target", "--setuid", "--setgid"],
+    ),
+    ("sg", 1, &[]),
+    ("newgrp", 1, &[]),
+    ("fakeroot", 0, &["-l", "-s", "-i", "-b", "--lib", "--faked"]),
+    (
+        "fakechroot",
+        0,
+        &[
+            "-l",
+            "-d",
+            "-c",
+            "-e",
+            "--lib",
+            "--elfloader",
+            "--config-dir",
+            "--environment",
+        ],
+    ),
+    ("firejail", 0, &[]),
 ];
 
 /// A program of [`SHELL_WITHOUT_COMMAND`]: with no word that could be the command (a literal
-/// word that is not an option, past the operands before it) its shell reads the input.
+/// word that is not an option nor an option's value, past the operands before it) its shell
+/// reads the input. A cluster of short options (`-mt`) is taken to take a value when any of its
+/// letters may: that can only find no command where there is one, which asks.
+/// (`valued` lists each long option whole; a short one is `-` and its letter.)
 fn shell_without_command<'a>(program: &str, args: &'a [Word]) -> Unwrapped<'a> {
-    let before = SHELL_WITHOUT_COMMAND
+    let (before, valued) = SHELL_WITHOUT_COMMAND
         .iter()
-        .find(|(name, _)| *name == program)
-        .map_or(0, |(_, n)| *n);
-    let mut operands = args
-        .iter()
-        .filter(|w| w.literal().is_none_or(|s| !s.starts_with('-')));
-    match operands.nth(before) {
-        Some(_) => Unwrapped::Guesses,
-        None => Unwrapped::Hidden(format!(
-            "`{program}` with no command runs a shell that reads its commands from the input"
-        )),
+        .find(|(name, ..)| *name == program)
+        .map_or((0, &[][..]), |(_, n, v)| (*n, *v));
+    // getopt_long takes any unambiguous prefix (`--targ 1`); any prefix counts here.
+    let takes_value = |option: &str| {
+        valued
+            .iter()
+            .any(|v| v.starts_with("--") && option.len() > 2 && v.starts_with(option))
+            || (!option.starts_with("--")
+                && option
+                    .chars()
+                    .skip(1)
+                    .any(|c| valued.iter().any(|v| v.len() == 2 && v.ends_with(c))))
+    };
+    let mut operands = 0;
+    let mut options_end = false;
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        match word.literal() {
+            Some("--") if !options_end => options_end = true,
+            Some(s) if !options_end && s.starts_with('-') && s.len() > 1 => {
+                if !s.contains('=') && takes_value(s) {
+                    words.next();
+                }
+            }
+            _ => {
+                if operands == before {
+                    return Unwrapped::Guesses;
+                }
+                operands += 1;
+            }
+        }
     }
+    Unwrapped::Hidden(format!(
+        "`{program}` with no command runs a shell that reads its commands from the input"
+    ))
 }
 
 /// `xargs [options] [COMMAND [ARG]…]`: the command gets more arguments from the input, so
