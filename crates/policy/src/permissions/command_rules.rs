@@ -174,8 +174,19 @@ impl Shape {
 
 /// The long options of the programs deny rules usually name, each with its short letter.
 fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] {
-    match program {
-        "rm" => &[
+    LONG_OPTIONS
+        .iter()
+        .find(|(programs, _)| programs.contains(&program))
+        .map_or(&[], |(_, options)| options)
+}
+
+type LongOptions = &'static [(&'static str, Option<char>)];
+
+/// [`known_long_options`]: the programs, then their long options.
+const LONG_OPTIONS: &[(&[&str], LongOptions)] = &[
+    (
+        &["rm"],
+        &[
             ("force", Some('f')),
             ("interactive", Some('i')),
             ("one-file-system", None),
@@ -187,7 +198,10 @@ fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] 
             ("help", None),
             ("version", None),
         ],
-        "cp" => &[
+    ),
+    (
+        &["cp"],
+        &[
             ("archive", Some('a')),
             ("force", Some('f')),
             ("interactive", Some('i')),
@@ -206,7 +220,10 @@ fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] 
             ("help", None),
             ("version", None),
         ],
-        "mv" => &[
+    ),
+    (
+        &["mv"],
+        &[
             ("force", Some('f')),
             ("interactive", Some('i')),
             ("no-clobber", Some('n')),
@@ -217,7 +234,10 @@ fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] 
             ("help", None),
             ("version", None),
         ],
-        "ln" => &[
+    ),
+    (
+        &["ln"],
+        &[
             ("force", Some('f')),
             ("symbolic", Some('s')),
             ("interactive", Some('i')),
@@ -228,14 +248,20 @@ fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] 
             ("help", None),
             ("version", None),
         ],
-        "rmdir" => &[
+    ),
+    (
+        &["rmdir"],
+        &[
             ("parents", Some('p')),
             ("verbose", Some('v')),
             ("ignore-fail-on-non-empty", None),
             ("help", None),
             ("version", None),
         ],
-        "shred" => &[
+    ),
+    (
+        &["shred"],
+        &[
             ("force", Some('f')),
             ("iterations", Some('n')),
             ("remove", Some('u')),
@@ -247,7 +273,10 @@ fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] 
             ("help", None),
             ("version", None),
         ],
-        "chmod" | "chown" | "chgrp" => &[
+    ),
+    (
+        &["chmod", "chown", "chgrp"],
+        &[
             ("recursive", Some('R')),
             ("verbose", Some('v')),
             ("changes", Some('c')),
@@ -262,9 +291,10 @@ fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] 
             ("help", None),
             ("version", None),
         ],
-        // The options of git's commands that deny rules name (`push --force`, `branch
-        // --delete`, `clean --force`, `reset --hard`).
-        "git" => &[
+    ),
+    (
+        &["git"],
+        &[
             ("force", Some('f')),
             ("force-with-lease", None),
             ("force-if-includes", None),
@@ -275,9 +305,8 @@ fn known_long_options(program: &str) -> &'static [(&'static str, Option<char>)] 
             ("tags", None),
             ("prune", None),
         ],
-        _ => &[],
-    }
-}
+    ),
+];
 
 /// The long options `--name` may be on `program`: itself when listed, else every listed option
 /// it is a prefix of (more than one when ambiguous); none when the program's options are not

@@ -382,6 +382,44 @@ fn check(tracer: &Tracer, command: &str, work: &Path, log: &Path, status: u8, t:
     }
 }
 
+/// Runs every command of `work` on two threads (each with its own scratch directory, confined
+/// by Landlock where it can be), and sums what they found.
+fn run_all(tracer: &Tracer, work: &[(String, u8)]) -> Tally {
+    let threads = 2;
+    let tallies: Vec<Tally> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|n| {
+                scope.spawn(move || {
+                    let dir = tempfile::tempdir().unwrap();
+                    let scratch = dir.path().join("work");
+                    std::fs::create_dir(&scratch).unwrap();
+                    let log = dir.path().join("log");
+                    let mut t = Tally {
+                        confined: confine_writes(&[dir.path(), tracer._dir.path()]),
+                        ..Tally::default()
+                    };
+                    for (command, status) in work.iter().skip(n).step_by(threads) {
+                        check(tracer, command, &scratch, &log, *status, &mut t);
+                    }
+                    t
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all = Tally::default();
+    for t in tallies {
+        all.confined |= t.confined;
+        all.run += t.run;
+        all.refused += t.refused;
+        all.skipped += t.skipped;
+        all.timed_out += t.timed_out;
+        all.executed += t.executed;
+        all.disagreements.extend(t.disagreements);
+    }
+    all
+}
+
 #[test]
 fn the_shell_runs_only_what_the_parser_found() {
     let cases: u64 = std::env::var("FERRITE_DIFF_CASES")
@@ -415,39 +453,7 @@ fn the_shell_runs_only_what_the_parser_found() {
             .map(|(i, c)| (c, (i % 2) as u8)),
     );
     let started = Instant::now();
-    let threads = 2;
-    let tallies: Vec<Tally> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|n| {
-                let (tracer, work) = (&tracer, &work);
-                scope.spawn(move || {
-                    let dir = tempfile::tempdir().unwrap();
-                    let scratch = dir.path().join("work");
-                    std::fs::create_dir(&scratch).unwrap();
-                    let log = dir.path().join("log");
-                    let mut t = Tally {
-                        confined: confine_writes(&[dir.path(), tracer._dir.path()]),
-                        ..Tally::default()
-                    };
-                    for (command, status) in work.iter().skip(n).step_by(threads) {
-                        check(tracer, command, &scratch, &log, *status, &mut t);
-                    }
-                    t
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let mut all = Tally::default();
-    for t in tallies {
-        all.confined |= t.confined;
-        all.run += t.run;
-        all.refused += t.refused;
-        all.skipped += t.skipped;
-        all.timed_out += t.timed_out;
-        all.executed += t.executed;
-        all.disagreements.extend(t.disagreements);
-    }
+    let all = run_all(&tracer, &work);
     let unique: BTreeSet<&String> = all.disagreements.iter().collect();
     println!(
         "differential: {} commands ({} corpus x2, {cases} generated, seed {seed:#x}) in {:.1} s: \

@@ -42,19 +42,7 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
         let heredoc_op =
             matches!(kind, "<<" | "<<-") && parent.is_some_and(|p| p.kind() == "heredoc_redirect");
         if heredoc_op && text.ends_with(kind) {
-            // The grammar drops the word before a here-document (`python3 - <<'EOF'` has no
-            // `-`, `ls -iu<<X` makes `-iu<<` the operator): bash reads it as an argument.
-            let op_at = node.end_byte() - kind.len();
-            let dropped = src
-                .get(covered_to..op_at)
-                .unwrap_or("")
-                .trim_matches([' ', '\t']);
-            if dropped.contains([' ', '\t', '\n', '\\']) {
-                return Err(format!(
-                    "Ferrite's grammar skips `{}` of the command",
-                    shorten(dropped)
-                ));
-            }
+            let dropped = dropped_before_heredoc(src, covered_to, node.end_byte() - kind.len())?;
             if let Some(heredoc) = parent.filter(|_| !dropped.is_empty()) {
                 reading
                     .before_heredoc
@@ -106,6 +94,23 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
             }
         }
     }
+}
+
+/// The word the grammar drops before a here-document's `<<` at `op_at` (`python3 - <<'EOF'` has
+/// no `-`, `ls -iu<<X` makes `-iu<<` the operator): bash reads it as an argument. More than one
+/// word there is a misreading.
+fn dropped_before_heredoc(src: &str, covered_to: usize, op_at: usize) -> Result<&str, String> {
+    let dropped = src
+        .get(covered_to..op_at)
+        .unwrap_or("")
+        .trim_matches([' ', '\t']);
+    if dropped.contains([' ', '\t', '\n', '\\']) {
+        return Err(format!(
+            "Ferrite's grammar skips `{}` of the command",
+            shorten(dropped)
+        ));
+    }
+    Ok(dropped)
 }
 
 /// Where one word ends for the grammar and the next begins with nothing between them, bash
@@ -274,28 +279,47 @@ fn check_node(
     src: &[u8],
     grammar: Grammar,
 ) -> Result<(), String> {
-    let kind = node.kind();
-    let word_end = |at: usize| {
-        src.get(at).is_none_or(|b| {
-            matches!(
-                b,
-                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
-            )
-        })
-    };
+    check_keyword(node, parent, text, src)?;
+    recovered_words(node, parent, text, src)?;
+    check_token(node, text, src)?;
+    check_span(node, text, src, grammar)
+}
+
+/// Where a word ends for bash: at a blank, an operator or the end of the line.
+fn word_end(src: &[u8], at: usize) -> bool {
+    src.get(at).is_none_or(|b| {
+        matches!(
+            b,
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+        )
+    })
+}
+
+/// A keyword of the grammar (`if`, `!`, `[[`, `{`) must be a whole word to bash.
+fn check_keyword(
+    node: Node<'_>,
+    parent: Option<&str>,
+    text: &str,
+    src: &[u8],
+) -> Result<(), String> {
     let keyword = !node.is_named()
         && (text.bytes().all(|b| b.is_ascii_alphabetic()) && !text.is_empty()
             || (text == "!" && parent == Some("negated_command"))
             || (matches!(text, "[" | "]" | "[[" | "]]") && parent == Some("test_command"))
             || (matches!(text, "{" | "}") && parent == Some("compound_statement")));
-    if keyword && !(at_word_start(src, node.start_byte()) && word_end(node.end_byte())) {
+    if keyword && !(at_word_start(src, node.start_byte()) && word_end(src, node.end_byte())) {
         return Err(format!(
             "`{}` is part of a longer word to bash, not the keyword Ferrite's grammar reads",
             shorten(text)
         ));
     }
-    recovered_words(node, parent, text, src)?;
-    match kind {
+    Ok(())
+}
+
+/// The checks of a token and the words around it: comments, descriptors, assignments,
+/// here-document delimiters and redirections bash reads otherwise.
+fn check_token(node: Node<'_>, text: &str, src: &[u8]) -> Result<(), String> {
+    match node.kind() {
         "comment" if !at_word_start(src, node.start_byte()) => Err(
             "a `#` in the command starts a comment for Ferrite's grammar but not for bash"
                 .to_owned(),
@@ -360,6 +384,14 @@ fn check_node(
                 shorten(text)
             ))
         }
+        _ => Ok(()),
+    }
+}
+
+/// The checks of a construct across its lines: line breaks and continuations inside
+/// expansions, commands, tests, strings and substitutions; bash-only syntax under `sh`.
+fn check_span(node: Node<'_>, text: &str, src: &[u8], grammar: Grammar) -> Result<(), String> {
+    match node.kind() {
         // `${x:-$\⏎(rm -rf x)}` is a command substitution to bash (differential test, 150k).
         "expansion" | "arithmetic_expansion" | "subscript"
             if text
@@ -372,7 +404,7 @@ fn check_node(
                     .to_owned(),
             )
         }
-        "heredoc_start" if !word_end(node.end_byte()) => Err(format!(
+        "heredoc_start" if !word_end(src, node.end_byte()) => Err(format!(
             "the here-document delimiter `{}` goes on in a word bash reads whole",
             shorten(text)
         )),
@@ -407,6 +439,19 @@ fn check_node(
 
 /// The checks of one node where the grammar's error recovery, or its here-documents, read
 /// words otherwise than bash (differential test, 1M).
+/// Where a brace or bracket is a word to bash ([`recovered_words`]).
+const BRACKETS_ARE_WORDS_IN: &[&str] = &[
+    "file_redirect",
+    "herestring_redirect",
+    "heredoc_redirect",
+    "command",
+    "command_name",
+    "redirected_statement",
+    "program",
+    "list",
+    "pipeline",
+];
+
 fn recovered_words(
     node: Node<'_>,
     parent: Option<&str>,
@@ -433,21 +478,7 @@ fn recovered_words(
         // `>> } {} `, `<<< { {then`, `=>] [[ x`: braces and brackets are words to bash there;
         // the grammar reads them as syntax and drops them from the command (differential test).
         "{" | "}" | "[" | "]" | "[[" | "]]"
-            if !node.is_named()
-                && matches!(
-                    parent,
-                    Some(
-                        "file_redirect"
-                            | "herestring_redirect"
-                            | "heredoc_redirect"
-                            | "command"
-                            | "command_name"
-                            | "redirected_statement"
-                            | "program"
-                            | "list"
-                            | "pipeline"
-                    )
-                ) =>
+            if !node.is_named() && parent.is_some_and(|p| BRACKETS_ARE_WORDS_IN.contains(&p)) =>
         {
             Err(format!(
                 "`{text}` is a word to bash where Ferrite's grammar reads syntax"
