@@ -162,10 +162,13 @@ impl Tracer {
         status: u8,
         confined: bool,
     ) -> (Vec<Executed>, bool) {
-        // A fresh log and scratch directory per command: a process an earlier command left behind
-        // (`setsid`, `nohup`, a daemonizing wrapper) writes to its own, old log, and a file an
-        // earlier command wrote (a script `bash FILE` would read) is gone.
-        let _ = std::fs::remove_file(log);
+        // A log of its own and a fresh scratch directory per command: a process an earlier
+        // command left behind (`setsid`, `nohup`, a daemonizing wrapper) opens its log by the
+        // name it inherited, never this command's, and a file an earlier command wrote (a script
+        // `bash FILE` would read) is gone.
+        static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = &log.with_extension(run.to_string());
         let _ = std::fs::remove_dir_all(work);
         std::fs::create_dir(work).unwrap();
         std::fs::write(log, b"").unwrap();
@@ -217,7 +220,6 @@ impl Tracer {
         }
         let _ = child.wait();
         let executed = read_log(&std::fs::read(log).unwrap());
-        // Unlinked: a leftover process appends to this inode, never to the next command's log.
         let _ = std::fs::remove_file(log);
         (executed, timed_out)
     }
