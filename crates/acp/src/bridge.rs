@@ -7,8 +7,8 @@
 use std::sync::{Arc, Weak};
 
 use agent_client_protocol_schema::v1 as acp;
-use ferrite_core::ids::SessionId;
 use ferrite_core::permissions::{OptionKind, PermissionAnswer, PermissionRequest};
+use ferrite_store::ids::SessionId;
 use futures::future::BoxFuture;
 
 use crate::calls::{CallError, Caller};

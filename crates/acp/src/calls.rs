@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use ferrite_core::ids::SessionId;
+use ferrite_store::ids::SessionId;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 

@@ -2,9 +2,9 @@
 
 use ferrite_core::catalog::AuthNeeded;
 use ferrite_core::events::Refusal;
-use ferrite_core::log::StoreError;
 use ferrite_core::runtime::RuntimeError;
 use ferrite_core::runtime::queries::KeyError;
+use ferrite_store::log::StoreError;
 use serde_json::Value;
 
 use crate::rpc;

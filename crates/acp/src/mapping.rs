@@ -10,16 +10,16 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1 as acp;
-use ferrite_core::content::{
+use ferrite_core::display::visible;
+use ferrite_core::events::{CompactionStage, Event, Settings};
+use ferrite_core::mcp::{McpServerSpec, McpTransport};
+use ferrite_core::modes::{Effort, Mode};
+use ferrite_store::content::{
     Location, PlanEntry, PlanPriority, PlanStatus, ToolCallUpdateView, ToolCallView, ToolContent,
     ToolKind, ToolStatus, UserContent,
 };
-use ferrite_core::display::visible;
-use ferrite_core::events::{CompactionStage, Event, Settings};
-use ferrite_core::ids::SessionId;
-use ferrite_core::log::StopReason;
-use ferrite_core::mcp::{McpServerSpec, McpTransport};
-use ferrite_core::modes::{Effort, Mode};
+use ferrite_store::ids::SessionId;
+use ferrite_store::log::StopReason;
 
 mod advertised;
 
@@ -355,7 +355,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::TitleChanged { title } => vec![U::SessionInfoUpdate(
             acp::SessionInfoUpdate::new()
                 .title(title.clone())
-                .updated_at(ferrite_core::time::now_rfc3339()),
+                .updated_at(ferrite_store::time::now_rfc3339()),
         )],
         Event::Usage { used, size, cost } => vec![U::UsageUpdate(
             acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
@@ -375,7 +375,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::Notice { text } | Event::Info { text } => vec![U::AgentMessageChunk(
             acp::ContentChunk::new(text_block(&format!(
                 "\n\n{}\n\n",
-                ferrite_core::content::markdown_paragraphs(text)
+                ferrite_store::content::markdown_paragraphs(text)
             )))
             .meta(notice_meta()),
         )],

@@ -1,7 +1,7 @@
 //! The queue to the single stdout writer (`transport::write_lines`).
 
 use agent_client_protocol_schema::v1 as acp;
-use ferrite_core::ids::SessionId;
+use ferrite_store::ids::SessionId;
 use serde_json::Value;
 use tokio::sync::mpsc;
 

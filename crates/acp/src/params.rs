@@ -2,7 +2,7 @@
 
 use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::TurnOptions;
-use ferrite_core::ids::SessionId;
+use ferrite_store::ids::SessionId;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 

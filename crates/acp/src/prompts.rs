@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-use ferrite_core::ids::{SessionId, TurnId};
+use ferrite_store::ids::{SessionId, TurnId};
 use serde_json::Value;
 
 /// Per session, the prompts waiting, in the order they were sent: the running one first, then

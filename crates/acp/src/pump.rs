@@ -203,8 +203,8 @@ pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
 /// The turn's tokens in the schema's unstable `usage` (docs/acp.md, "The prompt"): input counts
 /// cached reads and writes, output counts thought tokens, so the total is input + output. A turn
 /// whose calls reported nothing (none ran, or the server sent no usage) has none.
-fn turn_usage(u: &ferrite_core::usage::Usage) -> Option<acp::Usage> {
-    if *u == ferrite_core::usage::Usage::default() {
+fn turn_usage(u: &ferrite_store::usage::Usage) -> Option<acp::Usage> {
+    if *u == ferrite_store::usage::Usage::default() {
         return None;
     }
     let usage = acp::Usage::new(
@@ -222,7 +222,7 @@ fn turn_usage(u: &ferrite_core::usage::Usage) -> Option<acp::Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferrite_core::ids::{SessionId, TurnId};
+    use ferrite_store::ids::{SessionId, TurnId};
 
     fn ev(turn: u64, event: Event) -> SessionEvent {
         SessionEvent {
@@ -265,8 +265,8 @@ mod tests {
 
 #[cfg(test)]
 mod ordering_tests {
-    use ferrite_core::content::{ToolCallView, ToolKind, ToolStatus};
-    use ferrite_core::ids::{SessionId, TurnId};
+    use ferrite_store::content::{ToolCallView, ToolKind, ToolStatus};
+    use ferrite_store::ids::{SessionId, TurnId};
 
     use super::*;
 

@@ -6,8 +6,8 @@
 //! held until then, discovery started once the answer is out.
 
 use agent_client_protocol_schema::v1 as acp;
-use ferrite_core::ids::SessionId;
 use ferrite_core::runtime::NoticeGate;
+use ferrite_store::ids::SessionId;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use agent_client_protocol_schema::v1 as acp;
-use ferrite_core::content::{ToolCallUpdateView, ToolKind, ToolStatus};
 use ferrite_core::events::Event;
-use ferrite_core::ids::SessionId;
+use ferrite_store::content::{ToolCallUpdateView, ToolKind, ToolStatus};
+use ferrite_store::ids::SessionId;
 use serde_json::{Map, Value, json};
 
 use crate::mapping::{self, Takes};

@@ -9,11 +9,11 @@ use std::io::Write;
 use std::time::Instant;
 
 use ferrite_core::config::ApiKind;
-use ferrite_core::ids::SessionId;
-use ferrite_core::log::SessionStore;
 use ferrite_core::model::ModelRequest;
 use ferrite_core::modes::Effort;
 use ferrite_core::state::SessionState;
+use ferrite_store::ids::SessionId;
+use ferrite_store::log::SessionStore;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

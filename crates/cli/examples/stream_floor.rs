@@ -17,9 +17,9 @@ use ferrite_core::config::Config;
 use ferrite_core::credentials::Credentials;
 use ferrite_core::env::Env;
 use ferrite_core::events::Event;
-use ferrite_core::ids::SessionId;
 use ferrite_core::model::{Message, ModelConnector, ModelEvent, ModelRequest, UserPart};
 use ferrite_core::modes::Effort;
+use ferrite_store::ids::SessionId;
 use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 

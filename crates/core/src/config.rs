@@ -138,32 +138,11 @@ pub struct ToolsConfig {
 /// The smallest `tools.spill_max_bytes`: one read of a command's output.
 pub const MIN_SPILL_MAX_BYTES: u64 = 64 * 1024;
 
-/// `[checkpoints]` (`docs/config.md`, `docs/checkpoints.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CheckpointsConfig {
-    /// Checkpoints kept per session; older ones are pruned. 0 turns checkpoints off.
-    pub max_count: usize,
-    /// Files larger than this are listed in a checkpoint but their bytes are not kept.
-    pub max_file_bytes: u64,
-    /// One session's store, at most; the oldest checkpoints are dropped past it.
-    pub max_session_bytes: u64,
-    /// Every session's stores together (`FERRITE_HOME/checkpoints/`), at most.
-    pub max_total_bytes: u64,
-}
+// The store's limits are the store's type (read here from `[checkpoints]`).
+pub use ferrite_store::checkpoints::CheckpointsConfig;
 
 /// The smallest store cap accepted (`checkpoints.max_session_bytes`, `max_total_bytes`).
 pub const MIN_STORE_BYTES: u64 = 1 << 20;
-
-impl Default for CheckpointsConfig {
-    fn default() -> Self {
-        Self {
-            max_count: 50,
-            max_file_bytes: 10_485_760,
-            max_session_bytes: 2 << 30,
-            max_total_bytes: 10 << 30,
-        }
-    }
-}
 
 /// The cap on `bash_timeout_secs` and on a model-supplied `timeout_secs` (`docs/config.md`).
 pub const BASH_TIMEOUT_CAP_SECS: u64 = 600;

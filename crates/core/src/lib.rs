@@ -1,4 +1,4 @@
-//! ferrite-core: sessions, the session log, config and the turn loop.
+//! ferrite-core: sessions, config and the turn loop.
 //!
 //! Knows nothing of JSON-RPC, HTTP or process spawning: it reaches them through small traits
 //! ([`model::ModelClient`], ...) that the other crates implement and `cli` wires together. The
@@ -10,6 +10,10 @@ pub use ferrite_policy::{access, fsops, modes, own_files, paths, private_fs, pro
 // What users and repositories bring (skills, hooks, agents, trust) is `ferrite_extensions`'s.
 use ferrite_extensions::front_matter;
 pub use ferrite_extensions::{agents, display, hooks, skills, trust};
+// The session's record (the log, the checkpoint store) and the words it is written in are
+// `ferrite_store`'s. Named here (not re-exported) so core's modules keep their paths; other crates
+// name `ferrite_store` themselves.
+use ferrite_store::{content, failure, file_changes, ids, log, time, usage};
 
 /// The permission policy (`ferrite_policy::permissions`) and, core's own part, asking the user.
 pub mod permissions {
@@ -22,21 +26,16 @@ mod approval;
 pub mod attachments;
 pub mod background;
 pub mod catalog;
-pub mod checkpoints;
+mod checkpointing;
 pub mod children;
 pub mod clientfs;
 pub mod commands;
 pub mod config;
-pub mod content;
 pub mod credentials;
 pub mod elicit;
 pub mod env;
 pub mod events;
 pub mod exec;
-pub mod failure;
-pub mod file_changes;
-pub mod ids;
-pub mod log;
 pub mod mcp;
 pub mod model;
 pub mod prompt;
@@ -47,8 +46,6 @@ pub mod session_view;
 pub mod spill_budget;
 pub mod state;
 pub mod steering;
-pub mod time;
 pub mod tools;
 pub mod turn;
-pub mod usage;
 pub mod web;

@@ -17,9 +17,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::own_files::{OwnFiles, Skip};
+// Kept in the session log (`system_prompt` entries), so the log's crate owns the type.
+pub use ferrite_store::log::{ClientPrompt, ClientPromptMode};
 
 /// Instructions are sent with every request: this bounds what they cost.
 const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
@@ -30,22 +30,6 @@ editor. You help with software engineering tasks in the workspace below: read co
 changing it, make focused changes, run the project's checks when you can, and say briefly what \
 you did. Use the tools you are given; keep the plan up to date with update_plan for multi-step \
 work.";
-
-/// System-level instructions a client gave a session (ACP `systemPrompt`), kept in its log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientPrompt {
-    pub mode: ClientPromptMode,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClientPromptMode {
-    /// After ferrite's instructions and the workspace's, so it has the last word.
-    Append,
-    /// Instead of ferrite's own instructions; the workspace facts and `AGENTS.md` files stay.
-    Override,
-}
 
 pub fn system_prompt(own: &OwnFiles, cwd: &Path, client: Option<&ClientPrompt>) -> String {
     let mut s = match client {

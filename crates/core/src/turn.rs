@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::checkpoints::TurnCheckpoint;
+use crate::checkpointing::TurnCheckpoint;
 use crate::content::UserContent;
 use crate::events::{TurnOptions, TurnOutcome};
 use crate::hooks::HookEvent;
@@ -170,7 +170,8 @@ async fn run_stages(
     };
     if let Some(command) = intake.checkpoint_command {
         let roots = start.roots.clone();
-        let run = crate::checkpoints::command::run(services, rec, &config, roots, command, cancel);
+        let run =
+            crate::checkpointing::command::run(services, rec, &config, roots, command, cancel);
         return Ok(TurnOutcome::ended(run.await?));
     }
     checkpoint.configure(rec, start.roots.clone(), config.checkpoints);

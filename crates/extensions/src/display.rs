@@ -129,4 +129,11 @@ mod tests {
         assert_eq!(visible("x\u{fe0f}"), "x\\u{fe0f}");
         assert_eq!(visible("lone cr\r"), "lone cr\\u{d}");
     }
+
+    #[test]
+    fn a_fence_is_longer_than_any_backtick_run_inside() {
+        assert_eq!(fenced("a\n", ""), "```\na\n```");
+        assert_eq!(fenced("x ```` y", "sh"), "`````sh\nx ```` y\n`````");
+        assert_eq!(fenced("", ""), "```\n\n```");
+    }
 }

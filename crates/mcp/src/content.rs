@@ -4,8 +4,8 @@
 //! can reason about ("[image: image/png, 1234 bytes]") rather than dropped silently; the editor
 //! also gets images as images.
 
-use ferrite_core::content::ToolContent;
 use ferrite_core::tools::OutputLimits;
+use ferrite_store::content::ToolContent;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 /// The text of `result`, one block after another.

@@ -5,10 +5,10 @@
 
 use std::collections::HashSet;
 
-use ferrite_core::content::UserContent;
 use ferrite_core::mcp::{
     McpContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResourcePart, McpRole,
 };
+use ferrite_store::content::UserContent;
 use rmcp::model::{ContentBlock, GetPromptResult, Prompt, ReadResourceResult, ResourceContents};
 
 use crate::names;

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrite_core::content::ToolKind;
 use ferrite_core::model::ToolSpec;
 use ferrite_core::tools::{
     Access, CallDescription, OutputLimits, Tool, ToolContext, ToolError, ToolOutput,
 };
+use ferrite_store::content::ToolKind;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;

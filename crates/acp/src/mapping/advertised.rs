@@ -56,8 +56,8 @@ pub(super) fn subagent(v: &ferrite_core::events::SubagentView) -> acp::SessionUp
 /// A message from another session, as the receiving session's transcript shows it.
 pub(super) fn session_message(
     message_id: &str,
-    from: &ferrite_core::ids::SessionId,
-    to: &ferrite_core::ids::SessionId,
+    from: &ferrite_store::ids::SessionId,
+    to: &ferrite_store::ids::SessionId,
     content: Vec<acp::ContentBlock>,
 ) -> acp::SessionUpdate {
     acp::SessionUpdate::SessionMessage(

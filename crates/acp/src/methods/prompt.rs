@@ -8,8 +8,8 @@
 //! every queued one. `_session/steering` hands a message to the running turn instead.
 
 use agent_client_protocol_schema::v1 as acp;
-use ferrite_core::ids::SessionId;
 use ferrite_core::steering::Steered;
+use ferrite_store::ids::SessionId;
 use serde::Deserialize;
 use serde_json::json;
 

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::{Event, SettingChange};
-use ferrite_core::ids::SessionId;
 use ferrite_core::modes::Harness;
 use ferrite_core::prompt::ClientPrompt;
 use ferrite_core::runtime::{NewSession, Opened};
+use ferrite_store::ids::SessionId;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -318,7 +318,7 @@ pub(crate) async fn list(
                 let dirs = runtime.services().store.additional_directories(x);
                 acp::SessionInfo::new(acp::SessionId::new(x.id.as_str()), x.cwd.clone())
                     .title(x.title.clone())
-                    .updated_at(ferrite_core::time::rfc3339(x.updated_at))
+                    .updated_at(ferrite_store::time::rfc3339(x.updated_at))
                     .additional_directories(dirs)
             })
             .collect()

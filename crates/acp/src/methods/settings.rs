@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::events::{SettingChange, Settings};
-use ferrite_core::ids::SessionId;
 use ferrite_core::modes::Mode;
+use ferrite_store::ids::SessionId;
 use serde::Deserialize;
 use serde_json::json;
 

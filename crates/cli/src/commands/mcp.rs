@@ -10,10 +10,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use ferrite_core::config::Config;
 use ferrite_core::elicit::{Elicitor, Page, Question, Reply};
-use ferrite_core::ids::SessionId;
 use ferrite_core::mcp::Browser;
 use ferrite_mcp::OAuthConfig;
 use ferrite_mcp::oauth::{SignInError, TokenFile};
+use ferrite_store::ids::SessionId;
 use futures::future::BoxFuture;
 
 /// Shows sign-in links on stderr: a person at a terminal opens them. Asks no questions (forms

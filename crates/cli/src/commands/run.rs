@@ -11,13 +11,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ferrite_core::content::UserContent;
 use ferrite_core::env::Env;
 use ferrite_core::events::{SessionEvent, SettingChange, TurnOptions};
-use ferrite_core::ids::SessionId;
-use ferrite_core::log::{EntryKind, SessionStore};
 use ferrite_core::modes::{Harness, Mode};
 use ferrite_core::runtime::{NewSession, Opened, Runtime};
+use ferrite_store::content::UserContent;
+use ferrite_store::ids::SessionId;
+use ferrite_store::log::{EntryKind, SessionStore};
 use tokio::sync::mpsc::Receiver;
 
 use crate::args::RunArgs;

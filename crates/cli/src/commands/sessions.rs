@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use ferrite_core::events::Event;
-use ferrite_core::ids::SessionId;
-use ferrite_core::log::SessionStore;
 use ferrite_core::state::SessionState;
+use ferrite_store::ids::SessionId;
+use ferrite_store::log::SessionStore;
 
 fn parse_id(id: &str) -> anyhow::Result<SessionId> {
     SessionId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))
@@ -31,7 +31,7 @@ pub fn list(home: &Path, cwd: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             out,
             "{}\t{}\t{}\t{}",
             s.id,
-            ferrite_core::time::rfc3339(s.updated_at),
+            ferrite_store::time::rfc3339(s.updated_at),
             s.cwd.display(),
             s.title.unwrap_or_default()
         )?;

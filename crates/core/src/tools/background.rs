@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::background::Piece;
-use crate::content::{ToolContent, ToolKind, fenced};
+use crate::content::{ToolContent, ToolKind};
+use crate::display::fenced;
 use crate::model::ToolSpec;
 use crate::tools::output::parse_input;
 use crate::tools::{

@@ -12,7 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::BASH_TIMEOUT_CAP_SECS;
-use crate::content::{ToolCallUpdateView, ToolContent, ToolKind, fenced, inline_code};
+use crate::content::{ToolCallUpdateView, ToolContent, ToolKind};
+use crate::display::{fenced, inline_code};
 use crate::exec::{CommandOutput, CommandSpec, ExecError, Exit};
 use crate::model::ToolSpec;
 use crate::tools::markdown;

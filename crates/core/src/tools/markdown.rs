@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::content::{ToolContent, fenced, inline_code, language_for};
+use crate::content::{ToolContent, language_for};
+use crate::display::{fenced, inline_code};
 use crate::exec::CommandOutput;
 use crate::paths::resolve;
 

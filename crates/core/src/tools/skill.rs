@@ -123,7 +123,7 @@ impl Tool for SkillTool {
             };
             Ok(ToolOutput {
                 content: vec![ToolContent::Text {
-                    text: crate::content::fenced(&text, "markdown").into(),
+                    text: crate::display::fenced(&text, "markdown").into(),
                 }],
                 text,
             })

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Catalog;
-use crate::checkpoints::TurnCheckpoint;
+use crate::checkpointing::TurnCheckpoint;
 use crate::config::{Config, FsDelegation};
 use crate::exec::{CommandRunner, Sandbox, Shell};
 use crate::model::ToolSpec;

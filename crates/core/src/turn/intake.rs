@@ -2,7 +2,7 @@
 //! prompt file, the prompt is recorded, and the session's first prompt names it. A prompt that
 //! is a command to ferrite itself (`/compact`, `/undo`, `/checkpoints`) is told apart here.
 
-use crate::checkpoints::command::Command as CheckpointCommand;
+use crate::checkpointing::command::Command as CheckpointCommand;
 use crate::content::UserContent;
 use crate::events::Event;
 use crate::log::{EntryKind, StoreError, title_from};
@@ -33,7 +33,7 @@ pub(super) fn record_prompt(
     };
     let intake = Intake {
         compact: compact::requested(content),
-        checkpoint_command: crate::checkpoints::command::requested(content),
+        checkpoint_command: crate::checkpointing::command::requested(content),
     };
     let own_command = intake.compact.is_some() || intake.checkpoint_command.is_some();
     rec.record(match own_command {

@@ -4,7 +4,8 @@
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::content::{ToolCallView, ToolContent, fenced};
+use crate::content::{ToolCallView, ToolContent};
+use crate::display::fenced;
 use crate::hooks::PreVerdict;
 use crate::permissions::{self, Call, Decision, OptionKind, PermissionRequest};
 use crate::protected::Verdict;

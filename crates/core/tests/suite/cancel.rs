@@ -2,9 +2,9 @@
 //! later one.
 
 use ferrite_core::events::{Event, TurnOptions};
-use ferrite_core::log::StopReason;
 use ferrite_core::model::Message;
 use ferrite_core::modes::Mode;
+use ferrite_store::log::StopReason;
 use ferrite_test_support::scripted_model::Reply;
 use serde_json::json;
 

@@ -2,8 +2,8 @@
 //! instead of what it replaced; on `/compact` and when the context passed the threshold.
 
 use ferrite_core::events::{CompactionStage, Event};
-use ferrite_core::log::StopReason;
 use ferrite_core::model::{Message, UserPart};
+use ferrite_store::log::StopReason;
 use ferrite_test_support::scripted_model::Reply;
 use serde_json::json;
 

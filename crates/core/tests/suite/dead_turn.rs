@@ -1,8 +1,8 @@
 //! A turn that dies (a panic in a provider client, on the turn's task) ends like any failed
 //! turn, and the session keeps serving.
 
-use ferrite_core::log::{StopReason, TurnFailure};
 use ferrite_core::model::{ModelErrorKind, TerminalStatus};
+use ferrite_store::log::{StopReason, TurnFailure};
 use ferrite_test_support::scripted_model::Reply;
 
 use super::rig::{Rig, agent_text, ended};

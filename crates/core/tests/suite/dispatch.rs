@@ -2,8 +2,8 @@
 //! about it, then its progress, then its result; the result goes back to the model.
 
 use ferrite_core::events::Event;
-use ferrite_core::log::StopReason;
 use ferrite_core::model::Message;
+use ferrite_store::log::StopReason;
 use ferrite_test_support::scripted_model::Reply;
 use serde_json::json;
 

@@ -1,8 +1,8 @@
 //! Permission paths in `ask` mode: allow once, reject, always allow (stored for the workspace
 //! and applied, after a restart too), and a cancel while the user is being asked.
 
-use ferrite_core::log::StopReason;
 use ferrite_core::permissions::StoredRules;
+use ferrite_store::log::StopReason;
 use ferrite_test_support::scripted_model::Reply;
 use serde_json::json;
 

@@ -7,17 +7,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrite_core::content::{ToolCallUpdateView, ToolCallView, ToolStatus, UserContent};
 use ferrite_core::env::Env;
 use ferrite_core::events::{Event, SessionEvent, SettingChange, TurnOptions, TurnOutcome};
 use ferrite_core::exec::{
     CommandOutput, CommandRunner, CommandSpec, ExecError, Exit, Sandbox, SandboxSupport,
 };
-use ferrite_core::ids::TurnId;
-use ferrite_core::log::StopReason;
 use ferrite_core::modes::{Harness, Mode};
 use ferrite_core::permissions::{Approver, PermissionAnswer, PermissionRequest};
 use ferrite_core::runtime::{NewSession, Runtime, Services, SessionHandle};
+use ferrite_store::content::{ToolCallUpdateView, ToolCallView, ToolStatus, UserContent};
+use ferrite_store::ids::TurnId;
+use ferrite_store::log::StopReason;
 use ferrite_test_support::scripted_model::ScriptedModel;
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
@@ -298,7 +298,7 @@ struct TestApprover {
 impl Approver for TestApprover {
     fn request(
         &self,
-        _session: &ferrite_core::ids::SessionId,
+        _session: &ferrite_store::ids::SessionId,
         request: PermissionRequest,
     ) -> BoxFuture<'_, PermissionAnswer> {
         let (answer, rx) = oneshot::channel();

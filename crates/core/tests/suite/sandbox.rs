@@ -3,8 +3,8 @@
 
 use ferrite_core::events::Event;
 use ferrite_core::exec::Sandbox;
-use ferrite_core::log::StopReason;
 use ferrite_core::modes::Mode;
+use ferrite_store::log::StopReason;
 use ferrite_test_support::scripted_model::Reply;
 use serde_json::json;
 

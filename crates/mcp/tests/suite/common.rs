@@ -100,7 +100,7 @@ pub async fn call(tool: &McpTool, input: Value) -> Result<ToolOutput, ToolError>
 pub fn text_output(text: &str) -> ToolOutput {
     ToolOutput {
         text: text.into(),
-        content: vec![ferrite_core::content::ToolContent::Text { text: text.into() }],
+        content: vec![ferrite_store::content::ToolContent::Text { text: text.into() }],
     }
 }
 

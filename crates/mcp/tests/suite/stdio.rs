@@ -2,12 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use ferrite_core::content::ToolKind;
 use ferrite_core::mcp::ToolProvider;
 use ferrite_core::model::ToolSpec;
 use ferrite_core::tools::{Access, OutputLimits, Tool, ToolError};
 use ferrite_mcp::Launcher;
 use ferrite_mcp::names::MAX_TOOL_NAME_LEN;
+use ferrite_store::content::ToolKind;
 use ferrite_test_support::mcp_server::LONG_TOOL_NAME;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -116,8 +116,8 @@ async fn images_and_resources_are_described_in_text() {
     );
     match &out.content[..] {
         [
-            ferrite_core::content::ToolContent::Text { .. },
-            ferrite_core::content::ToolContent::Image { mime_type, data },
+            ferrite_store::content::ToolContent::Text { .. },
+            ferrite_store::content::ToolContent::Image { mime_type, data },
         ] => {
             assert_eq!(
                 (mime_type.as_str(), data.is_empty()),

@@ -6,12 +6,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
-use ferrite_core::content::{ToolCallUpdateView, ToolContent, ToolKind, ToolStatus};
 use ferrite_core::events::{Event, SessionEvent, TurnOutcome};
-use ferrite_core::failure::TurnFailure;
-use ferrite_core::ids::SessionId;
-use ferrite_core::log::StopReason;
 use ferrite_core::permissions::NO_ONE_TO_ASK;
+use ferrite_store::content::{ToolCallUpdateView, ToolContent, ToolKind, ToolStatus};
+use ferrite_store::failure::TurnFailure;
+use ferrite_store::ids::SessionId;
+use ferrite_store::log::StopReason;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::Receiver;
 
@@ -44,7 +44,7 @@ pub(super) struct TurnUsage {
 }
 
 impl TurnUsage {
-    pub fn add(&mut self, usage: &ferrite_core::usage::Usage, cost: Option<f64>) {
+    pub fn add(&mut self, usage: &ferrite_store::usage::Usage, cost: Option<f64>) {
         self.cost = match (self.calls, self.cost, cost) {
             (0, _, c) => c,
             (_, Some(a), Some(b)) => Some(a + b),
@@ -338,7 +338,7 @@ impl Report {
 /// A turn that stopped without failing but without an answer either (the provider refused, or
 /// the turn was cancelled): a failed run all the same.
 fn unanswered(stop: StopReason) -> Option<TurnFailure> {
-    use ferrite_core::failure::TerminalStatus;
+    use ferrite_store::failure::TerminalStatus;
     let (status, kind, message) = match stop {
         StopReason::Refusal => (
             TerminalStatus::ProviderError,

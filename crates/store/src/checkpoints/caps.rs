@@ -13,17 +13,17 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::CheckpointsConfig;
 use super::capture::Index;
 use super::pack::{self, Blobs, Rewrite};
 use super::{Manifest, Store};
-use crate::config::CheckpointsConfig;
 use crate::ids::SessionId;
 use crate::log::{Hold, SessionStore};
 
 /// Which limit dropped a checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Why {
+pub enum Why {
     MaxCount,
     SessionBytes,
     TotalBytes,
@@ -41,7 +41,7 @@ impl Why {
 
 /// A checkpoint that was dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Dropped {
+pub struct Dropped {
     pub id: u64,
     pub turn: u64,
     pub why: Why,

@@ -1,29 +1,18 @@
-//! One turn's checkpoint: opened before the turn's first change (durably, before the change
-//! runs), widened as the turn goes on, and at the end either recorded in the log or dropped when
-//! nothing changed.
+//! One turn's checkpoint, the storage side: opened before the turn's first change (durably,
+//! before the change runs), widened as the turn goes on, and at the end either finished (the
+//! changes it recorded, for the log) or dropped when nothing changed. Recording it in the log and
+//! telling the user is the turn's (`ferrite_core::checkpointing`).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use super::capture::{Capturer, Index, Keep, walk};
 use super::pack::Blobs;
-use super::{FileChange, FileState, Manifest, Skipped, Store};
-use crate::config::CheckpointsConfig;
-use crate::events::Event;
+use super::{CheckpointsConfig, FileChange, FileState, Manifest, Skipped, Store};
 use crate::ids::SessionId;
-use crate::log::EntryKind;
-use crate::modes::Mode;
-use crate::session::Recorder;
-use crate::tools::Access;
 
-/// A turn's checkpoint, shared by its tool calls. Disk work runs on the blocking pool.
-#[derive(Clone)]
-pub(crate) struct TurnCheckpoint {
-    inner: Arc<Mutex<Inner>>,
-}
-
-struct Inner {
+/// A session's checkpoint for the turn that runs now. Blocking: run it off the async threads.
+pub struct Tracker {
     store: Store,
     session: SessionId,
     /// FERRITE_HOME, never part of a snapshot.
@@ -32,8 +21,6 @@ struct Inner {
     pending: Option<Manifest>,
     index: Option<Index>,
     blobs: Option<Blobs>,
-    /// A capture failed this turn: the user was told once that it cannot be fully undone.
-    failed: bool,
 }
 
 #[derive(Clone)]
@@ -44,7 +31,7 @@ struct Setup {
 }
 
 /// What a finished checkpoint changed.
-pub(crate) struct Finished {
+pub struct Finished {
     pub id: u64,
     pub turn: u64,
     pub files: Vec<FileChange>,
@@ -53,129 +40,38 @@ pub(crate) struct Finished {
     pub notice: Option<String>,
 }
 
-impl TurnCheckpoint {
+/// What a tool call may change: the paths it names, or (a command) the whole workspace.
+pub enum What {
+    Paths(Vec<PathBuf>),
+    Workspace,
+}
+
+impl Tracker {
     pub fn new(home: &Path, session: &SessionId) -> Self {
         let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
         Self {
-            inner: Arc::new(Mutex::new(Inner {
-                store: Store::new(&home, session),
-                session: session.clone(),
-                home,
-                setup: None,
-                pending: None,
-                index: None,
-                blobs: None,
-                failed: false,
-            })),
+            store: Store::new(&home, session),
+            session: session.clone(),
+            home,
+            setup: None,
+            pending: None,
+            index: None,
+            blobs: None,
         }
     }
 
-    /// Arms the checkpoint for a turn of the session in `rec` over `roots`.
-    pub fn configure(&self, rec: &Recorder, roots: Vec<PathBuf>, config: CheckpointsConfig) {
-        let turn = rec.read(|state| {
-            state
-                .history
-                .iter()
-                .filter(|k| matches!(k, EntryKind::UserMessage { .. }))
-                .count() as u64
-        });
-        self.locked().setup = Some(Setup {
+    /// Arms the checkpoint for the session's prompt number `turn` (1 = the first) over `roots`.
+    pub fn arm(&mut self, roots: Vec<PathBuf>, turn: u64, config: CheckpointsConfig) {
+        self.setup = Some(Setup {
             roots,
             turn: turn.max(1),
             config,
         });
     }
 
-    /// Called before a tool call runs: keeps the prior state of what it may change. A `write` or
-    /// `edit` names its paths; a command may change anything, so the first one of a turn (in a
-    /// mode where commands may write) snapshots the whole workspace.
-    pub async fn before_call(&self, rec: &Recorder, access: &Access, mode: Mode) {
-        let what = match access {
-            Access::Write { paths } => Some(What::Paths(paths.clone())),
-            Access::Execute { .. } if mode != Mode::Plan => Some(What::Workspace),
-            Access::Execute { .. }
-            | Access::None
-            | Access::Read { .. }
-            | Access::Fetch { .. }
-            | Access::Mcp => None,
-        };
-        let Some(what) = what else { return };
-        let this = self.clone();
-        let res = tokio::task::spawn_blocking(move || this.locked().open(what, &[])).await;
-        self.report(rec, res).await;
-    }
-
-    /// Called when the turn ends: records the checkpoint in the log, or drops it when the turn
-    /// changed nothing.
-    pub async fn finish_turn(&self, rec: &Recorder) {
-        let this = self.clone();
-        let res = tokio::task::spawn_blocking(move || this.locked().finish()).await;
-        match res {
-            Ok(Ok(Some(f))) => {
-                if let Some(text) = f.notice.clone() {
-                    rec.emit(Event::Notice { text }).await;
-                }
-                let entry = EntryKind::Checkpoint {
-                    id: f.id,
-                    turn: f.turn,
-                    files: f.files,
-                    undid: vec![],
-                    skipped: f.not_kept,
-                };
-                if let Err(e) = rec.record(entry).and_then(|_| rec.sync()) {
-                    tracing::error!(error = %e, "could not record a checkpoint");
-                }
-            }
-            Ok(Ok(None)) => {}
-            other => self.report(rec, other.map(|r| r.map(|_| ()))).await,
-        }
-    }
-
-    /// Opens (or widens) the checkpoint with `paths` for an `/undo` of `undid`.
-    pub(super) fn open_for_undo(&self, paths: Vec<PathBuf>, undid: &[u64]) -> std::io::Result<()> {
-        self.locked().open(What::Paths(paths), undid)
-    }
-
-    pub(super) fn finish_now(&self) -> std::io::Result<Option<Finished>> {
-        self.locked().finish()
-    }
-
-    async fn report(
-        &self,
-        rec: &Recorder,
-        res: Result<std::io::Result<()>, tokio::task::JoinError>,
-    ) {
-        let err = match res {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => e.to_string(),
-            Err(e) => e.to_string(),
-        };
-        tracing::warn!(error = %err, "checkpoint failed");
-        let first = !std::mem::replace(&mut self.locked().failed, true);
-        if first {
-            rec.emit(Event::Notice {
-                text: format!(
-                    "Could not record a checkpoint ({err}); `/undo` may not fully revert this turn."
-                ),
-            })
-            .await;
-        }
-    }
-
-    fn locked(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-enum What {
-    Paths(Vec<PathBuf>),
-    Workspace,
-}
-
-impl Inner {
-    fn open(&mut self, what: What, undid: &[u64]) -> std::io::Result<()> {
+    /// Opens (or widens) the checkpoint with the prior state of `what`, made durable before it
+    /// returns; `undid`: the checkpoints an `/undo` reverts, when this is that undo's own.
+    pub fn open(&mut self, what: What, undid: &[u64]) -> std::io::Result<()> {
         let Some(setup) = self.setup.clone() else {
             return Ok(());
         };
@@ -260,7 +156,8 @@ impl Inner {
         captured.and(sealed)
     }
 
-    fn finish(&mut self) -> std::io::Result<Option<Finished>> {
+    /// Records what the turn changed, or drops the checkpoint when it changed nothing.
+    pub fn finish(&mut self) -> std::io::Result<Option<Finished>> {
         let Some(mut m) = self.pending.take() else {
             return Ok(None);
         };

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::capture::{Capturer, Index};
-use super::pack::Blobs;
-use super::restore::{self, Reach, Step};
-use super::{Manifest, Skipped, Store, TurnCheckpoint, undo_message};
+use ferrite_store::checkpoints::{
+    Dropped, FileState, Manifest, Reach, Skipped, Step, Store, shown, undo_message,
+};
+
+use super::TurnCheckpoint;
 use crate::config::Config;
 use crate::content::{
     Location, ToolCallUpdateView, ToolCallView, ToolContent, ToolKind, ToolStatus, UserContent,
@@ -101,7 +102,7 @@ fn list_text(all: &[Manifest], root: &Path) -> String {
                 let files: Vec<String> = m
                     .changes()
                     .iter()
-                    .map(|c| format!("{} ({})", super::shown(&c.path, root), c.change.as_str()))
+                    .map(|c| format!("{} ({})", shown(&c.path, root), c.change.as_str()))
                     .collect();
                 format!("{} file(s): {}", files.len(), files.join(", "))
             }
@@ -135,7 +136,7 @@ enum Answer {
 impl Undo<'_> {
     async fn run(self, n: usize) -> Result<(StopReason, String), StoreError> {
         let store = self.store.clone();
-        let (all, dropped) = blocking(move || Ok((store.list(), super::caps::dropped(&store))))
+        let (all, dropped) = blocking(move || Ok((store.list(), store.dropped())))
             .await
             .unwrap_or_default();
         if all.is_empty() {
@@ -158,13 +159,7 @@ impl Undo<'_> {
             self.config.checkpoints.max_file_bytes,
             reach.clone(),
         );
-        let plan = blocking(move || {
-            let mut index = Index::load(&store);
-            let mut blobs = Blobs::default();
-            let mut cap = Capturer::new(&store, &mut index, &mut blobs, max);
-            restore::plan(&mut cap, &undone, &plan_reach)
-        })
-        .await;
+        let plan = blocking(move || store.plan_undo(&undone, &plan_reach, max)).await;
         let plan = match plan {
             Ok(p) => p,
             Err(e) => return Ok((StopReason::EndTurn, format!("Could not undo: {e}."))),
@@ -202,22 +197,9 @@ impl Undo<'_> {
             }
         }
         let store = self.store.clone();
-        let failed = blocking(move || {
-            let blobs = Blobs::load(&store);
-            Ok(approved
-                .iter()
-                .filter_map(|s| {
-                    restore::apply(&store, &blobs, s, &reach)
-                        .err()
-                        .map(|e| Skipped {
-                            path: s.path.clone(),
-                            reason: format!("it could not be restored: {e}"),
-                        })
-                })
-                .collect::<Vec<_>>())
-        })
-        .await
-        .unwrap_or_default();
+        let failed = blocking(move || Ok(store.restore(&approved, &reach)))
+            .await
+            .unwrap_or_default();
         skipped.extend(failed);
         let finished = blocking(move || cp.finish_now()).await;
         let root = self.roots.first().cloned().unwrap_or_default();
@@ -277,17 +259,11 @@ impl Undo<'_> {
             );
         }
         let root = self.roots.first().cloned().unwrap_or_default();
-        let shown = super::shown(&step.path, &root);
+        let shown = shown(&step.path, &root);
         let (store, s) = (self.store.clone(), step.clone());
-        let (old, new) = blocking(move || {
-            let blobs = Blobs::load(&store);
-            Ok((
-                restore::text_of(&store, &blobs, &s.current, Some(&s.path)),
-                restore::text_of(&store, &blobs, &s.target, None),
-            ))
-        })
-        .await
-        .unwrap_or((None, None));
+        let (old, new) = blocking(move || Ok(store.texts(&s)))
+            .await
+            .unwrap_or((None, None));
         let content = match (old, new) {
             (Some(old), Some(new)) => ToolContent::Diff {
                 path: step.path.clone(),
@@ -299,7 +275,7 @@ impl Undo<'_> {
                     .into(),
             },
         };
-        let deleting = step.target == super::FileState::Absent;
+        let deleting = step.target == FileState::Absent;
         let view = ToolCallView {
             id: format!("undo-{}", uuid::Uuid::now_v7().simple()),
             title: format!(
@@ -377,8 +353,8 @@ impl Undo<'_> {
 }
 
 /// What `/undo` says of the newest `wanted` checkpoints that were dropped (`None`: none were).
-fn gone_text(dropped: &[super::caps::Dropped], wanted: usize) -> Option<String> {
-    let newest: Vec<&super::caps::Dropped> = dropped.iter().rev().take(wanted).collect();
+fn gone_text(dropped: &[Dropped], wanted: usize) -> Option<String> {
+    let newest: Vec<&Dropped> = dropped.iter().rev().take(wanted).collect();
     let first = newest.first()?;
     let mut turns: Vec<String> = newest.iter().map(|d| d.turn.to_string()).collect();
     turns.dedup();

@@ -9,7 +9,6 @@
 
 mod caps;
 mod capture;
-pub(crate) mod command;
 mod pack;
 mod restore;
 #[cfg(test)]
@@ -24,7 +23,33 @@ use serde::{Deserialize, Serialize};
 use crate::ids::SessionId;
 
 pub use crate::file_changes::{Change, FileChange, Skipped, shown, undo_message, undo_note};
-pub(crate) use tracker::TurnCheckpoint;
+pub use caps::{Dropped, Why};
+pub use restore::{Plan, Reach, Step};
+pub use tracker::{Finished, Tracker, What};
+
+/// `[checkpoints]` (`docs/config.md`, `docs/checkpoints.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointsConfig {
+    /// Checkpoints kept per session; older ones are pruned. 0 turns checkpoints off.
+    pub max_count: usize,
+    /// Files larger than this are listed in a checkpoint but their bytes are not kept.
+    pub max_file_bytes: u64,
+    /// One session's store, at most; the oldest checkpoints are dropped past it.
+    pub max_session_bytes: u64,
+    /// Every session's stores together (`FERRITE_HOME/checkpoints/`), at most.
+    pub max_total_bytes: u64,
+}
+
+impl Default for CheckpointsConfig {
+    fn default() -> Self {
+        Self {
+            max_count: 50,
+            max_file_bytes: 10_485_760,
+            max_session_bytes: 2 << 30,
+            max_total_bytes: 10 << 30,
+        }
+    }
+}
 
 /// The state of one path at one moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,7 +91,7 @@ impl FileState {
 /// One checkpoint: the state before the turn of every path it covers and, once the turn ended,
 /// the state after it of the paths that changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Manifest {
+pub struct Manifest {
     pub id: u64,
     /// The prompt's number in the session (1 = the first prompt).
     pub turn: u64,
@@ -126,7 +151,7 @@ impl Manifest {
 
 /// `FERRITE_HOME/checkpoints/<session>/`.
 #[derive(Debug, Clone)]
-pub(crate) struct Store {
+pub struct Store {
     dir: PathBuf,
 }
 
@@ -208,6 +233,11 @@ impl Store {
         self.ensure()?;
         let bytes = serde_json::to_vec(m).map_err(std::io::Error::other)?;
         write_atomic(&self.manifest_path(m.id), &bytes)
+    }
+
+    /// The checkpoints dropped to keep the store within its limits, oldest first.
+    pub fn dropped(&self) -> Vec<Dropped> {
+        caps::dropped(self)
     }
 
     pub fn remove(&self, id: u64) -> std::io::Result<()> {

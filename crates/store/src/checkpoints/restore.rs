@@ -14,13 +14,13 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::capture::{Capturer, Keep, walk};
+use super::capture::{Capturer, Index, Keep, walk};
 use super::pack::Blobs;
 use super::{FileState, Manifest, Skipped, Store};
 
 /// One path to put back.
 #[derive(Debug, Clone)]
-pub(crate) struct Step {
+pub struct Step {
     pub path: PathBuf,
     pub current: FileState,
     pub target: FileState,
@@ -29,14 +29,14 @@ pub(crate) struct Step {
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct Plan {
+pub struct Plan {
     pub steps: Vec<Step>,
     pub skipped: Vec<Skipped>,
 }
 
 /// Where an undo may write: inside the session's workspace roots, never under FERRITE_HOME.
 #[derive(Debug, Clone)]
-pub(crate) struct Reach {
+pub struct Reach {
     pub roots: Vec<PathBuf>,
     pub home: PathBuf,
 }
@@ -51,6 +51,46 @@ impl Reach {
         } else {
             None
         }
+    }
+}
+
+/// An undo as the store carries it out; asking about the conflicting steps is the caller's.
+impl Store {
+    /// Plans reverting `undone` (the checkpoints to undo, oldest first) against the disk now.
+    pub fn plan_undo(
+        &self,
+        undone: &[Manifest],
+        reach: &Reach,
+        max_file_bytes: u64,
+    ) -> std::io::Result<Plan> {
+        let mut index = Index::load(self);
+        let mut blobs = Blobs::default();
+        let mut cap = Capturer::new(self, &mut index, &mut blobs, max_file_bytes);
+        plan(&mut cap, undone, reach)
+    }
+
+    /// Puts back every step; returns the ones that could not be, with why.
+    pub fn restore(&self, steps: &[Step], reach: &Reach) -> Vec<Skipped> {
+        let blobs = Blobs::load(self);
+        steps
+            .iter()
+            .filter_map(|s| {
+                apply(self, &blobs, s, reach).err().map(|e| Skipped {
+                    path: s.path.clone(),
+                    reason: format!("it could not be restored: {e}"),
+                })
+            })
+            .collect()
+    }
+
+    /// The step's current text and the text an undo would put back, for a diff (`None`: not
+    /// text, or too large to show).
+    pub fn texts(&self, step: &Step) -> (Option<String>, Option<String>) {
+        let blobs = Blobs::load(self);
+        (
+            text_of(self, &blobs, &step.current, Some(&step.path)),
+            text_of(self, &blobs, &step.target, None),
+        )
     }
 }
 

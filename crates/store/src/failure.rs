@@ -1,7 +1,7 @@
 //! Why a turn failed, typed: every `errorKind` of `docs/acp.md` ("The prompt") is a
 //! [`FailureKind`], each with its `terminalStatus`. The wire keeps strings (the log's
 //! `turn_end.failure` and the prompt answer's `_meta.ferrite.turnFailure`), produced only by
-//! [`FailureKind::id`]; a failed outcome is built only by [`crate::events::TurnOutcome::failed`].
+//! [`FailureKind::id`]; a failed outcome is built only by `ferrite_core::events::TurnOutcome::failed`.
 
 use std::borrow::Cow;
 

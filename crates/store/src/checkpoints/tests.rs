@@ -307,7 +307,7 @@ fn pruning_keeps_the_newest_and_removes_unreferenced_blobs() {
     }
     // The index names "three"'s blob only after it is saved.
     index.save(&store).unwrap();
-    let cfg = crate::config::CheckpointsConfig {
+    let cfg = CheckpointsConfig {
         max_count: 2,
         ..Default::default()
     };
@@ -411,7 +411,7 @@ fn the_total_cap_leaves_an_open_session_alone_and_drops_a_closed_ones() {
         });
         store.save(&m).unwrap();
     }
-    let cfg = crate::config::CheckpointsConfig {
+    let cfg = CheckpointsConfig {
         max_total_bytes: 1 << 20,
         ..Default::default()
     };

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::content::{PlanEntry, ToolCallUpdateView, ToolCallView, UserContent};
+use crate::conversation::AssistantPart;
 pub use crate::failure::TurnFailure;
 use crate::ids::SessionId;
-use crate::model::AssistantPart;
 use crate::modes::{Effort, Harness, Mode};
 
 pub use store::{Hold, LoadedLog, LogWriter, SessionStore, SessionSummary};
@@ -141,7 +141,7 @@ pub enum EntryKind {
     WebSearch {
         enabled: bool,
     },
-    /// The custom agent the session works as (`crate::agents`); `None`: Ferrite itself.
+    /// The custom agent the session works as (`ferrite_extensions::agents`); `None`: Ferrite itself.
     Agent {
         agent: Option<String>,
     },
@@ -165,7 +165,7 @@ pub enum EntryKind {
     },
     /// The client's system-level instructions from here on (ACP `systemPrompt`).
     SystemPrompt {
-        prompt: crate::prompt::ClientPrompt,
+        prompt: ClientPrompt,
     },
     /// The conversation up to here, summarized: what the model is sent instead of it.
     Compaction {
@@ -213,11 +213,27 @@ pub enum EntryKind {
     /// running cost. Boxed: the usage is the largest payload, and entries stay small.
     Usage {
         model: String,
-        usage: Box<crate::model::Usage>,
+        usage: Box<crate::usage::Usage>,
         context_tokens: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
+}
+
+/// System-level instructions a client gave a session (ACP `systemPrompt`), kept in its log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientPrompt {
+    pub mode: ClientPromptMode,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientPromptMode {
+    /// After ferrite's instructions and the workspace's, so it has the last word.
+    Append,
+    /// Instead of ferrite's own instructions; the workspace facts and `AGENTS.md` files stay.
+    Override,
 }
 
 #[derive(Debug, thiserror::Error)]
