@@ -52,3 +52,4 @@ pub mod tools;
 pub mod turn;
 pub mod usage;
 pub mod web;
+pub mod worktrees;
