@@ -66,6 +66,7 @@ pub(crate) async fn request(
         "session/delete" => route!(Background, sessions::delete),
         "session/fork" => route!(Background, sessions::fork_and_open),
         "_ferrite/session/fork" => route!(Background, sessions::fork),
+        "session/set_title" => route!(Background, sessions::set_title),
         "session/prompt" => route!(Arrival, prompt::prompt, with_id),
         "_session/steering" => route!(Arrival, prompt::steering),
         "session/set_mode" => route!(Arrival, settings::set_mode),

@@ -67,6 +67,7 @@ respond_as_serialized!(
     acp::ResumeSessionResponse,
     acp::ForkSessionResponse,
     acp::SetSessionConfigOptionResponse,
+    acp::SetSessionTitleResponse,
 );
 
 /// A response of ferrite's own shape (`{}`, `_ferrite/session/fork`).

@@ -62,6 +62,11 @@ const BUILTINS: &[Builtin] = &[
         hint: None,
     },
     Builtin {
+        name: "title",
+        description: "Rename the session (a generated title never replaces yours)",
+        hint: Some("TEXT"),
+    },
+    Builtin {
         name: "init",
         description: "Explore the repository and write an AGENTS.md for it",
         hint: None,
@@ -470,6 +475,7 @@ mod tests {
                 "compact",
                 "undo",
                 "checkpoints",
+                "title",
                 "init",
                 "review",
                 "fix",

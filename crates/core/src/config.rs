@@ -167,6 +167,10 @@ pub struct Config {
     pub sandbox_allow_unix_sockets: Vec<String>,
     pub tools: ToolsConfig,
     pub compaction_threshold: f64,
+    /// `titles`: a short title is generated for each session after its first turn.
+    pub titles: bool,
+    /// `title_model`: the model that generates them; `None`: the cheapest usable one.
+    pub title_model: Option<String>,
     pub checkpoints: CheckpointsConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
@@ -210,6 +214,8 @@ impl Default for Config {
                 spill_max_bytes: 2 << 30,
             },
             compaction_threshold: 0.85,
+            titles: true,
+            title_model: None,
             checkpoints: CheckpointsConfig::default(),
             providers: BTreeMap::new(),
             model_set_by: None,

@@ -191,6 +191,8 @@ pub enum SettingChange {
     /// The additional workspace roots (each an existing absolute directory).
     Directories(Vec<std::path::PathBuf>),
     SystemPrompt(crate::prompt::ClientPrompt),
+    /// The user's title for the session: never replaced by a generated one.
+    Title(String),
 }
 
 /// Why a request to a session was refused: always the request's fault (JSON-RPC -32602). A log

@@ -49,3 +49,4 @@ pub mod steering;
 pub mod tools;
 pub mod turn;
 pub mod web;
+pub mod worktrees;

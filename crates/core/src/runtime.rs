@@ -9,11 +9,13 @@ mod browser;
 pub mod discovery;
 mod error;
 mod handle;
+pub mod listing;
 pub mod memory;
 mod notices;
 mod supervisor;
 mod task;
 mod timing;
+mod title;
 mod view;
 
 pub use crate::services::{Services, queries};
@@ -38,7 +40,7 @@ use tokio::sync::mpsc;
 use crate::catalog::{Catalog, DefaultModel};
 use crate::events::{Event, Refusal, SessionEvent, Settings};
 use crate::ids::SessionId;
-use crate::log::{EntryKind, Header, SessionSummary};
+use crate::log::{EntryKind, Header};
 use crate::mcp::McpServerSpec;
 use crate::modes::{Harness, Mode};
 use crate::session::Session;
@@ -223,6 +225,7 @@ impl Runtime {
         }
         if let Some(handle) = self.get(id) {
             let snap = handle.snapshot().await?;
+            gone_cwd(&snap.cwd)?;
             if replay && snap.running {
                 return Err(Refusal::Busy.into());
             }
@@ -250,6 +253,7 @@ impl Runtime {
             tracing::warn!(session = %id, torn = loaded.torn_tail, skipped = loaded.skipped_lines, "session log was damaged; loaded what was readable");
         }
         let mut state = SessionState::from_log(loaded);
+        gone_cwd(&state.cwd)?;
         let (config, catalog) = self.services.context(Some(&state.cwd))?;
         let ceiling = ceiling(&config, state.harness);
         // A ceiling lowered since the session was saved applies on load.
@@ -390,7 +394,10 @@ impl Runtime {
         // 35): the title comes first, and the parent's titles are not copied after it. A fork
         // of an untitled session stays untitled: its first prompt names it.
         if let Some(title) = fork_title(&loaded.entries) {
-            log.append(EntryKind::Title { title })?;
+            log.append(EntryKind::Title {
+                title,
+                by: Some(crate::log::TitleBy::Fork),
+            })?;
         }
         for entry in loaded.entries {
             if !matches!(entry.kind, EntryKind::Title { .. }) {
@@ -401,14 +408,11 @@ impl Runtime {
         Ok(new_id)
     }
 
-    /// Sessions (optionally only those of `cwd`), newest first. Subagents' sessions are not
-    /// listed: each is reached from its parent's card.
-    pub fn list(&self, cwd: Option<&Path>) -> Result<Vec<SessionSummary>, RuntimeError> {
-        let all = self.services.store.list()?;
-        Ok(all
-            .into_iter()
-            .filter(|s| !s.subagent && cwd.is_none_or(|c| s.cwd == c))
-            .collect())
+    /// Sessions (optionally only those of `cwd` and of its copies in the other worktrees of
+    /// its repository), newest first. Subagents' sessions are not listed: each is reached from
+    /// its parent's card.
+    pub fn list(&self, cwd: Option<&Path>) -> Result<Vec<listing::Listed>, RuntimeError> {
+        Ok(listing::sessions_in(self.services.store.list()?, cwd))
     }
 
     /// Cancels the session's turn, flushes its log and frees it. Unknown ids are fine (no-op).
@@ -436,6 +440,28 @@ impl Runtime {
         Ok(())
     }
 
+    /// `session/set_title`, `/title`: the user's title, normalized (whitespace collapsed, at
+    /// most 100 characters; an empty one is refused), kept for good. A session not open here
+    /// gets it appended to its log.
+    pub async fn set_title(&self, id: &SessionId, title: &str) -> Result<String, RuntimeError> {
+        let title = crate::log::title_from(&[crate::content::UserContent::Text {
+            text: title.into(),
+        }])
+        .ok_or_else(|| RuntimeError::Invalid("the title is empty".into()))?;
+        if let Some(h) = self.get(id) {
+            h.change(crate::events::SettingChange::Title(title.clone()))
+                .await?;
+            return Ok(title);
+        }
+        let (mut log, _) = self.services.store.open(id)?;
+        log.append(EntryKind::Title {
+            title: title.clone(),
+            by: Some(crate::log::TitleBy::User),
+        })?;
+        log.sync()?;
+        Ok(title)
+    }
+
     /// Whether `id` names a session: open in this process, or with a log on disk.
     pub fn knows(&self, id: &SessionId) -> bool {
         self.get(id).is_some() || self.services.store.path(id).exists()
@@ -449,13 +475,27 @@ impl Runtime {
     }
 }
 
+/// A session whose folder is gone (a worktree removed, a checkout moved) cannot run a tool:
+/// its load or resume says so, naming the folder, instead of failing later.
+fn gone_cwd(cwd: &Path) -> Result<(), RuntimeError> {
+    if cwd.is_dir() {
+        return Ok(());
+    }
+    Err(RuntimeError::Invalid(format!(
+        "this session's folder no longer exists: {} (a removed worktree or a moved \
+         checkout?). Restore the folder, or fork the session into an existing one \
+         (`session/fork` with that `cwd`).",
+        cwd.display()
+    )))
+}
+
 /// "Fork of <the parent's title>": its last title, else its first message's words.
 fn fork_title(entries: &[crate::log::Entry]) -> Option<String> {
     let parent = entries
         .iter()
         .rev()
         .find_map(|e| match &e.kind {
-            EntryKind::Title { title } => Some(title.clone()),
+            EntryKind::Title { title, .. } => Some(title.clone()),
             _ => None,
         })
         .or_else(|| {

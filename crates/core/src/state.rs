@@ -31,6 +31,8 @@ pub struct SessionState {
     /// The custom agent the session works as, chosen by the user (`crate::agents`).
     pub agent: Option<String>,
     pub title: Option<String>,
+    /// Who gave the title (`None`: the first prompt).
+    pub title_by: Option<crate::log::TitleBy>,
     pub plan: Vec<PlanEntry>,
     /// The client's system-level instructions (ACP `systemPrompt`), if it gave any.
     pub system_prompt: Option<crate::prompt::ClientPrompt>,
@@ -60,6 +62,7 @@ impl SessionState {
             web_search: false,
             agent: None,
             title: None,
+            title_by: None,
             plan: vec![],
             system_prompt: None,
             history: vec![],
@@ -99,7 +102,10 @@ impl SessionState {
             EntryKind::Effort { effort } => self.effort = effort,
             EntryKind::WebSearch { enabled } => self.web_search = enabled,
             EntryKind::Agent { agent } => self.agent = agent,
-            EntryKind::Title { title } => self.title = Some(title),
+            EntryKind::Title { title, by } => {
+                self.title = Some(title);
+                self.title_by = by;
+            }
             EntryKind::Directories {
                 additional_directories,
             } => self.additional_directories = additional_directories,
@@ -720,7 +726,10 @@ mod tests {
         s.apply(EntryKind::Effort {
             effort: Effort::High,
         });
-        s.apply(EntryKind::Title { title: "t".into() });
+        s.apply(EntryKind::Title {
+            title: "t".into(),
+            by: None,
+        });
         assert_eq!((s.mode, s.effort), (Mode::Auto, Effort::High));
         assert_eq!(s.model.as_deref(), Some("openai/gpt-5"));
         assert!(s.replay().is_empty());

@@ -164,6 +164,10 @@ async fn run_stages(
     };
     let intake = intake::record_prompt(&own, rec, &content, &start)?;
     intake::name_session(rec, &req.content, &start, &intake).await?;
+    if let Some(text) = &intake.title {
+        intake::retitle(rec, text).await?;
+        return Ok(TurnOutcome::ended(crate::log::StopReason::EndTurn));
+    }
     let resolve::Settings { config, rules } = match settings {
         Ok(s) => s,
         Err(outcome) => return Ok(outcome),

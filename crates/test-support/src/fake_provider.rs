@@ -24,7 +24,7 @@ use serde_json::Value;
 mod render;
 mod server;
 
-pub use server::{FakeProvider, STAMP_MARKER, Timing};
+pub use server::{FakeProvider, STAMP_MARKER, TITLE_MARKER, Timing};
 
 /// Which wire format a request asked for, from its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -192,6 +192,20 @@ impl ScriptedModel {
 
 impl ModelClient for ScriptedModel {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        // A session-title request is answered aside: the script is the turns'.
+        if request.system.starts_with(crate::fake_provider::TITLE_MARKER) {
+            let reply = Reply::new().text("Scripted session title").usage(200, 5);
+            return Box::pin(futures::stream::iter(
+                reply
+                    .into_steps()
+                    .into_iter()
+                    .filter_map(|s| match s {
+                        Step::Event(e) => Some(Ok(e)),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ));
+        }
         self.requests.lock().unwrap().push(request);
         let steps = match self.replies.lock().unwrap().pop_front() {
             Some(reply) => reply.into_steps(),

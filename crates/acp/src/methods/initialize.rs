@@ -124,7 +124,8 @@ fn capabilities() -> acp::AgentCapabilities {
                             .override_(acp::SessionSystemPromptOverrideCapabilities::new()),
                     ),
                 )
-                .fork(acp::SessionForkCapabilities::new()),
+                .fork(acp::SessionForkCapabilities::new())
+                .title(acp::SessionTitleCapabilities::new()),
         )
         .auth(acp::AgentAuthCapabilities::new().logout(acp::LogoutCapabilities::new()))
 }

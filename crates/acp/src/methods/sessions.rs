@@ -235,7 +235,7 @@ fn after_open(
         .collect();
     if let Some(title) = title {
         // Editors that list sessions show the title of a loaded one too.
-        let info = acp::SessionInfoUpdate::new().title(title);
+        let info = acp::SessionInfoUpdate::new().title(title.clone());
         then.push(update(acp::SessionUpdate::SessionInfoUpdate(info)));
     }
     then.push(update(acp::SessionUpdate::AvailableCommandsUpdate(
@@ -287,14 +287,14 @@ pub(crate) async fn list(
         .await
         .map_err(|e| Fail::internal(format!("listing sessions failed: {e}")))??;
     // A session nobody prompted (opened and left, or opened to look) is not history.
-    let all: Vec<_> = all.into_iter().filter(|s| s.prompted).collect();
+    let all: Vec<_> = all.into_iter().filter(|s| s.summary.prompted).collect();
     let start = match req.cursor.as_deref() {
         None => 0,
         Some(c) => {
             let (n, id) = decode_cursor(c).ok_or_else(|| Fail::params("invalid cursor"))?;
             // Newest first: the page starts after the cursor's position in that order.
             all.iter()
-                .position(|x| (nanos(x.updated_at), &x.id) < (n, &id))
+                .position(|x| (nanos(x.summary.updated_at), &x.summary.id) < (n, &id))
                 .unwrap_or(all.len())
         }
     };
@@ -307,25 +307,37 @@ pub(crate) async fn list(
     let next = (start + page.len() < all.len())
         .then(|| {
             page.last()
-                .map(|l| encode_cursor(nanos(l.updated_at), &l.id))
+                .map(|l| encode_cursor(nanos(l.summary.updated_at), &l.summary.id))
         })
         .flatten();
     // The roots each session of the page works with now (a client restores them on resume).
     let runtime = s.runtime.clone();
     let sessions = tokio::task::spawn_blocking(move || {
         page.iter()
-            .map(|x| {
+            .map(|l| {
+                let x = &l.summary;
                 let dirs = runtime.services().store.additional_directories(x);
                 acp::SessionInfo::new(acp::SessionId::new(x.id.as_str()), x.cwd.clone())
                     .title(x.title.clone())
                     .updated_at(ferrite_store::time::rfc3339(x.updated_at))
                     .additional_directories(dirs)
+                    .meta(l.worktree.as_ref().and_then(worktree_meta))
             })
             .collect()
     })
     .await
     .map_err(|e| Fail::internal(format!("listing sessions failed: {e}")))?;
     Ok(acp::ListSessionsResponse::new(sessions).next_cursor(next))
+}
+
+/// `_meta.ferrite.worktree` of a listed session in a repository: the worktree it belongs to
+/// (its top folder, its branch, whether it still exists).
+fn worktree_meta(w: &ferrite_core::worktrees::Worktree) -> Option<Map<String, Value>> {
+    meta(json!({ "ferrite": { "worktree": {
+        "path": w.root,
+        "branch": w.branch,
+        "exists": w.root.is_dir(),
+    }}}))
 }
 
 #[derive(Deserialize)]
@@ -355,6 +367,32 @@ pub(crate) async fn delete(s: &Server, p: SessionParams) -> Result<Json, Fail> {
     }
     s.runtime.delete(&sid).await?;
     Ok(Json(json!({})))
+}
+
+/// `session/set_title` (unstable): the user's title, stored before the answer and never
+/// replaced by a generated one; the session's `session_info_update` follows.
+pub(crate) async fn set_title(
+    s: &Server,
+    req: acp::SetSessionTitleRequest,
+) -> Result<Followed<acp::SetSessionTitleResponse>, Fail> {
+    let sid = session_id(&req.session_id)?;
+    if !s.runtime.knows(&sid) {
+        return Err(Fail {
+            code: -32002,
+            message: "unknown session".into(),
+            data: None,
+        });
+    }
+    let title = s.runtime.set_title(&sid, &req.title).await?;
+    let info = acp::SessionInfoUpdate::new().title(title.clone());
+    let then = vec![After::update(
+        &sid,
+        acp::SessionUpdate::SessionInfoUpdate(info),
+    )];
+    Ok(Followed {
+        response: acp::SetSessionTitleResponse::new(title),
+        then,
+    })
 }
 
 /// `_ferrite/session/fork`: the copy, not opened; answers `{sessionId}`.

@@ -21,15 +21,27 @@ pub fn list(home: &Path, cwd: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     let mut listed = 0;
-    for s in SessionStore::new(home).list()? {
-        // Subagents' sessions belong to their parent (`ferrite sessions show ID` shows one).
-        if s.subagent || cwd.as_ref().is_some_and(|c| *c != s.cwd) {
-            continue;
-        }
+    // Subagents' sessions belong to their parent (`ferrite sessions show ID` shows one); in a
+    // repository, the folder's copies in its other worktrees are listed too, marked.
+    let all = SessionStore::new(home).list()?;
+    for l in ferrite_core::runtime::listing::sessions_in(all, cwd.as_deref()) {
+        let s = l.summary;
         listed += 1;
+        let marker = match &l.worktree {
+            Some(w) if cwd.as_deref() != Some(s.cwd.as_path()) => format!(
+                "\t[worktree {}{}{}]",
+                w.root.display(),
+                w.branch
+                    .as_ref()
+                    .map(|b| format!(" ({b})"))
+                    .unwrap_or_default(),
+                if w.root.is_dir() { "" } else { ", removed" }
+            ),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}{marker}",
             s.id,
             ferrite_store::time::rfc3339(s.updated_at),
             s.cwd.display(),

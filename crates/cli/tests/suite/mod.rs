@@ -61,3 +61,4 @@ mod watchdog;
 mod web_fetch;
 mod web_pages;
 mod workspace_config;
+mod worktrees;

@@ -80,6 +80,12 @@ impl Config {
         if let Some(f) = raw.fs_delegation {
             self.fs_delegation = f;
         }
+        if let Some(t) = raw.titles {
+            self.titles = t;
+        }
+        if let Some(m) = raw.title_model {
+            self.title_model = (!m.trim().is_empty()).then_some(m);
+        }
         if let Some(t) = raw.permissions.timeout_secs {
             if t == 0 {
                 return Err(invalid(
@@ -181,6 +187,16 @@ impl Config {
         }
         if let Some(f) = raw.fs_delegation {
             self.fs_delegation = f;
+        }
+        // A workspace may turn titles off; which model writes them (and bills the user) is the
+        // user's choice.
+        if raw.titles == Some(false) {
+            self.titles = false;
+        }
+        if raw.title_model.is_some() {
+            self.warnings.push(format!(
+                "{shown}: `title_model` ignored: only the user config chooses it"
+            ));
         }
         if let Some(t) = raw.permissions.timeout_secs {
             if t == 0 {

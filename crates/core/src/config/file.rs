@@ -17,6 +17,8 @@ pub(super) struct RawConfig {
     pub(super) max_mode: Option<Mode>,
     pub(super) max_turn_requests: Option<u32>,
     pub(super) fs_delegation: Option<FsDelegation>,
+    pub(super) titles: Option<bool>,
+    pub(super) title_model: Option<String>,
     #[serde(default)]
     pub(super) permissions: RawPermissions,
     #[serde(default)]

@@ -125,6 +125,10 @@ impl SessionCtx {
             SettingChange::SystemPrompt(p) => {
                 Ok(vec![EntryKind::SystemPrompt { prompt: p.clone() }])
             }
+            SettingChange::Title(t) => Ok(vec![EntryKind::Title {
+                title: t.clone(),
+                by: Some(crate::log::TitleBy::User),
+            }]),
         }
     }
 }
@@ -187,6 +191,7 @@ pub(super) async fn session_task(
         background: Default::default(),
         commands_seen,
         mcp_prompts_seen: Vec::new(),
+        title_job: None,
     };
     let mut commands_tick = tokio::time::interval(COMMANDS_POLL);
     commands_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -242,6 +247,8 @@ struct SessionTask {
     commands_seen: Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>,
     /// The MCP servers' prompts as last sent.
     mcp_prompts_seen: Vec<crate::mcp::McpPrompt>,
+    /// The title being generated (`super::title`); once started, never again in this process.
+    title_job: Option<JoinHandle<()>>,
 }
 
 /// A prompt taken while another turn ran: admitted (its `TurnEnded` is owed), not started.
@@ -303,6 +310,9 @@ impl SessionTask {
                 }
             }
             Op::Snapshot { reply } => {
+                // A load answered before the title is written would get its update after the
+                // answer: wait for it (bounded), else give it up.
+                self.settle_title().await;
                 let running = self.running.is_some();
                 let mcp_prompts = self.mcp_prompts();
                 let _ = reply.send(self.core.read(|state| Snapshot {
@@ -419,6 +429,7 @@ impl SessionTask {
         };
         finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
         drop(r);
+        self.start_title();
         self.cancel_queued().await;
         super::memory::turn_ended(self.services.release_memory);
         // The next prompt in line (its start counts as activity, so nothing is released).
@@ -427,6 +438,36 @@ impl SessionTask {
         } else {
             // A command that ended after the turn's last request is shown now.
             self.show_ended().await;
+        }
+    }
+
+    /// After the session's first turn: its title is written in the background.
+    fn start_title(&mut self) {
+        if self.title_job.is_some() {
+            return;
+        }
+        let Some(text) = self.core.read(super::title::wanted) else {
+            return;
+        };
+        let rec = self.core.recorder(self.events.clone(), None);
+        self.title_job = Some(tokio::spawn(super::title::generate(
+            self.services.clone(),
+            rec,
+            self.cwd.clone(),
+            text,
+        )));
+    }
+
+    /// Waits (bounded) for a title being written; one not written by then is given up.
+    async fn settle_title(&mut self) {
+        if let Some(job) = self.title_job.as_mut()
+            && !job.is_finished()
+            && tokio::time::timeout(super::title::LOAD_WAIT, &mut *job)
+                .await
+                .is_err()
+        {
+            job.abort();
+            let _ = job.await;
         }
     }
 
@@ -460,6 +501,7 @@ impl SessionTask {
             finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
         }
         self.cancel_queued().await;
+        self.settle_title().await;
         let _ = stopping.await;
         if let Err(e) = self.core.sync() {
             tracing::error!(session = %self.session, error = %e, "could not flush session log on close");

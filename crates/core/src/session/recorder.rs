@@ -145,6 +145,22 @@ impl Recorder {
         self.session.sync()
     }
 
+    /// Records `kind` unless `skip` says the state forbids it, in one section of the lock (a
+    /// generated title against one the user set meanwhile). Whether it was recorded.
+    pub fn record_unless(
+        &self,
+        kind: EntryKind,
+        skip: impl FnOnce(&SessionState) -> bool,
+    ) -> Result<bool, StoreError> {
+        let mut core = self.session.lock();
+        if skip(&core.state) {
+            return Ok(false);
+        }
+        core.record(kind)?;
+        core.log.sync()?;
+        Ok(true)
+    }
+
     pub async fn emit(&self, event: Event) {
         if let (Some(hidden), Event::ToolCall(ToolCallView { id, .. }))
         | (Some(hidden), Event::ToolCallUpdate(ToolCallUpdateView { id, .. })) =

@@ -16,6 +16,38 @@ pub(super) struct Intake {
     pub compact: Option<String>,
     /// `/undo [N]` or `/checkpoints`: answered without the model.
     pub checkpoint_command: Option<CheckpointCommand>,
+    /// `/title TEXT`: the user's title for the session.
+    pub title: Option<String>,
+}
+
+/// `Some(TEXT)` when the prompt is `/title TEXT` (an empty TEXT is `Some("")`).
+fn title_command(content: &[UserContent]) -> Option<String> {
+    let [UserContent::Text { text }] = content else {
+        return None;
+    };
+    let rest = text.trim().strip_prefix("/title")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim().to_owned())
+}
+
+/// Answers `/title TEXT`: the user's title, kept for good (a generated one never replaces it).
+pub(super) async fn retitle(rec: &Recorder, text: &str) -> Result<(), StoreError> {
+    let title = title_from(&[UserContent::Text { text: text.into() }]);
+    let reply = match &title {
+        Some(t) => format!("Renamed the session: {t}"),
+        None => "Give the new title after `/title`, e.g. `/title Fix the login bug`.".to_owned(),
+    };
+    if let Some(title) = title {
+        rec.record(EntryKind::Title {
+            title: title.clone(),
+            by: Some(crate::log::TitleBy::User),
+        })?;
+        rec.emit(Event::TitleChanged { title }).await;
+    }
+    rec.record(EntryKind::Reply {
+        text: reply.clone(),
+    })?;
+    rec.emit(Event::AgentMessageChunk { text: reply }).await;
+    Ok(())
 }
 
 /// Expands and records the prompt (a command to ferrite itself, `/compact`, `/undo`,
@@ -34,8 +66,11 @@ pub(super) fn record_prompt(
     let intake = Intake {
         compact: compact::requested(content),
         checkpoint_command: crate::checkpointing::command::requested(content),
+        title: title_command(content),
     };
-    let own_command = intake.compact.is_some() || intake.checkpoint_command.is_some();
+    let own_command = intake.compact.is_some()
+        || intake.checkpoint_command.is_some()
+        || intake.title.is_some();
     rec.record(match own_command {
         false => EntryKind::UserMessage { content: expanded },
         true => EntryKind::Command { content: expanded },
@@ -53,10 +88,12 @@ pub(super) async fn name_session(
     if start.first_prompt
         && intake.compact.is_none()
         && intake.checkpoint_command.is_none()
+        && intake.title.is_none()
         && let Some(title) = title_from(content)
     {
         rec.record(EntryKind::Title {
             title: title.clone(),
+            by: None,
         })?;
         rec.emit(Event::TitleChanged { title }).await;
     }

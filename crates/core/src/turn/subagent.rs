@@ -34,6 +34,9 @@ use super::env::{CallEnv, ChildRun, Limits};
 use super::model_call::ModelOrigin;
 use super::resolve::{SubagentModel, TurnModel};
 
+mod worktree;
+use worktree::{Isolated, Kept};
+
 pub(crate) const NAME: &str = "task";
 
 /// Model requests one subagent may make before it must have answered.
@@ -53,6 +56,9 @@ struct Input {
     tools: Option<Vec<String>>,
     /// The agent to hand it to.
     subagent_type: Option<String>,
+    /// "worktree": work in a fresh git worktree of the repository (your files stay as they
+    /// are; a worktree with changes is kept and named in the answer).
+    isolation: Option<String>,
 }
 
 /// The `task` tool. `subagent_type` is offered only where there are custom agents, each named
@@ -82,6 +88,9 @@ pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
         if let Some(p) = input_schema.pointer_mut("/properties/subagent_type") {
             p["enum"] = serde_json::json!(names);
         }
+    }
+    if let Some(p) = input_schema.pointer_mut("/properties/isolation") {
+        p["enum"] = serde_json::json!([worktree::WORKTREE]);
     }
     ToolSpec {
         name: NAME.into(),
@@ -145,24 +154,12 @@ pub(crate) async fn run(
         finish_call(rec, id, msg, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
     };
-    let agent = match input.subagent_type.as_deref() {
-        None => None,
-        Some(name) => match env.agents.iter().find(|a| a.name == name) {
-            Some(a) => Some(a),
-            None => {
-                let known: Vec<&str> = env.agents.iter().map(|a| a.name.as_str()).collect();
-                let msg = format!(
-                    "There is no agent `{name}`; {}.",
-                    if known.is_empty() {
-                        "leave `subagent_type` out".to_owned()
-                    } else {
-                        format!("use one of: {}", known.join(", "))
-                    }
-                );
-                finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
-                return Ok(CallEnd::Done);
-            }
-        },
+    let agent = match choose_agent(env, input.subagent_type.as_deref()) {
+        Ok(agent) => agent,
+        Err(msg) => {
+            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+            return Ok(CallEnd::Done);
+        }
     };
     let model = agent
         .and_then(|a| env.agent_models.iter().find(|(n, _)| *n == a.name))
@@ -172,7 +169,15 @@ pub(crate) async fn run(
         Some(a) => agent_tools(env, a, input.tools.as_deref()),
         None => allowed_tools(env, input.tools.as_deref()),
     };
-    let child = match Child::start(rec, env, &view, &model, &input) {
+    let isolated = match isolate(env, id, input.isolation.as_deref()).await {
+        Ok(isolated) => isolated,
+        Err(msg) => {
+            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+            return Ok(CallEnd::Done);
+        }
+    };
+    let cwd = isolated.as_ref().map_or(env.cwd.clone(), |w| w.cwd.clone());
+    let child = match Child::start(rec, env, &view, &model, &input, cwd) {
         Ok(child) => child,
         Err(e) => {
             let msg = format!("The subagent's session could not be created: {e}");
@@ -183,7 +188,46 @@ pub(crate) async fn run(
     let outcome = child
         .run(rec, env, &model, agent, &allowed, child_turn, cancel)
         .await?;
-    report(rec, id, &child, outcome).await
+    let kept = match &isolated {
+        Some(w) => Some(w.finish().await),
+        None => None,
+    };
+    report(rec, id, &child, outcome, kept).await
+}
+
+/// The custom agent a call names, or what to tell the model when there is no such agent.
+fn choose_agent<'a>(env: &'a CallEnv, name: Option<&str>) -> Result<Option<&'a AgentDef>, String> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    if let Some(a) = env.agents.iter().find(|a| a.name == name) {
+        return Ok(Some(a));
+    }
+    let known: Vec<&str> = env.agents.iter().map(|a| a.name.as_str()).collect();
+    Err(format!(
+        "There is no agent `{name}`; {}.",
+        if known.is_empty() {
+            "leave `subagent_type` out".to_owned()
+        } else {
+            format!("use one of: {}", known.join(", "))
+        }
+    ))
+}
+
+/// The worktree a call's `isolation` asks for, made now; `None` without one.
+async fn isolate(
+    env: &CallEnv,
+    id: &str,
+    isolation: Option<&str>,
+) -> Result<Option<Isolated>, String> {
+    match isolation {
+        None => Ok(None),
+        Some(worktree::WORKTREE) => Isolated::create(env, id)
+            .await
+            .map(Some)
+            .map_err(|e| format!("No worktree could be made for the subagent: {e}")),
+        Some(_) => Err("`isolation` may only be \"worktree\".".to_owned()),
+    }
 }
 
 /// A subagent's session while it runs.
@@ -205,11 +249,12 @@ impl Child {
         card: &ToolCallView,
         model: &SubagentModel,
         input: &Input,
+        cwd: std::path::PathBuf,
     ) -> Result<Child, StoreError> {
         let parent = rec.session_id().clone();
         let id = SessionId::generate();
         let additional = rec.read(|s| s.additional_directories.clone());
-        let header = Header::new(id.clone(), env.cwd.clone(), additional, env.harness, None)
+        let header = Header::new(id.clone(), cwd.clone(), additional, env.harness, None)
             .subagent_of(parent.clone());
         let log = env.store.create(&header)?;
         let session = Session::new(SessionState::new(&header), log, None);
@@ -232,6 +277,7 @@ impl Child {
             },
             EntryKind::Title {
                 title: input.description.clone(),
+                by: None,
             },
             EntryKind::SessionMessage {
                 message_id,
@@ -245,7 +291,7 @@ impl Child {
             view: SubagentView {
                 session: id.clone(),
                 title: card.title.clone(),
-                cwd: env.cwd.clone(),
+                cwd,
                 running: true,
             },
             id,
@@ -302,8 +348,16 @@ impl Child {
             web_search: false,
             catalog: env.catalog.clone(),
         };
-        let child_env = env.for_child(allowed, env.store.path(&self.id));
-        let system = system_prompt(env, agent);
+        let mut child_env = env.for_child(allowed, env.store.path(&self.id));
+        if self.view.cwd != env.cwd {
+            // Its own worktree: its calls work (and write) there, and the parent's checkpoint
+            // does not keep what they change.
+            let cwd = self.view.cwd.clone();
+            child_env.roots[0] = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
+            child_env.cwd = cwd;
+            child_env.checkpoint = None;
+        }
+        let system = system_prompt(&child_env, agent);
         let outcome = child_turn(ChildRun {
             rec: &self.rec,
             model: &turn_model,
@@ -392,6 +446,7 @@ async fn report(
     id: &str,
     child: &Child,
     outcome: Nested,
+    kept: Option<Kept>,
 ) -> Result<CallEnd, StoreError> {
     let listing = child
         .rec
@@ -408,12 +463,13 @@ async fn report(
     };
     match outcome {
         Nested::Answer(answer) => {
+            let answer = format!("{answer}{}", worktree_note(kept.as_ref()));
             let text = format!("{listing}{answer}");
             finish_call(rec, id, &answer, false, ToolStatus::Completed, shown(text)).await?;
             Ok(CallEnd::Done)
         }
         Nested::Failed(why) => {
-            let msg = format!("The subagent failed: {why}");
+            let msg = format!("The subagent failed: {why}{}", worktree_note(kept.as_ref()));
             let text = format!("{listing}{msg}");
             finish_call(rec, id, &msg, true, ToolStatus::Failed, shown(text)).await?;
             Ok(CallEnd::Done)
@@ -436,6 +492,21 @@ async fn report(
             .await?;
             Ok(CallEnd::Cancelled)
         }
+    }
+}
+
+/// What the answer says of the subagent's worktree: where its changes are, when it has any.
+fn worktree_note(kept: Option<&Kept>) -> String {
+    match kept {
+        Some(Kept::Kept(root)) => format!(
+            "\n\n(The subagent worked in the git worktree {}: it has changes and was kept; the \
+             session's own files are unchanged.)",
+            root.display()
+        ),
+        Some(Kept::Removed) => {
+            "\n\n(The subagent's worktree had no changes and was removed.)".to_owned()
+        }
+        None => String::new(),
     }
 }
 

@@ -185,6 +185,7 @@ impl SessionStore {
         let file = File::open(&path).map_err(|e| io_error(&path, e))?;
         lock(&file, &path)?;
         let _ = std::fs::remove_file(roots_path(&path));
+        let _ = std::fs::remove_file(path.with_extension("title"));
         std::fs::remove_file(&path).map_err(|source| StoreError::Io { path, source })?;
         self.sweep(id);
         Ok(())
@@ -249,7 +250,13 @@ impl SessionStore {
                 continue;
             }
             match summarize(&path) {
-                Ok(Some(s)) => out.push(s),
+                Ok(Some(mut s)) => {
+                    // The title noted beside the log is the latest (generated, set by the user).
+                    if let Ok(t) = std::fs::read_to_string(path.with_extension("title")) {
+                        s.title = Some(t);
+                    }
+                    out.push(s)
+                }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "skipping unreadable session")
@@ -387,7 +394,7 @@ fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
             continue;
         }
         match serde_json::from_str::<Entry>(&line).map(|e| e.kind) {
-            Ok(EntryKind::Title { title: t }) => {
+            Ok(EntryKind::Title { title: t, .. }) => {
                 title = Some(t);
                 prompted = true;
                 break;
@@ -449,6 +456,13 @@ impl LogWriter {
         } = &entry.kind
         {
             self.note_roots(additional_directories);
+        }
+        if let EntryKind::Title { title, .. } = &entry.kind {
+            // The session's title now, for listings (a later title than the head's).
+            let path = self.path.with_extension("title");
+            if let Err(e) = std::fs::write(&path, title) {
+                tracing::warn!(path = %path.display(), error = %e, "could not note a session's title");
+            }
         }
         Ok(seq)
     }

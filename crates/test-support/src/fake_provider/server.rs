@@ -25,6 +25,10 @@ struct Shared {
     /// Model-listing requests (discovery, `ferrite doctor`), kept apart so `requests()` stays
     /// the model calls.
     listing_requests: Vec<RecordedRequest>,
+    /// Session-title requests (`TITLE_MARKER` in the body), kept apart and answered from
+    /// `titles` (else a fixed title), so that the scripts queued for turns stay theirs.
+    title_requests: Vec<RecordedRequest>,
+    titles: VecDeque<Reply>,
     listing: Option<Listing>,
     /// Listed models that take images: Ollama's `vision` capability in `/api/show`, input
     /// modalities in a `/v1/models` listing.
@@ -53,6 +57,10 @@ pub struct Timing {
 /// In a streamed chunk of a server with stamping on, this text becomes `ts=` and the send time
 /// (nanoseconds since the Unix epoch, 19 digits: the same width, so JSON framing is unchanged).
 pub const STAMP_MARKER: &str = "ts=0000000000000000000";
+
+/// What tells a session-title request apart: the start of its system prompt
+/// (`ferrite_core::runtime` titles).
+pub const TITLE_MARKER: &str = "You write the title of a coding session.";
 
 fn now_ns() -> u64 {
     SystemTime::now()
@@ -157,6 +165,16 @@ impl FakeProvider {
     /// The listed models that say they take images (`set_*_models` lists them).
     pub fn set_vision_models(&self, ids: &[&str]) {
         lock(&self.state).vision = ids.iter().map(|id| (*id).to_owned()).collect();
+    }
+
+    /// Queues the answer to a later session-title request.
+    pub fn push_title(&self, reply: impl Into<Reply>) {
+        lock(&self.state).titles.push_back(reply.into());
+    }
+
+    /// The session-title requests received so far.
+    pub fn title_requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.state).title_requests.clone()
     }
 
     /// Replies queued and not yet served.
@@ -268,8 +286,11 @@ async fn handle(
             body: parsed,
             api,
         };
+        let is_title = !is_listing && String::from_utf8_lossy(&body).contains(TITLE_MARKER);
         if is_listing {
             shared.listing_requests.push(recorded);
+        } else if is_title {
+            shared.title_requests.push(recorded);
         } else {
             shared.requests.push(recorded);
         }
@@ -291,7 +312,18 @@ async fn handle(
                 index: shared.timings.len() - 1,
                 stamp: shared.stamp,
             };
-            let reply = shared.queue.pop_front().or_else(|| shared.fallback.clone());
+            let reply = if is_title {
+                // About the real count: a token per 4 bytes of the body.
+                let tokens = (body.len() / 4) as u64;
+                Some(shared.titles.pop_front().unwrap_or_else(|| {
+                    super::Script::new()
+                        .text("Fake session title")
+                        .usage(tokens, 5, 0)
+                        .into()
+                }))
+            } else {
+                shared.queue.pop_front().or_else(|| shared.fallback.clone())
+            };
             (reply, Some(sent))
         } else {
             (None, None)

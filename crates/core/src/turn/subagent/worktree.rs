@@ -1,0 +1,168 @@
+//! `task` with `isolation: "worktree"`: the subagent works in a fresh git worktree of the
+//! session's repository (detached at `HEAD`), so its edits never touch the parent's files.
+//! The worktree is made with `git worktree add` through the command port (Ferrite's own
+//! command, unsandboxed: it writes the repository's `.git`), beside the main worktree in
+//! `<repo>.worktrees/task-<n>`. When the subagent ends, a worktree without changes (nothing in
+//! `git status`, `HEAD` where it started) is removed; one with changes is kept and named in the
+//! result (`docs/sessions.md`, "Worktrees").
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::exec::{CommandRunner, CommandSpec, Exit, Sandbox};
+use crate::worktrees::Repo;
+
+use super::super::env::CallEnv;
+
+/// The `isolation` value that asks for a worktree.
+pub(super) const WORKTREE: &str = "worktree";
+
+/// A worktree made for one subagent.
+pub(super) struct Isolated {
+    /// The worktree's top folder.
+    pub root: PathBuf,
+    /// The subagent's cwd: the session's folder, in the worktree.
+    pub cwd: PathBuf,
+    /// The commit it started at.
+    start: String,
+    /// The parent session's worktree, where `git worktree` runs.
+    repo: PathBuf,
+    runner: Arc<dyn CommandRunner>,
+    spill_dir: PathBuf,
+}
+
+/// What became of the worktree when its subagent ended.
+pub(super) enum Kept {
+    Removed,
+    /// It has changes: kept, for the user (and the parent) to look at.
+    Kept(PathBuf),
+}
+
+impl Isolated {
+    /// Makes the worktree, or says why it cannot be made (for the model).
+    pub async fn create(env: &CallEnv, tag: &str) -> Result<Isolated, String> {
+        let repo = Repo::of(&env.cwd).ok_or_else(|| {
+            format!(
+                "`isolation: \"worktree\"` needs a git repository; {} is not in one.",
+                env.cwd.display()
+            )
+        })?;
+        let runner = env
+            .base
+            .runner
+            .as_ref()
+            .map(|t| t.inner.clone())
+            .ok_or("commands are unavailable, so no worktree can be made")?;
+        let main = repo
+            .worktrees
+            .first()
+            .map_or(repo.current.clone(), |w| w.root.clone());
+        let name = main
+            .file_name()
+            .map_or("repo".into(), |n| n.to_string_lossy().into_owned());
+        let parent = main
+            .parent()
+            .unwrap_or(&main)
+            .join(format!("{name}.worktrees"));
+        let root = free_path(&parent, tag);
+        let mut me = Isolated {
+            cwd: if repo.subdir.as_os_str().is_empty() {
+                root.clone()
+            } else {
+                root.join(&repo.subdir)
+            },
+            root,
+            start: String::new(),
+            repo: repo.current.clone(),
+            runner,
+            spill_dir: env.base.spill_dir.clone(),
+        };
+        let add = format!(
+            "git worktree add --detach {} HEAD && git -C {} rev-parse HEAD",
+            quote(&me.root),
+            quote(&me.root)
+        );
+        let out = me.git(&repo.current, &add).await?;
+        me.start = out.lines().last().unwrap_or_default().trim().to_owned();
+        if !me.cwd.is_dir() {
+            std::fs::create_dir_all(&me.cwd).map_err(|e| e.to_string())?;
+        }
+        Ok(me)
+    }
+
+    /// Removes the worktree when it has no changes; keeps it otherwise (or when unsure).
+    pub async fn finish(&self) -> Kept {
+        let check = format!(
+            "test -z \"$(git status --porcelain)\" && test \"$(git rev-parse HEAD)\" = {} && \
+             git -C {} worktree remove {}",
+            quote(Path::new(&self.start)),
+            quote(&self.repo),
+            quote(&self.root)
+        );
+        match self.git(&self.root, &check).await {
+            Ok(_) => {
+                // The `<repo>.worktrees` folder goes when it held only this one.
+                if let Some(p) = self.root.parent() {
+                    let _ = std::fs::remove_dir(p);
+                }
+                Kept::Removed
+            }
+            Err(_) => Kept::Kept(self.root.clone()),
+        }
+    }
+
+    /// Runs `script` in `dir`; its output, or its failure as a sentence.
+    async fn git(&self, dir: &Path, script: &str) -> Result<String, String> {
+        let spec = CommandSpec {
+            command: script.to_owned(),
+            cwd: dir.to_path_buf(),
+            timeout: Duration::from_secs(60),
+            sandbox: Sandbox::None,
+            spill_dir: self.spill_dir.clone(),
+            env_remove: vec![],
+            max_bytes: 16 * 1024,
+            max_lines: 200,
+            stdin: None,
+            separate_stderr: false,
+            spill_budget: None,
+        };
+        let out = self
+            .runner
+            .run(spec, CancellationToken::new(), &|_| {})
+            .await
+            .map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(&out.spill_path);
+        match out.exit {
+            Exit::Code(0) => Ok(out.excerpt),
+            _ => Err(format!("git failed: {}", out.excerpt.trim())),
+        }
+    }
+}
+
+/// `parent/task-<tag>`, or with a number added when that is taken.
+fn free_path(parent: &Path, tag: &str) -> PathBuf {
+    let tag: String = tag
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(40)
+        .collect();
+    let base = parent.join(format!("task-{tag}"));
+    (1..)
+        .map(|n| {
+            if n == 1 {
+                base.clone()
+            } else {
+                parent.join(format!("task-{tag}-{n}"))
+            }
+        })
+        .find(|p| !p.exists())
+        .unwrap_or(base)
+}
+
+/// `p` as one POSIX shell word.
+fn quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
+}
