@@ -37,6 +37,7 @@ pub mod failure;
 pub mod file_changes;
 pub mod ids;
 pub mod log;
+pub mod lsp;
 pub mod mcp;
 pub mod model;
 pub mod prompt;
