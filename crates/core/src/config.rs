@@ -4,6 +4,7 @@
 
 mod apply;
 mod file;
+mod lsp;
 #[cfg(test)]
 mod tests;
 
@@ -14,6 +15,7 @@ use serde::Deserialize;
 
 use crate::modes::Mode;
 use file::{parse_raw, read_raw, read_workspace_raw};
+pub use lsp::{DEFAULT_WAIT_MS, LspConfig, LspServerConfig, MAX_WAIT_MS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -172,6 +174,8 @@ pub struct Config {
     /// `title_model`: the model that generates them; `None`: the cheapest usable one.
     pub title_model: Option<String>,
     pub checkpoints: CheckpointsConfig,
+    /// `[lsp]`: language servers after edits (`docs/lsp.md`).
+    pub lsp: LspConfig,
     pub providers: BTreeMap<String, ProviderConfig>,
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// `[hooks]` of each file, with whose it is (`crate::hooks::table`): the workspace file's
@@ -217,6 +221,7 @@ impl Default for Config {
             titles: true,
             title_model: None,
             checkpoints: CheckpointsConfig::default(),
+            lsp: LspConfig::default(),
             providers: BTreeMap::new(),
             model_set_by: None,
             workspace_models: vec![],

@@ -297,10 +297,15 @@ impl Runtime {
             .into_iter()
             .map(|a| (a.name, a.description))
             .collect();
+        let lsp = self.services.lsp.as_ref().map(|launcher| {
+            let gate = notices.clone();
+            launcher.session(Arc::new(move |text: String| gate.notice(text)))
+        });
         let ctx = SessionCtx {
             catalog,
             ceiling,
             agents,
+            lsp,
         };
         let settings = ctx.settings(&state);
         let usage = ctx.usage(&state);

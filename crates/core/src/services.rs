@@ -28,6 +28,8 @@ pub struct Services {
     pub mcp: Option<Arc<dyn McpLauncher>>,
     /// Fetches web pages for `web_fetch`.
     pub web: Option<Arc<dyn crate::web::WebFetch>>,
+    /// Runs language servers for sessions (`crate::lsp`).
+    pub lsp: Option<Arc<dyn crate::lsp::LspLauncher>>,
     /// Asks the user for permission; set by the ACP server once it runs.
     pub approver: std::sync::OnceLock<Arc<dyn Approver>>,
     /// The editor's file system; set by the ACP server once it runs.
@@ -57,6 +59,7 @@ impl Services {
             runner: None,
             mcp: None,
             web: None,
+            lsp: None,
             approver: std::sync::OnceLock::new(),
             client_fs: std::sync::OnceLock::new(),
             elicitor: std::sync::OnceLock::new(),

@@ -5,6 +5,7 @@ mod ask_user;
 mod background;
 mod bash;
 mod delegated;
+mod diagnostics;
 mod edit;
 pub mod find;
 pub mod grep;
@@ -35,6 +36,7 @@ use crate::modes::Mode;
 pub use ask_user::{ASK_USER, AskUserTool};
 pub use background::{BASH_KILL, BASH_OUTPUT, BashKill, BashOutput};
 pub use bash::Bash;
+pub use diagnostics::{DIAGNOSTICS, Diagnostics};
 pub use edit::Edit;
 pub use find::Find;
 pub use grep::Grep;
@@ -190,6 +192,9 @@ pub struct ToolContext<'a> {
     pub own_files: crate::own_files::OwnFiles,
     /// Who puts `ask_user`'s questions to the user (`crate::elicit`).
     pub elicitor: Option<Arc<dyn crate::elicit::Elicitor>>,
+    /// The session's language servers (`write`, `edit`, `diagnostics`); `None` where the binary
+    /// has none (core tests).
+    pub lsp: Option<crate::lsp::LspCall>,
 }
 
 pub trait Tool: Send + Sync {
@@ -294,12 +299,14 @@ pub fn registry_for(harness: crate::modes::Harness) -> ToolRegistry {
             Arc::new(Ls),
             Arc::new(UpdatePlan),
             Arc::new(WebFetch),
+            Arc::new(Diagnostics),
         ],
         Harness::Planner => vec![
             Arc::new(Read),
             Arc::new(Grep),
             Arc::new(Find),
             Arc::new(Ls),
+            Arc::new(Diagnostics),
             Arc::new(UpdatePlan),
             Arc::new(WebFetch),
         ],

@@ -49,6 +49,8 @@ pub(crate) struct TurnRequest {
     pub inbox: Inbox,
     /// The session's background commands (they outlive the turn).
     pub background: crate::background::BackgroundJobs,
+    /// The session's language servers (they outlive the turn).
+    pub lsp: Option<Arc<dyn crate::lsp::LanguageServers>>,
 }
 
 /// Runs one turn to its outcome. The caller records `TurnEnd`, syncs and emits `TurnEnded`.
@@ -211,6 +213,7 @@ async fn run_stages(
         force_ask: req.options.force_ask,
         model_images: model.info.images,
         background: req.background.clone(),
+        lsp: req.lsp.clone(),
         skills: skills.clone(),
         hooks: Arc::new(extensions.hooks),
         agents: Arc::new(extensions.agents.active),

@@ -35,6 +35,8 @@ mod helper;
 mod platform;
 mod runner;
 mod sandbox;
+#[cfg(unix)]
+mod service;
 #[cfg_attr(windows, allow(dead_code))]
 mod setup_failure;
 mod shell;
@@ -49,6 +51,8 @@ pub use environ::wipe_keys_from_own_environment;
 pub use helper::{is_sandbox_helper_invocation, sandbox_helper_main};
 pub use platform::{Platform, ProcessTree, SandboxBackend};
 pub use runner::ExecRunner;
+#[cfg(unix)]
+pub use service::{Service, ServiceSpec};
 pub use shell::CommandShell;
 
 /// Windows: another process of the same user can read the agent's memory and environment

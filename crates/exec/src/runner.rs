@@ -156,22 +156,8 @@ impl ExecRunner {
             OsStr::new(&spec.command),
         ];
         let mut command = self.launcher(&spec.sandbox, &shell)?;
-        command
-            .env_clear()
-            .envs(std::env::vars_os().filter(|(name, _)| {
-                let name = name.to_string_lossy();
-                !is_secret_env(&name)
-                    && !CommandShell::is_startup_variable(&name)
-                    && !spec.env_remove.iter().any(|r| *r == name)
-                    && name != "PATH"
-            }))
-            .current_dir(&spec.cwd);
-        if let Some(path) = std::env::var_os("PATH")
-            .as_deref()
-            .and_then(CommandShell::command_search_path)
-        {
-            command.env("PATH", path);
-        }
+        confine_environment(&mut command, &spec.env_remove);
+        command.current_dir(&spec.cwd);
         command
             .stdin(if spec.stdin.is_some() {
                 Stdio::piped()
@@ -188,7 +174,7 @@ impl ExecRunner {
 
     /// The supervisor (`ferrite __sandbox …`) that runs `shell` confined as `sandbox` says.
     #[cfg(unix)]
-    fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
+    pub(crate) fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
         use crate::helper::{Confinement, helper_args};
         use crate::sandbox::Policy;
         let confinement = match sandbox {
@@ -225,7 +211,7 @@ impl ExecRunner {
     /// Windows: the shell itself, put in a job object once started (`tree/job.rs`). There is no
     /// sandbox, so a restricted command is refused with the reason (core decides what then).
     #[cfg(windows)]
-    fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
+    pub(crate) fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
         if let Sandbox::Restricted { network, .. } = sandbox {
             let network = if *network { Network::On } else { Network::Off };
             self.check_enforceable(network)?;
@@ -408,6 +394,27 @@ impl ExecRunner {
             duration: started.elapsed(),
             stderr: summary.stderr,
         })
+    }
+}
+
+/// The environment every process the runner starts gets: the agent's, less the keys Ferrite
+/// knows (`is_secret_env`, `env_remove`) and the shell's startup variables, with `PATH` cleaned
+/// of entries that would make a lookup depend on the current directory.
+pub(crate) fn confine_environment(command: &mut Command, env_remove: &[String]) {
+    command
+        .env_clear()
+        .envs(std::env::vars_os().filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            !is_secret_env(&name)
+                && !CommandShell::is_startup_variable(&name)
+                && !env_remove.iter().any(|r| *r == name)
+                && name != "PATH"
+        }));
+    if let Some(path) = std::env::var_os("PATH")
+        .as_deref()
+        .and_then(CommandShell::command_search_path)
+    {
+        command.env("PATH", path);
     }
 }
 

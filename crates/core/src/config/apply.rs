@@ -118,6 +118,7 @@ impl Config {
             self.compaction_threshold = t;
         }
         self.checkpoints = checkpoints(raw.checkpoints, self.checkpoints).map_err(invalid)?;
+        self.apply_user_lsp(raw.lsp, path)?;
         for (name, p) in raw.providers {
             validate_provider(&name, &p).map_err(invalid)?;
             self.providers.insert(name, p);
@@ -277,6 +278,7 @@ impl Config {
             max_session_bytes: ws.max_session_bytes.min(user.max_session_bytes),
             max_total_bytes: ws.max_total_bytes.min(user.max_total_bytes),
         };
+        self.apply_workspace_lsp(raw.lsp, path)?;
         if !raw.providers.is_empty() {
             self.warnings.push(format!(
                 "{shown}: `providers` ignored: only the user config may declare providers"

@@ -34,6 +34,8 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) subagent: RawSubagent,
     #[serde(default)]
+    pub(super) lsp: super::lsp::RawLsp,
+    #[serde(default)]
     pub(super) providers: BTreeMap<String, ProviderConfig>,
     #[serde(default)]
     pub(super) mcp_servers: BTreeMap<String, McpServerConfig>,

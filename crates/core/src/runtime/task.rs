@@ -32,6 +32,9 @@ pub(super) struct SessionCtx {
     pub ceiling: Mode,
     /// `(name, description)` of the custom agents the user may choose in this workspace.
     pub agents: Vec<(String, String)>,
+    /// The session's language servers (`crate::lsp`): none runs until an edit needs it; all
+    /// stop when the session closes.
+    pub lsp: Option<Arc<dyn crate::lsp::LanguageServers>>,
 }
 
 impl SessionCtx {
@@ -212,7 +215,16 @@ pub(super) async fn session_task(
     };
     // Dropping the session closes the log file and releases its lock; only then is the close
     // answered, so the session can be reopened at once.
-    let SessionTask { core, session, .. } = task;
+    let SessionTask {
+        core, session, ctx, ..
+    } = task;
+    if let Some(servers) = ctx.lsp
+        && tokio::time::timeout(CLOSE_GRACE, servers.shutdown())
+            .await
+            .is_err()
+    {
+        tracing::warn!(session = %session, "language servers did not stop in time");
+    }
     let extra_tools = core.take_extra_tools();
     if let Some(provider) = extra_tools
         && tokio::time::timeout(CLOSE_GRACE, provider.shutdown())
@@ -277,6 +289,7 @@ impl SessionTask {
                     options,
                     inbox: crate::steering::Inbox::default(),
                     background: self.background.clone(),
+                    lsp: self.ctx.lsp.clone(),
                 };
                 self.take_prompt(req, turn, reply, ended);
             }

@@ -122,26 +122,22 @@ impl Tool for Edit {
                 Commit::Disk
             };
             let (p, s) = (path.clone(), shown.clone());
-            let out = match blocking(move || edit_file(&p, &s, &input, commit)).await {
-                Ok((out, new_text)) => match &editor {
-                    Some(client) => crate::tools::write_through(
-                        ctx,
-                        client.as_ref(),
-                        &path,
-                        &shown,
-                        &new_text,
-                        crate::fsops::Parents::MustExist,
-                    )
-                    .await
-                    .map(|()| out),
-                    None => Ok(out),
-                },
-                Err(e) => Err(e),
-            };
-            if out.is_ok() {
-                ctx.recorder.wrote(&written);
+            let (mut out, new_text) = blocking(move || edit_file(&p, &s, &input, commit)).await?;
+            if let Some(client) = &editor {
+                crate::tools::write_through(
+                    ctx,
+                    client.as_ref(),
+                    &path,
+                    &shown,
+                    &new_text,
+                    crate::fsops::Parents::MustExist,
+                )
+                .await?;
             }
-            out
+            ctx.recorder.wrote(&written);
+            let changed = (path.as_path(), shown.as_str());
+            crate::lsp::after_edit(ctx.lsp.as_ref(), changed, &new_text, &mut out).await;
+            Ok(out)
         })
     }
 }

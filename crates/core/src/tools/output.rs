@@ -311,6 +311,7 @@ pub(crate) mod testing {
                 bash_timeout: Duration::from_secs(120),
                 client_fs: None,
                 elicitor: None,
+                lsp: None,
                 fs_delegation: crate::config::FsDelegation::Never,
                 command_gate: Default::default(),
                 read_deny: self.read_deny.clone(),

@@ -131,6 +131,18 @@ pub(crate) struct ToolBase {
     pub skills: Arc<Vec<crate::skills::Skill>>,
     pub user_home: Option<PathBuf>,
     pub elicitor: Option<Arc<dyn crate::elicit::Elicitor>>,
+    /// The session's language servers, what they may do but the sandbox (which is the call's
+    /// mode's), and the turn's budget for their diagnostics.
+    pub lsp: Option<LspBase>,
+}
+
+#[derive(Clone)]
+pub(crate) struct LspBase {
+    pub servers: Arc<dyn crate::lsp::LanguageServers>,
+    pub config: Arc<crate::config::LspConfig>,
+    pub trusted: bool,
+    pub env_remove: Vec<String>,
+    pub budget: crate::lsp::Budget,
 }
 
 /// The parts of a [`CallEnv`] that come from the turn's settings.
@@ -144,6 +156,7 @@ pub(super) struct EnvParts<'a> {
     pub force_ask: bool,
     pub model_images: bool,
     pub background: crate::background::BackgroundJobs,
+    pub lsp: Option<Arc<dyn crate::lsp::LanguageServers>>,
     pub skills: Arc<Vec<crate::skills::Skill>>,
     pub hooks: Arc<crate::hooks::Hooks>,
     pub agents: Arc<Vec<crate::agents::AgentDef>>,
@@ -246,6 +259,13 @@ impl CallEnv {
                 },
                 model_images: p.model_images,
                 image_decodes: services.image_decodes.clone(),
+                lsp: p.lsp.clone().map(|servers| LspBase {
+                    servers,
+                    config: Arc::new(config.lsp.clone()),
+                    trusted: crate::trust::approved(&services.home, &start.cwd).folder,
+                    env_remove: crate::exec::secret_env_names(config),
+                    budget: crate::lsp::Budget::per_turn(),
+                }),
             },
         }
     }
@@ -319,7 +339,26 @@ impl CallEnv {
         cancel: &CancellationToken,
     ) -> ToolContext<'a> {
         let base = &self.base;
+        let sandbox = Sandbox::for_mode(
+            mode,
+            &self.roots,
+            (&self.home, &self.protected.sandbox_paths()),
+            &base.deny_read,
+            base.sandbox_network,
+        )
+        .allowing_unix_sockets(base.unix_sockets.clone());
         ToolContext {
+            lsp: base.lsp.as_ref().map(|l| crate::lsp::LspCall {
+                servers: l.servers.clone(),
+                scope: crate::lsp::LspScope {
+                    roots: self.roots.clone(),
+                    sandbox: crate::lsp::server_sandbox(&sandbox),
+                    trusted: l.trusted,
+                    config: l.config.clone(),
+                    env_remove: l.env_remove.clone(),
+                },
+                budget: l.budget.clone(),
+            }),
             cwd: self.cwd.clone(),
             roots: self.roots.clone(),
             call_id: id.to_owned(),
@@ -331,14 +370,7 @@ impl CallEnv {
                 .runner
                 .clone()
                 .map(|turn| -> Arc<dyn CommandRunner> { Arc::new(ModeAwareRunner { turn, mode }) }),
-            sandbox: Sandbox::for_mode(
-                mode,
-                &self.roots,
-                (&self.home, &self.protected.sandbox_paths()),
-                &base.deny_read,
-                base.sandbox_network,
-            )
-            .allowing_unix_sockets(base.unix_sockets.clone()),
+            sandbox,
             bash_timeout: base.bash_timeout,
             client_fs: base.client_fs.clone(),
             fs_delegation: base.fs_delegation,
