@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Before, FileReport, FileState, LspCall};
-use crate::content::{ToolContent, fenced};
+use crate::content::ToolContent;
+use ferrite_extensions::display::fenced;
 use crate::tools::ToolOutput;
 
 /// Errors listed per file; the rest are counted.
