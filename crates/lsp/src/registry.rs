@@ -31,17 +31,33 @@ fn def(name: &str, command: &[&str], languages: &[&str], markers: &[&str]) -> Se
 
 fn builtins() -> Vec<ServerDef> {
     vec![
-        def("rust-analyzer", &["rust-analyzer"], &["rust"], &["Cargo.toml"]),
+        def(
+            "rust-analyzer",
+            &["rust-analyzer"],
+            &["rust"],
+            &["Cargo.toml"],
+        ),
         def(
             "pyright",
             &["pyright-langserver", "--stdio"],
             &["python"],
-            &["pyrightconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"],
+            &[
+                "pyrightconfig.json",
+                "pyproject.toml",
+                "setup.py",
+                "setup.cfg",
+                "requirements.txt",
+            ],
         ),
         def(
             "typescript",
             &["typescript-language-server", "--stdio"],
-            &["typescript", "typescriptreact", "javascript", "javascriptreact"],
+            &[
+                "typescript",
+                "typescriptreact",
+                "javascript",
+                "javascriptreact",
+            ],
             &["tsconfig.json", "jsconfig.json", "package.json"],
         ),
         def("gopls", &["gopls"], &["go"], &["go.work", "go.mod"]),
@@ -140,7 +156,10 @@ pub(crate) fn root_for(file: &Path, markers: &[String], roots: &[PathBuf]) -> Op
 pub(crate) fn find_program(program: &str) -> Option<PathBuf> {
     let p = Path::new(program);
     if p.components().count() > 1 {
-        return p.is_absolute().then(|| p.to_owned()).filter(|p| p.is_file());
+        return p
+            .is_absolute()
+            .then(|| p.to_owned())
+            .filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -188,7 +207,9 @@ pub(crate) fn launch(def: &ServerDef, program: &Path, trusted: bool) -> Result<L
                 // typescript-language-server prefers the workspace's `node_modules/typescript`:
                 // that is the repository's code. Untrusted, the one installed beside it runs.
                 let Some(tsserver) = bundled_tsserver(program) else {
-                    return refuse("no TypeScript is installed beside it, and the workspace's own would run");
+                    return refuse(
+                        "no TypeScript is installed beside it, and the workspace's own would run",
+                    );
                 };
                 init["tsserver"] = json!({"path": tsserver});
             }
@@ -205,8 +226,12 @@ pub(crate) fn launch(def: &ServerDef, program: &Path, trusted: bool) -> Result<L
             "`cargo metadata` alone runs what the repository's `.cargo/config.toml` and \
              `rust-toolchain.toml` name",
         ),
-        "gopls" if !trusted => refuse("`go list` runs what the repository's go.mod and cgo directives name"),
-        "clangd" if !trusted => refuse("the repository's compile commands name the compiler it queries"),
+        "gopls" if !trusted => {
+            refuse("`go list` runs what the repository's go.mod and cgo directives name")
+        }
+        "clangd" if !trusted => {
+            refuse("the repository's compile commands name the compiler it queries")
+        }
         _ => Ok(Launch {
             init_options: Value::Null,
             settings: Value::Null,
@@ -218,7 +243,9 @@ pub(crate) fn launch(def: &ServerDef, program: &Path, trusted: bool) -> Result<L
 /// (`<prefix>/node_modules/typescript-language-server/lib/cli.mjs`).
 fn bundled_tsserver(program: &Path) -> Option<PathBuf> {
     let real = std::fs::canonicalize(program).ok()?;
-    let modules = real.ancestors().find(|d| d.file_name().is_some_and(|n| n == "node_modules"))?;
+    let modules = real
+        .ancestors()
+        .find(|d| d.file_name().is_some_and(|n| n == "node_modules"))?;
     let tsserver = modules.join("typescript/lib/tsserver.js");
     tsserver.is_file().then_some(tsserver)
 }
@@ -226,7 +253,11 @@ fn bundled_tsserver(program: &Path) -> Option<PathBuf> {
 /// The value at `section` (`python.analysis`) of `settings`, `null` when absent.
 pub(crate) fn section<'a>(settings: &'a Value, section: Option<&str>) -> &'a Value {
     let mut v = settings;
-    for key in section.unwrap_or_default().split('.').filter(|k| !k.is_empty()) {
+    for key in section
+        .unwrap_or_default()
+        .split('.')
+        .filter(|k| !k.is_empty())
+    {
         match v.get(key) {
             Some(next) => v = next,
             None => return &Value::Null,
@@ -267,7 +298,10 @@ mod tests {
         );
         let all = servers(&config);
         let names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["rust-analyzer", "pyright", "typescript", "gopls", "zls"]);
+        assert_eq!(
+            names,
+            ["rust-analyzer", "pyright", "typescript", "gopls", "zls"]
+        );
         let pyright = &all[1];
         assert_eq!(pyright.command[0], "basedpyright-langserver");
         assert!(!pyright.builtin && pyright.root_markers.contains(&"pyproject.toml".into()));
@@ -286,7 +320,11 @@ mod tests {
         let file = pkg.join("a.py");
         assert_eq!(root_for(&file, &markers, &roots), Some(dir.join("ws/pkg")));
         let top = dir.join("ws/b.py");
-        assert_eq!(root_for(&top, &markers, &roots), Some(dir.join("ws")), "never above the workspace");
+        assert_eq!(
+            root_for(&top, &markers, &roots),
+            Some(dir.join("ws")),
+            "never above the workspace"
+        );
         assert_eq!(root_for(&dir.join("c.py"), &markers, &roots), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -299,12 +337,18 @@ mod tests {
         assert!(launch(&by("pyright"), p, false).is_ok());
         let refused = launch(&by("rust-analyzer"), p, false).unwrap_err();
         assert!(refused.contains("untrusted"), "{refused}");
-        assert!(launch(&by("typescript"), p, false).is_err(), "no bundled tsserver: refused");
+        assert!(
+            launch(&by("typescript"), p, false).is_err(),
+            "no bundled tsserver: refused"
+        );
         assert!(launch(&by("typescript"), p, true).is_ok());
         assert!(launch(&by("gopls"), p, false).is_err());
         assert_eq!(language_of(Path::new("a/b.TSX")), Some("typescriptreact"));
         let settings = json!({"python": {"analysis": {"x": 1}}});
-        assert_eq!(section(&settings, Some("python.analysis")), &json!({"x": 1}));
+        assert_eq!(
+            section(&settings, Some("python.analysis")),
+            &json!({"x": 1})
+        );
         assert_eq!(section(&settings, Some("nope")), &Value::Null);
     }
 }

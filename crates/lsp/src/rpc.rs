@@ -49,7 +49,10 @@ pub(crate) fn frame(message: &Value) -> Vec<u8> {
 /// A message the server sent that is not an answer to one of ours.
 #[derive(Debug)]
 pub(crate) enum Incoming {
-    Notification { method: String, params: Value },
+    Notification {
+        method: String,
+        params: Value,
+    },
     /// The server asks us; the answer goes back through [`Connection::respond`].
     Request {
         id: Value,
@@ -71,7 +74,10 @@ pub(crate) struct Connection {
 impl Connection {
     /// Starts the writer and the reader; what the server sends that is not an answer goes to
     /// the returned receiver, which ends when the server's output does.
-    pub(crate) fn start<R, W>(reader: R, writer: W) -> (Connection, mpsc::UnboundedReceiver<Incoming>)
+    pub(crate) fn start<R, W>(
+        reader: R,
+        writer: W,
+    ) -> (Connection, mpsc::UnboundedReceiver<Incoming>)
     where
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -144,15 +150,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn route(mut message: Value, pending: &Pending, incoming: &mpsc::UnboundedSender<Incoming>) {
-    let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+    let method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let id = message.get("id").cloned();
     match (method, id) {
         (Some(method), Some(id)) => {
-            let params = message.get_mut("params").map(Value::take).unwrap_or(Value::Null);
+            let params = message
+                .get_mut("params")
+                .map(Value::take)
+                .unwrap_or(Value::Null);
             let _ = incoming.send(Incoming::Request { id, method, params });
         }
         (Some(method), None) => {
-            let params = message.get_mut("params").map(Value::take).unwrap_or(Value::Null);
+            let params = message
+                .get_mut("params")
+                .map(Value::take)
+                .unwrap_or(Value::Null);
             let _ = incoming.send(Incoming::Notification { method, params });
         }
         (None, Some(id)) => {
@@ -161,7 +176,10 @@ fn route(mut message: Value, pending: &Pending, incoming: &mpsc::UnboundedSender
             };
             let answer = match message.get_mut("error") {
                 Some(error) => Err(error.take()),
-                None => Ok(message.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+                None => Ok(message
+                    .get_mut("result")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null)),
             };
             let _ = waiter.send(answer);
         }
@@ -196,11 +214,15 @@ mod tests {
         let reply = |id: i64, v: Value| frame(&json!({"jsonrpc": "2.0", "id": id, "result": v}));
         server_out.write_all(&reply(2, json!("two"))).await.unwrap();
         server_out
-            .write_all(&frame(&json!({"jsonrpc": "2.0", "method": "n", "params": [1]})))
+            .write_all(&frame(
+                &json!({"jsonrpc": "2.0", "method": "n", "params": [1]}),
+            ))
             .await
             .unwrap();
         assert_eq!(second.await, Ok(json!("two")));
-        assert!(matches!(incoming.recv().await, Some(Incoming::Notification { method, .. }) if method == "n"));
+        assert!(
+            matches!(incoming.recv().await, Some(Incoming::Notification { method, .. }) if method == "n")
+        );
         drop(server_out);
         assert!(first.await.is_err());
     }

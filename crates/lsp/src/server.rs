@@ -77,8 +77,14 @@ impl Server {
             sandbox: start.sandbox,
             env_remove: start.env_remove,
             env: vec![
-                ("XDG_CACHE_HOME".into(), cache.to_string_lossy().into_owned()),
-                ("GOCACHE".into(), cache.join("go-build").to_string_lossy().into_owned()),
+                (
+                    "XDG_CACHE_HOME".into(),
+                    cache.to_string_lossy().into_owned(),
+                ),
+                (
+                    "GOCACHE".into(),
+                    cache.join("go-build").to_string_lossy().into_owned(),
+                ),
             ],
         };
         let actor = Actor {
@@ -140,17 +146,26 @@ struct Actor {
 }
 
 impl Actor {
-    async fn run(self, runner: Arc<ExecRunner>, spec: ServiceSpec, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
+    async fn run(
+        self,
+        runner: Arc<ExecRunner>,
+        spec: ServiceSpec,
+        mut cmds: mpsc::UnboundedReceiver<Cmd>,
+    ) {
         let mut service = match runner.spawn_service(&spec) {
             Ok(s) => s,
             Err(e) => {
-                let _ = self.phase.send(Phase::Exited(format!("{} could not start: {e}", self.name)));
+                let _ = self
+                    .phase
+                    .send(Phase::Exited(format!("{} could not start: {e}", self.name)));
                 return;
             }
         };
         tracing::debug!(server = %self.name, supervisor = ?service.id(), "language server started");
         let (Some(stdin), Some(stdout)) = (service.stdin.take(), service.stdout.take()) else {
-            let _ = self.phase.send(Phase::Exited(format!("{} has no pipes", self.name)));
+            let _ = self
+                .phase
+                .send(Phase::Exited(format!("{} has no pipes", self.name)));
             return;
         };
         if let Some(stderr) = service.stderr.take() {
@@ -163,7 +178,12 @@ impl Actor {
             });
         }
         let (conn, incoming) = Connection::start(BufReader::new(stdout), stdin);
-        tokio::spawn(answer(conn.clone(), incoming, self.docs.clone(), self.launch.settings.clone()));
+        tokio::spawn(answer(
+            conn.clone(),
+            incoming,
+            self.docs.clone(),
+            self.launch.settings.clone(),
+        ));
         let initialized = tokio::select! {
             r = tokio::time::timeout(INITIALIZE_TIMEOUT, self.initialize(&conn)) => r.ok().flatten(),
             _ = service.wait() => None,
@@ -205,9 +225,15 @@ impl Actor {
     /// `initialize` and `initialized`; `Some(pull)`: whether it takes pull diagnostics.
     async fn initialize(&self, conn: &Connection) -> Option<bool> {
         let root = Url::from_directory_path(&self.root).ok()?;
-        let name = self.root.file_name().map_or_else(|| "root".into(), |n| n.to_string_lossy().into_owned());
+        let name = self
+            .root
+            .file_name()
+            .map_or_else(|| "root".into(), |n| n.to_string_lossy().into_owned());
         let params = json!({
-            "processId": std::process::id(),
+            // Not our pid: servers poll it with `kill(pid, 0)` and exit when that fails, which
+            // it always does from inside the sandbox (Landlock scopes signals). The supervisor
+            // stops them when the agent dies.
+            "processId": null,
             "clientInfo": {"name": "ferrite", "version": env!("CARGO_PKG_VERSION")},
             "rootUri": root,
             "rootPath": self.root,
@@ -238,7 +264,12 @@ impl Actor {
 
     fn send(&self, conn: &Connection, cmd: Cmd, pull: bool) {
         let (uri, version) = match cmd {
-            Cmd::Open { uri, language, text, version } => {
+            Cmd::Open {
+                uri,
+                language,
+                text,
+                version,
+            } => {
                 conn.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}}),
@@ -255,7 +286,10 @@ impl Actor {
             Cmd::Shutdown(_) => return,
         };
         if pull {
-            let answer = conn.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+            let answer = conn.request(
+                "textDocument/diagnostic",
+                json!({"textDocument": {"uri": uri}}),
+            );
             let docs = self.docs.clone();
             tokio::spawn(async move {
                 if let Ok(report) = answer.await
@@ -274,7 +308,10 @@ impl Actor {
 async fn stop(conn: &Connection, service: &mut ferrite_exec::Service) {
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn.request("shutdown", Value::Null)).await;
     conn.notify("exit", Value::Null);
-    if tokio::time::timeout(SHUTDOWN_GRACE, service.wait()).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, service.wait())
+        .await
+        .is_err()
+    {
         service.terminate();
     }
 }
@@ -290,7 +327,9 @@ async fn answer(
 ) {
     while let Some(message) = incoming.recv().await {
         match message {
-            Incoming::Notification { method, params } if method == "textDocument/publishDiagnostics" => {
+            Incoming::Notification { method, params }
+                if method == "textDocument/publishDiagnostics" =>
+            {
                 if let Ok(p) = serde_json::from_value::<PublishDiagnosticsParams>(params) {
                     docs.report(&p.uri, p.version, p.diagnostics);
                 }
@@ -305,7 +344,10 @@ async fn answer(
                             .map(|items| {
                                 items
                                     .iter()
-                                    .map(|i| section(&settings, i.get("section").and_then(Value::as_str)).clone())
+                                    .map(|i| {
+                                        section(&settings, i.get("section").and_then(Value::as_str))
+                                            .clone()
+                                    })
                                     .collect()
                             })
                             .unwrap_or_default(),

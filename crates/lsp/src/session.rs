@@ -73,7 +73,10 @@ impl Servers {
             return Pick::None;
         };
         let defs = registry::servers(&scope.config);
-        let Some(def) = defs.iter().find(|d| d.languages.iter().any(|l| l == language)) else {
+        let Some(def) = defs
+            .iter()
+            .find(|d| d.languages.iter().any(|l| l == language))
+        else {
             return Pick::None;
         };
         let Some(root) = registry::root_for(path, &def.root_markers, &scope.roots) else {
@@ -97,7 +100,9 @@ impl Servers {
             && slot.terms == terms
         {
             match slot.server.phase() {
-                Phase::Starting | Phase::Ready => return Pick::Server(slot.server.clone(), language),
+                Phase::Starting | Phase::Ready => {
+                    return Pick::Server(slot.server.clone(), language);
+                }
                 Phase::Exited(why) => {
                     if !slot.told {
                         slot.told = true;
@@ -110,7 +115,10 @@ impl Servers {
                     let now = Instant::now();
                     if now < slot.not_before {
                         let secs = (slot.not_before - now).as_secs() + 1;
-                        return Pick::Refused(def.name.clone(), format!("{why}; it restarts in {secs} s"));
+                        return Pick::Refused(
+                            def.name.clone(),
+                            format!("{why}; it restarts in {secs} s"),
+                        );
                     }
                     slot.crashes += 1;
                     let delay = Duration::from_secs(1 << slot.crashes.min(6)).min(MAX_BACKOFF);
@@ -173,7 +181,10 @@ impl Servers {
         let uri = Url::from_file_path(path).ok()?;
         let opened = server.docs.read(&uri, |d| d.version > 0).unwrap_or(false);
         let baseline = if opened {
-            server.docs.read(&uri, |d| d.current().map(|r| r.errors.clone())).flatten()
+            server
+                .docs
+                .read(&uri, |d| d.current().map(|r| r.errors.clone()))
+                .flatten()
         } else {
             match before {
                 Before::New => Some(vec![]),
@@ -181,7 +192,9 @@ impl Servers {
                 Before::Text(old) => {
                     // The errors of the old content first: those the edit did not bring.
                     send(&server, &uri, language, old);
-                    wait_current(&server, &uri, deadline).await.map(|r| r.errors)
+                    wait_current(&server, &uri, deadline)
+                        .await
+                        .map(|r| r.errors)
                 }
             }
         };
@@ -216,7 +229,10 @@ impl Servers {
         let Ok(uri) = Url::from_file_path(path) else {
             return vec![];
         };
-        let same = server.docs.read(&uri, |d| d.version > 0 && d.text == text).unwrap_or(false);
+        let same = server
+            .docs
+            .read(&uri, |d| d.version > 0 && d.text == text)
+            .unwrap_or(false);
         if !same {
             send(&server, &uri, language, &text);
         }
@@ -240,7 +256,9 @@ impl Servers {
                 if report.errors.is_empty() {
                     continue;
                 }
-                let Ok(path) = uri.to_file_path() else { continue };
+                let Ok(path) = uri.to_file_path() else {
+                    continue;
+                };
                 all.push(FileReport {
                     path,
                     server: server.name.clone(),
@@ -275,7 +293,11 @@ fn send(server: &Server, uri: &Url, language: &str, text: &str) {
 }
 
 /// Waits until the server reported on the content last sent (or exited, or the deadline).
-async fn wait_current(server: &Server, uri: &Url, deadline: tokio::time::Instant) -> Option<Report> {
+async fn wait_current(
+    server: &Server,
+    uri: &Url,
+    deadline: tokio::time::Instant,
+) -> Option<Report> {
     let mut reported = server.docs.subscribe();
     let mut phase = server.watch_phase();
     loop {

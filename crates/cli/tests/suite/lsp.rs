@@ -20,7 +20,11 @@ fn call(id: &str, tool: &str, input: Value) -> Script {
 /// The `fake-lsp-server` binary built beside the test binary.
 fn fake_server() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(Path::parent).unwrap().join("fake-lsp-server");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("fake-lsp-server");
     assert!(
         bin.exists(),
         "{} is missing: run `cargo build -p ferrite-test-support --bins`",
@@ -170,15 +174,14 @@ async fn an_edit_gets_the_errors_it_brought_and_the_fix_clears_them() {
         "{text}"
     );
     let card = card_text(&seen, "c1");
-    assert!(card.contains("3:7 [new] found ERROR: brought here"), "{card}");
+    assert!(
+        card.contains("3:7 [new] found ERROR: brought here"),
+        "{card}"
+    );
 
     turn(
         &mut r,
-        vec![(
-            "c2",
-            "write",
-            json!({"path": "a.py", "content": "x = 1\n"}),
-        )],
+        vec![("c2", "write", json!({"path": "a.py", "content": "x = 1\n"}))],
     )
     .await;
     let text = result_of(&r, 3);
@@ -190,7 +193,10 @@ async fn an_edit_gets_the_errors_it_brought_and_the_fix_clears_them() {
     std::fs::write(&file, "ERROR from a command\n").unwrap();
     let seen = turn(&mut r, vec![("c3", "diagnostics", json!({"path": "a.py"}))]).await;
     let text = result_of(&r, 5);
-    assert_eq!(text, "fake reports 1 error in a.py:\n1:1 found ERROR: from a command");
+    assert_eq!(
+        text,
+        "fake reports 1 error in a.py:\n1:1 found ERROR: from a command"
+    );
     assert!(card_text(&seen, "c3").contains("1:1 found ERROR: from a command"));
     let server = pids(&pid_file);
     assert_eq!(server.len(), 1, "one server for the root, started once");
@@ -206,8 +212,16 @@ async fn a_server_that_never_answers_delays_an_edit_no_more_than_the_bound() {
     turn(
         &mut r,
         vec![
-            ("c1", "write", json!({"path": "a.py", "content": "x = ERROR\n"})),
-            ("c2", "edit", json!({"path": "a.py", "old_string": "x", "new_string": "y"})),
+            (
+                "c1",
+                "write",
+                json!({"path": "a.py", "content": "x = ERROR\n"}),
+            ),
+            (
+                "c2",
+                "edit",
+                json!({"path": "a.py", "old_string": "x", "new_string": "y"}),
+            ),
         ],
     )
     .await;
@@ -227,7 +241,10 @@ async fn a_server_that_never_answers_delays_an_edit_no_more_than_the_bound() {
     );
     let server = pids(&pid_file);
     r.client.kill().await;
-    assert!(gone(server[0]).await, "kill -9 of the agent leaves no server behind");
+    assert!(
+        gone(server[0]).await,
+        "kill -9 of the agent leaves no server behind"
+    );
 }
 
 #[tokio::test]
@@ -240,8 +257,16 @@ async fn a_server_killed_mid_turn_is_restarted_and_the_user_told_once() {
         vec![
             ("c1", "write", json!({"path": "a.py", "content": "x = 1\n"})),
             ("c2", "write", json!({"path": "a.py", "content": "CRASH\n"})),
-            ("c3", "write", json!({"path": "a.py", "content": "x = ERROR again\n"})),
-            ("c4", "write", json!({"path": "a.py", "content": "CRASH again\n"})),
+            (
+                "c3",
+                "write",
+                json!({"path": "a.py", "content": "x = ERROR again\n"}),
+            ),
+            (
+                "c4",
+                "write",
+                json!({"path": "a.py", "content": "CRASH again\n"}),
+            ),
             ("c5", "write", json!({"path": "a.py", "content": "x = 2\n"})),
         ],
     )
@@ -249,20 +274,33 @@ async fn a_server_killed_mid_turn_is_restarted_and_the_user_told_once() {
     assert!(result_of(&r, 1).ends_with("fake reports no errors in a.py."));
     let crashed = result_of(&r, 2);
     assert!(
-        crashed.contains("The edit was applied. No diagnostics for a.py: fake stopped unexpectedly"),
+        crashed
+            .contains("The edit was applied. No diagnostics for a.py: fake stopped unexpectedly"),
         "{crashed}"
     );
     let again = result_of(&r, 3);
-    assert!(again.contains("1:5 [new] found ERROR: again"), "restarted at once: {again}");
+    assert!(
+        again.contains("1:5 [new] found ERROR: again"),
+        "restarted at once: {again}"
+    );
     assert!(result_of(&r, 4).contains("fake stopped unexpectedly"));
     let backoff = result_of(&r, 5);
-    assert!(backoff.contains("it restarts in"), "the second restart waits: {backoff}");
+    assert!(
+        backoff.contains("it restarts in"),
+        "the second restart waits: {backoff}"
+    );
     let told: Vec<&Value> = seen
         .iter()
-        .filter(|m| m.to_string().contains("The language server fake stopped unexpectedly"))
+        .filter(|m| {
+            m.to_string()
+                .contains("The language server fake stopped unexpectedly")
+        })
         .collect();
     assert_eq!(told.len(), 1, "told once: {told:?}");
-    assert_eq!(std::fs::read_to_string(r.world.ws().join("a.py")).unwrap(), "x = 2\n");
+    assert_eq!(
+        std::fs::read_to_string(r.world.ws().join("a.py")).unwrap(),
+        "x = 2\n"
+    );
     assert_eq!(pids(&pid_file).len(), 2);
     stop(r.client).await;
     for pid in pids(&pid_file) {

@@ -19,7 +19,11 @@ const CONFIG: &str = "[lsp]\nwait_ms = 30000\n";
 async fn pyright_reports_a_type_error_on_its_line_and_the_fix_clears_it() {
     let path = path_with_servers();
     let mut r = lsp_rig(CONFIG, false, &[("PATH", &path)]).await;
-    std::fs::write(r.world.ws().join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(
+        r.world.ws().join("pyproject.toml"),
+        "[project]\nname = \"p\"\n",
+    )
+    .unwrap();
     turn(
         &mut r,
         vec![(
@@ -44,7 +48,10 @@ async fn pyright_reports_a_type_error_on_its_line_and_the_fix_clears_it() {
     )
     .await;
     let text = result_of(&r, 3);
-    assert!(text.ends_with("The edit was applied. pyright reports no errors in a.py."), "{text}");
+    assert!(
+        text.ends_with("The edit was applied. pyright reports no errors in a.py."),
+        "{text}"
+    );
     stop(r.client).await;
 }
 
@@ -76,7 +83,10 @@ async fn typescript_reports_a_type_error_on_its_line_and_the_fix_clears_it() {
     )
     .await;
     let text = result_of(&r, 3);
-    assert!(text.ends_with("typescript reports no errors in a.ts."), "{text}");
+    assert!(
+        text.ends_with("typescript reports no errors in a.ts."),
+        "{text}"
+    );
     stop(r.client).await;
 }
 
@@ -121,7 +131,11 @@ async fn a_repository_typescript_runs_nowhere_untrusted_and_only_sandboxed_when_
     plant_repository_typescript(&ws, r.world.home(), port);
     turn(
         &mut r,
-        vec![("c1", "write", json!({"path": "a.ts", "content": "export const n: number = \"s\";\n"}))],
+        vec![(
+            "c1",
+            "write",
+            json!({"path": "a.ts", "content": "export const n: number = \"s\";\n"}),
+        )],
     )
     .await;
     let text = result_of(&r, 1);
@@ -129,13 +143,20 @@ async fn a_repository_typescript_runs_nowhere_untrusted_and_only_sandboxed_when_
         text.contains("1:14 [new] Type 'string' is not assignable to type 'number'."),
         "untrusted, the TypeScript installed beside the server checks the file: {text}"
     );
-    assert!(!ws.join("ran-in-workspace").exists(), "the repository's code ran untrusted");
+    assert!(
+        !ws.join("ran-in-workspace").exists(),
+        "the repository's code ran untrusted"
+    );
 
     // Trusted: the repository's TypeScript is what the server runs, in the sandbox.
     trust(&r.world);
     let seen = turn(
         &mut r,
-        vec![("c2", "write", json!({"path": "b.ts", "content": "export const m = 1;\n"}))],
+        vec![(
+            "c2",
+            "write",
+            json!({"path": "b.ts", "content": "export const m = 1;\n"}),
+        )],
     )
     .await;
     let _ = seen;
@@ -147,8 +168,14 @@ async fn a_repository_typescript_runs_nowhere_untrusted_and_only_sandboxed_when_
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(ran && ws.join("ran-in-workspace").exists(), "trusted, the repository's tsserver runs");
-    assert!(ws.join("write-refused").exists(), "a write outside the workspace was refused");
+    assert!(
+        ran && ws.join("ran-in-workspace").exists(),
+        "trusted, the repository's tsserver runs"
+    );
+    assert!(
+        ws.join("write-refused").exists(),
+        "a write outside the workspace was refused"
+    );
     assert!(!r.world.home().join("escaped").exists());
     assert!(!ws.join("connected").exists(), "the network is off");
     assert!(listener.accept().is_err(), "nothing connected");

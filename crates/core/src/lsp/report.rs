@@ -32,7 +32,9 @@ impl Budget {
     /// Takes `n` characters if that many are left.
     fn take(&self, n: usize) -> bool {
         self.0
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(n))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(n)
+            })
             .is_ok()
     }
 }
@@ -203,8 +205,16 @@ mod tests {
         let clean = file_text(&report(FileState::Ready(vec![])), "a.py", 1500);
         assert_eq!(clean, "pyright reports no errors in a.py.");
         let slow = file_text(&report(FileState::NotReady), "a.py", 700);
-        assert!(slow.starts_with("Diagnostics not ready: pyright had not reported on a.py within 700 ms"));
-        let gone = file_text(&report(FileState::Unavailable("it crashed".into())), "a.py", 1);
+        assert!(
+            slow.starts_with(
+                "Diagnostics not ready: pyright had not reported on a.py within 700 ms"
+            )
+        );
+        let gone = file_text(
+            &report(FileState::Unavailable("it crashed".into())),
+            "a.py",
+            1,
+        );
         assert_eq!(gone, "No diagnostics for a.py: it crashed");
     }
 
@@ -220,7 +230,10 @@ mod tests {
     #[test]
     fn the_card_puts_errors_in_a_block() {
         let shown = card("x reports 1 error in a.py:\n3:1 *bad*");
-        assert_eq!(shown, format!("x reports 1 error in a.py:\n\n{}", fenced("3:1 *bad*", "")));
+        assert_eq!(
+            shown,
+            format!("x reports 1 error in a.py:\n\n{}", fenced("3:1 *bad*", ""))
+        );
         assert_eq!(card("clean."), "clean.");
     }
 }

@@ -14,7 +14,9 @@ use crate::model::ToolSpec;
 use crate::paths::resolve;
 use crate::tools::output::parse_input;
 use crate::tools::write::path_description;
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 pub const DIAGNOSTICS: &str = "diagnostics";
 
@@ -101,9 +103,7 @@ impl Tool for Diagnostics {
                 .collect::<Vec<_>>()
                 .join("\n\n");
             Ok(ToolOutput {
-                content: vec![ToolContent::Text {
-                    text: shown.into(),
-                }],
+                content: vec![ToolContent::Text { text: shown.into() }],
                 text,
             })
         })

@@ -64,7 +64,10 @@ fn main() {
     let hang = args.iter().any(|a| a == "--hang");
     if let Some(i) = args.iter().position(|a| a == "--pid-file")
         && let Some(file) = args.get(i + 1)
-        && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file)
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
     {
         let _ = writeln!(f, "{}", std::process::id());
     }
@@ -75,7 +78,10 @@ fn main() {
         if hang {
             continue;
         }
-        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let id = message.get("id").cloned();
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         match (method, id) {
@@ -83,21 +89,34 @@ fn main() {
                 &mut out,
                 &json!({"jsonrpc": "2.0", "id": id, "result": {"capabilities": {"textDocumentSync": 1}}}),
             ),
-            ("shutdown", Some(id)) => write(&mut out, &json!({"jsonrpc": "2.0", "id": id, "result": null})),
+            ("shutdown", Some(id)) => write(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": id, "result": null}),
+            ),
             ("exit", _) => return,
             ("textDocument/didOpen", None) => {
                 let doc = &params["textDocument"];
-                publish(&mut out, &doc["uri"], &doc["version"], doc["text"].as_str().unwrap_or_default());
+                publish(
+                    &mut out,
+                    &doc["uri"],
+                    &doc["version"],
+                    doc["text"].as_str().unwrap_or_default(),
+                );
             }
             ("textDocument/didChange", None) => {
                 let doc = &params["textDocument"];
-                let text = params["contentChanges"][0]["text"].as_str().unwrap_or_default();
+                let text = params["contentChanges"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default();
                 if text.contains("CRASH") {
                     std::process::exit(3);
                 }
                 publish(&mut out, &doc["uri"], &doc["version"], text);
             }
-            (_, Some(id)) => write(&mut out, &json!({"jsonrpc": "2.0", "id": id, "result": null})),
+            (_, Some(id)) => write(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": id, "result": null}),
+            ),
             _ => {}
         }
     }
