@@ -12,8 +12,7 @@ mod session;
 
 use std::sync::Arc;
 
-use ferrite_core::lsp::{LanguageServers, LspLauncher};
-use ferrite_core::mcp::NoticeSink;
+use ferrite_core::lsp::{LanguageServers, LspLauncher, NoticeSink};
 use ferrite_exec::ExecRunner;
 
 /// Starts sessions' language servers through `runner` (the same supervisor and sandbox as

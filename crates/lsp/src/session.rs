@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrite_core::exec::Sandbox;
-use ferrite_core::lsp::{Before, Diagnostic, FileReport, FileState, LanguageServers, LspScope};
-use ferrite_core::mcp::NoticeSink;
+use ferrite_core::lsp::{
+    Before, Diagnostic, FileReport, FileState, LanguageServers, LspScope, NoticeSink,
+};
 use ferrite_exec::ExecRunner;
 use futures::future::BoxFuture;
 use lsp_types::Url;

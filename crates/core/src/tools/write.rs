@@ -110,7 +110,8 @@ impl Tool for Write {
             let mut out = out?;
             ctx.recorder.wrote(&written);
             let changed = (lsp_path.as_path(), lsp_shown.as_str());
-            crate::lsp::after_edit(ctx.lsp.as_ref(), changed, &content, &mut out).await;
+            crate::tools::diagnostics::after_edit(ctx.lsp.as_ref(), changed, &content, &mut out)
+                .await;
             Ok(out)
         })
     }
