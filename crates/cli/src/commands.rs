@@ -46,7 +46,15 @@ pub fn services(home: std::path::PathBuf, env: Env) -> ferrite_core::runtime::Se
     services.release_memory = release_memory;
     services.web = Some(Arc::new(ferrite_web::HttpFetcher::default()));
     match std::env::current_exe() {
-        Ok(exe) => services.runner = Some(Arc::new(ferrite_exec::ExecRunner::new(exe))),
+        Ok(exe) => {
+            let runner = Arc::new(ferrite_exec::ExecRunner::new(exe));
+            // Language servers run under the same supervisor and sandbox as commands.
+            #[cfg(unix)]
+            {
+                services.lsp = Some(Arc::new(ferrite_lsp::LspRunner::new(runner.clone())));
+            }
+            services.runner = Some(runner);
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot locate the ferrite binary; commands are unavailable")
         }

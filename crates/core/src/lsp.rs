@@ -14,9 +14,9 @@ use futures::future::BoxFuture;
 
 use crate::config::LspConfig;
 use crate::exec::Sandbox;
-use crate::mcp::NoticeSink;
 
-pub use report::{Budget, after_edit, card, diagnostics_text};
+pub(crate) use report::file_text;
+pub use report::{Budget, card, diagnostics_text};
 
 /// What the servers of one call may run with: decided by core, per call, from the session.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +106,9 @@ pub trait LanguageServers: Send + Sync {
     /// Stops every server (session close, EOF). Idempotent.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }
+
+/// What the user should know (a server that crashed), as a notice.
+pub type NoticeSink = Arc<dyn Fn(String) + Send + Sync>;
 
 pub trait LspLauncher: Send + Sync {
     /// The language servers of a new session: none runs until a file of its language is edited.

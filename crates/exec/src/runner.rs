@@ -174,7 +174,11 @@ impl ExecRunner {
 
     /// The supervisor (`ferrite __sandbox …`) that runs `shell` confined as `sandbox` says.
     #[cfg(unix)]
-    pub(crate) fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
+    pub(crate) fn launcher(
+        &self,
+        sandbox: &Sandbox,
+        shell: &[&OsStr],
+    ) -> Result<Command, ExecError> {
         use crate::helper::{Confinement, helper_args};
         use crate::sandbox::Policy;
         let confinement = match sandbox {
@@ -211,7 +215,11 @@ impl ExecRunner {
     /// Windows: the shell itself, put in a job object once started (`tree/job.rs`). There is no
     /// sandbox, so a restricted command is refused with the reason (core decides what then).
     #[cfg(windows)]
-    pub(crate) fn launcher(&self, sandbox: &Sandbox, shell: &[&OsStr]) -> Result<Command, ExecError> {
+    pub(crate) fn launcher(
+        &self,
+        sandbox: &Sandbox,
+        shell: &[&OsStr],
+    ) -> Result<Command, ExecError> {
         if let Sandbox::Restricted { network, .. } = sandbox {
             let network = if *network { Network::On } else { Network::Off };
             self.check_enforceable(network)?;

@@ -52,9 +52,9 @@ impl ExecRunner {
             .stderr(Stdio::piped())
             // Never: SIGKILL would leave the tree without its supervisor (see `runner.rs`).
             .kill_on_drop(false);
-        let mut child = command.spawn().map_err(|err| {
-            ExecError::Spawn(format!("{}: {err}", spec.program.display()))
-        })?;
+        let mut child = command
+            .spawn()
+            .map_err(|err| ExecError::Spawn(format!("{}: {err}", spec.program.display())))?;
         let tree = Tree::new(&child);
         Ok(Service {
             stdin: child.stdin.take(),

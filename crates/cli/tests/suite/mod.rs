@@ -27,6 +27,10 @@ mod hook_trust;
 mod hooks;
 mod images;
 mod inproc;
+#[cfg(target_os = "linux")]
+mod lsp;
+#[cfg(target_os = "linux")]
+mod lsp_real;
 mod many_sessions;
 mod mcp;
 mod mcp_oauth;

@@ -160,11 +160,15 @@ mod tests {
         assert_eq!(ruff.command.as_deref().unwrap()[0], "ruff");
         let err = user("[lsp]\nwait = 3\n").unwrap_err().to_string();
         assert!(err.contains("wait"), "{err}");
-        let err = user("[lsp.servers.x]\ncmd = [\"x\"]\n").unwrap_err().to_string();
+        let err = user("[lsp.servers.x]\ncmd = [\"x\"]\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("cmd"), "{err}");
         let err = user("[lsp]\nwait_ms = 999999\n").unwrap_err().to_string();
         assert!(err.contains("lsp.wait_ms"), "{err}");
-        let err = user("[lsp.servers.x]\ncommand = []\n").unwrap_err().to_string();
+        let err = user("[lsp.servers.x]\ncommand = []\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("lsp.servers.x.command"), "{err}");
     }
 

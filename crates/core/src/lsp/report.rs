@@ -6,10 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{Before, FileReport, FileState, LspCall};
-use crate::content::ToolContent;
+use super::{FileReport, FileState};
 use ferrite_extensions::display::fenced;
-use crate::tools::ToolOutput;
 
 /// Errors listed per file; the rest are counted.
 pub const MAX_PER_FILE: usize = 20;
@@ -31,60 +29,13 @@ impl Budget {
     }
 
     /// Takes `n` characters if that many are left.
-    fn take(&self, n: usize) -> bool {
+    pub(crate) fn take(&self, n: usize) -> bool {
         self.0
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(n))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(n)
+            })
             .is_ok()
     }
-}
-
-/// After a successful `write` or `edit` of `path` (`shown` as the model named it): the errors
-/// its server reports now, appended to what the model reads after a sentence that the edit was
-/// applied, and shown on the card. Nothing when no server handles the file.
-pub async fn after_edit(
-    call: Option<&LspCall>,
-    (path, shown): (&Path, &str),
-    text: &str,
-    out: &mut ToolOutput,
-) {
-    let Some(call) = call else { return };
-    if !call.scope.config.enabled {
-        return;
-    }
-    let before = before_of(out, text);
-    let Some(report) = call.servers.changed(&call.scope, path, before, text).await else {
-        return;
-    };
-    let wait = call.scope.config.wait_ms;
-    let mut part = format!("The edit was applied. {}", file_text(&report, shown, wait));
-    if !call.budget.take(part.len()) {
-        part = format!(
-            "The edit was applied. (Diagnostics for {shown} left out: this turn's budget for \
-             diagnostics is spent; call `diagnostics` with this path to see them.)"
-        );
-    }
-    out.text.push_str("\n\n");
-    out.text.push_str(&part);
-    out.content.push(ToolContent::Text {
-        text: card(&part).into(),
-    });
-}
-
-/// What the file held before, from the call's diff: whole only when the diff is of the whole
-/// file (a large file's diff is the changed region).
-fn before_of<'a>(out: &'a ToolOutput, text: &str) -> Before<'a> {
-    out.content
-        .iter()
-        .find_map(|c| match c {
-            ToolContent::Diff {
-                old_text, new_text, ..
-            } if new_text == text => Some(match old_text {
-                Some(old) => Before::Text(old),
-                None => Before::New,
-            }),
-            _ => None,
-        })
-        .unwrap_or(Before::Unknown)
 }
 
 /// The `diagnostics` tool's text: each file's report, or a sentence when there are none.
@@ -111,7 +62,7 @@ pub fn card(text: &str) -> String {
 }
 
 /// One file: a sentence, then its errors a line each.
-fn file_text(report: &FileReport, shown: &str, wait_ms: u64) -> String {
+pub(crate) fn file_text(report: &FileReport, shown: &str, wait_ms: u64) -> String {
     let server = &report.server;
     let errors = match &report.state {
         FileState::Unavailable(why) => return format!("No diagnostics for {shown}: {why}"),
@@ -204,8 +155,16 @@ mod tests {
         let clean = file_text(&report(FileState::Ready(vec![])), "a.py", 1500);
         assert_eq!(clean, "pyright reports no errors in a.py.");
         let slow = file_text(&report(FileState::NotReady), "a.py", 700);
-        assert!(slow.starts_with("Diagnostics not ready: pyright had not reported on a.py within 700 ms"));
-        let gone = file_text(&report(FileState::Unavailable("it crashed".into())), "a.py", 1);
+        assert!(
+            slow.starts_with(
+                "Diagnostics not ready: pyright had not reported on a.py within 700 ms"
+            )
+        );
+        let gone = file_text(
+            &report(FileState::Unavailable("it crashed".into())),
+            "a.py",
+            1,
+        );
         assert_eq!(gone, "No diagnostics for a.py: it crashed");
     }
 
@@ -221,7 +180,10 @@ mod tests {
     #[test]
     fn the_card_puts_errors_in_a_block() {
         let shown = card("x reports 1 error in a.py:\n3:1 *bad*");
-        assert_eq!(shown, format!("x reports 1 error in a.py:\n\n{}", fenced("3:1 *bad*", "")));
+        assert_eq!(
+            shown,
+            format!("x reports 1 error in a.py:\n\n{}", fenced("3:1 *bad*", ""))
+        );
         assert_eq!(card("clean."), "clean.");
     }
 }

@@ -9,12 +9,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::content::{ToolContent, ToolKind};
-use crate::lsp::{card, diagnostics_text};
+use crate::lsp::{Before, LspCall, card, diagnostics_text};
 use crate::model::ToolSpec;
 use crate::paths::resolve;
 use crate::tools::output::parse_input;
 use crate::tools::write::path_description;
-use crate::tools::{Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema};
+use crate::tools::{
+    Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
+};
 
 pub const DIAGNOSTICS: &str = "diagnostics";
 
@@ -101,11 +103,61 @@ impl Tool for Diagnostics {
                 .collect::<Vec<_>>()
                 .join("\n\n");
             Ok(ToolOutput {
-                content: vec![ToolContent::Text {
-                    text: shown.into(),
-                }],
+                content: vec![ToolContent::Text { text: shown.into() }],
                 text,
             })
         })
     }
+}
+
+/// After a successful `write` or `edit` of `path` (`shown` as the model named it): the errors
+/// its server reports now, appended to what the model reads after a sentence that the edit was
+/// applied, and shown on the card. Nothing when no server handles the file.
+pub(crate) async fn after_edit(
+    call: Option<&LspCall>,
+    (path, shown): (&Path, &str),
+    text: &str,
+    out: &mut ToolOutput,
+) {
+    let Some(call) = call else { return };
+    if !call.scope.config.enabled {
+        return;
+    }
+    let before = before_of(out, text);
+    let Some(report) = call.servers.changed(&call.scope, path, before, text).await else {
+        return;
+    };
+    let wait = call.scope.config.wait_ms;
+    let mut part = format!(
+        "The edit was applied. {}",
+        crate::lsp::file_text(&report, shown, wait)
+    );
+    if !call.budget.take(part.len()) {
+        part = format!(
+            "The edit was applied. (Diagnostics for {shown} left out: this turn's budget for \
+             diagnostics is spent; call `diagnostics` with this path to see them.)"
+        );
+    }
+    out.text.push_str("\n\n");
+    out.text.push_str(&part);
+    out.content.push(ToolContent::Text {
+        text: card(&part).into(),
+    });
+}
+
+/// What the file held before, from the call's diff: whole only when the diff is of the whole
+/// file (a large file's diff is the changed region).
+fn before_of<'a>(out: &'a ToolOutput, text: &str) -> Before<'a> {
+    out.content
+        .iter()
+        .find_map(|c| match c {
+            ToolContent::Diff {
+                old_text, new_text, ..
+            } if new_text == text => Some(match old_text {
+                Some(old) => Before::Text(old),
+                None => Before::New,
+            }),
+            _ => None,
+        })
+        .unwrap_or(Before::Unknown)
 }

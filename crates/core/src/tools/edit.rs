@@ -136,7 +136,8 @@ impl Tool for Edit {
             }
             ctx.recorder.wrote(&written);
             let changed = (path.as_path(), shown.as_str());
-            crate::lsp::after_edit(ctx.lsp.as_ref(), changed, &new_text, &mut out).await;
+            crate::tools::diagnostics::after_edit(ctx.lsp.as_ref(), changed, &new_text, &mut out)
+                .await;
             Ok(out)
         })
     }

@@ -88,7 +88,8 @@ impl Tool for Write {
             let path = resolve(&ctx.cwd, &input.path);
             let shown = display(&path, &ctx.cwd);
             let written = path.clone();
-            let (lsp_path, lsp_shown, content) = (path.clone(), shown.clone(), input.content.clone());
+            let (lsp_path, lsp_shown, content) =
+                (path.clone(), shown.clone(), input.content.clone());
             let out = match crate::tools::delegated_writer(ctx, &path) {
                 None => blocking(move || write_file(&path, &shown, input.content)).await,
                 Some(client) => {
@@ -109,7 +110,8 @@ impl Tool for Write {
             let mut out = out?;
             ctx.recorder.wrote(&written);
             let changed = (lsp_path.as_path(), lsp_shown.as_str());
-            crate::lsp::after_edit(ctx.lsp.as_ref(), changed, &content, &mut out).await;
+            crate::tools::diagnostics::after_edit(ctx.lsp.as_ref(), changed, &content, &mut out)
+                .await;
             Ok(out)
         })
     }

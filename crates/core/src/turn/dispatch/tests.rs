@@ -48,6 +48,7 @@ fn rig() -> Rig {
         force_ask: false,
         model_images: true,
         background: Default::default(),
+        lsp: None,
         skills: Default::default(),
         hooks: Default::default(),
         agents: Default::default(),

@@ -66,6 +66,7 @@ fn env(session: &TestSession) -> CallEnv {
         force_ask: false,
         model_images: true,
         background: Default::default(),
+        lsp: None,
         skills: Default::default(),
         hooks: Default::default(),
         agents: Default::default(),
