@@ -93,10 +93,9 @@ pub(crate) fn file_text(report: &FileReport, shown: &str, wait_ms: u64) -> Strin
         text.push_str(&format!("\n{}:{} {mark}{message}", e.line, e.column));
     }
     if errors.len() > MAX_PER_FILE {
-        text.push_str(&format!(
-            "\n… and {} more",
-            plural(errors.len() - MAX_PER_FILE, "error")
-        ));
+        let more = errors.len() - MAX_PER_FILE;
+        let noun = if more == 1 { "error" } else { "errors" };
+        text.push_str(&format!("\n… and {more} more {noun}"));
     }
     text
 }

@@ -382,6 +382,7 @@ mod registry_tests {
             "bash",
             "bash_kill",
             "bash_output",
+            "diagnostics",
             "edit",
             "find",
             "grep",
@@ -395,7 +396,15 @@ mod registry_tests {
         assert_eq!(names(&registry_for(Harness::Unattended)), all);
         assert_eq!(
             names(&registry_for(Harness::Planner)),
-            ["find", "grep", "ls", "read", "update_plan", "web_fetch"]
+            [
+                "diagnostics",
+                "find",
+                "grep",
+                "ls",
+                "read",
+                "update_plan",
+                "web_fetch"
+            ]
         );
         assert_eq!(
             names(&registry_for(Harness::Assistant)),

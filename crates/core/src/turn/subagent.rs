@@ -56,8 +56,7 @@ struct Input {
     tools: Option<Vec<String>>,
     /// The agent to hand it to.
     subagent_type: Option<String>,
-    /// "worktree": work in a fresh git worktree of the repository (your files stay as they
-    /// are; a worktree with changes is kept and named in the answer).
+    /// "worktree": in a fresh git worktree; one left with changes is named in the answer.
     isolation: Option<String>,
 }
 
@@ -565,7 +564,8 @@ mod tests {
                 "properties": {
                     "description": {"type": "string", "description": "A few words for the user."},
                     "prompt": {"type": "string"},
-                    "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names (a subset of yours)."}
+                    "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names (a subset of yours)."},
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "\"worktree\": in a fresh git worktree; one left with changes is named in the answer."}
                 },
                 "required": ["description", "prompt"]
             })
