@@ -4,6 +4,7 @@
 
 mod apply;
 mod file;
+mod narrow;
 #[cfg(test)]
 mod tests;
 

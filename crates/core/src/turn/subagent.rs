@@ -145,24 +145,12 @@ pub(crate) async fn run(
         finish_call(rec, id, msg, true, ToolStatus::Failed, None).await?;
         return Ok(CallEnd::Done);
     };
-    let agent = match input.subagent_type.as_deref() {
-        None => None,
-        Some(name) => match env.agents.iter().find(|a| a.name == name) {
-            Some(a) => Some(a),
-            None => {
-                let known: Vec<&str> = env.agents.iter().map(|a| a.name.as_str()).collect();
-                let msg = format!(
-                    "There is no agent `{name}`; {}.",
-                    if known.is_empty() {
-                        "leave `subagent_type` out".to_owned()
-                    } else {
-                        format!("use one of: {}", known.join(", "))
-                    }
-                );
-                finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
-                return Ok(CallEnd::Done);
-            }
-        },
+    let agent = match agent_named(env, input.subagent_type.as_deref()) {
+        Ok(agent) => agent,
+        Err(msg) => {
+            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
+            return Ok(CallEnd::Done);
+        }
     };
     let model = agent
         .and_then(|a| env.agent_models.iter().find(|(n, _)| *n == a.name))
@@ -184,6 +172,24 @@ pub(crate) async fn run(
         .run(rec, env, &model, agent, &allowed, child_turn, cancel)
         .await?;
     report(rec, id, &child, outcome).await
+}
+
+/// The custom agent a call names (`None`: none named), or what the model is told when there
+/// is no such agent.
+fn agent_named<'a>(env: &'a CallEnv, name: Option<&str>) -> Result<Option<&'a AgentDef>, String> {
+    let Some(name) = name else { return Ok(None) };
+    if let Some(a) = env.agents.iter().find(|a| a.name == name) {
+        return Ok(Some(a));
+    }
+    let known: Vec<&str> = env.agents.iter().map(|a| a.name.as_str()).collect();
+    Err(format!(
+        "There is no agent `{name}`; {}.",
+        if known.is_empty() {
+            "leave `subagent_type` out".to_owned()
+        } else {
+            format!("use one of: {}", known.join(", "))
+        }
+    ))
 }
 
 /// A subagent's session while it runs.
@@ -211,8 +217,11 @@ impl Child {
         let additional = rec.read(|s| s.additional_directories.clone());
         let header = Header::new(id.clone(), env.cwd.clone(), additional, env.harness, None)
             .subagent_of(parent.clone());
-        let log = env.store.create(&header)?;
+        // Synced off the parent's path; `run` waits for it before the parent records anything
+        // of the child's end.
+        let log = env.store.create_unsynced(&header)?;
         let session = Session::new(SessionState::new(&header), log, None);
+        session.sync_in_background();
         let message_id = task_message_id(card);
         let content = vec![UserContent::Text {
             text: input.prompt.as_str().into(),
@@ -321,6 +330,13 @@ impl Child {
         .await;
         let outcome = outcome.unwrap_or_else(|e| super::call::log_failed(&e.to_string()));
         self.session.end_turn(&outcome);
+        // What the child's log says is durable before the parent records the child's end (and
+        // so before the task's result): the crash guarantee of a log synced in the foreground,
+        // paid once here instead of at each of the child's syncs.
+        let outcome = match self.session.durable().await {
+            Ok(()) => outcome,
+            Err(e) => super::call::log_failed(&e.to_string()),
+        };
         drop(running);
         self.announce(rec, false).await?;
         Ok(self.nested(outcome, cancel))
