@@ -278,6 +278,70 @@ fn plan(entries: &[PlanEntry]) -> acp::Plan {
     )
 }
 
+/// A tool call's card; a client that does not show child sessions gets it without them.
+fn card(v: &ToolCallView, takes: Takes) -> acp::ToolCall {
+    match without_sessions(&v.content) {
+        Some(content) if !takes.subagents => tool_call(&ToolCallView {
+            content,
+            ..v.clone()
+        }),
+        Some(_) | None => tool_call(v),
+    }
+}
+
+/// An update of a card, as [`card`].
+fn card_update(v: &ToolCallUpdateView, takes: Takes) -> acp::ToolCallUpdate {
+    match v.content.as_deref().and_then(without_sessions) {
+        Some(content) if !takes.subagents => tool_call_update(&ToolCallUpdateView {
+            content: Some(content),
+            ..v.clone()
+        }),
+        Some(_) | None => tool_call_update(v),
+    }
+}
+
+/// A message from another session. Without the capability it is only in the child's own
+/// session (loaded by its id); the model wrote the task, so it is never shown as the user's
+/// words: the agent's message, naming where it came from.
+fn session_message(
+    message_id: &str,
+    from: &SessionId,
+    to: &SessionId,
+    content: &[UserContent],
+    takes: Takes,
+) -> acp::SessionUpdate {
+    if takes.subagents {
+        return advertised::session_message(
+            message_id,
+            from,
+            to,
+            content.iter().map(user_block).collect(),
+        );
+    }
+    let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
+    acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(text_block(&format!(
+        "Task from the main agent (session {}):\n\n{}\n\n",
+        from.as_str(),
+        text.join("\n\n")
+    ))))
+}
+
+/// A notice: the advertised update where the client takes them, else an agent message marked
+/// so a client can tell it from the conversation (it may come between turns); a paragraph of
+/// its own in a Markdown client, each of its lines one too.
+fn notice(text: &str, severity: acp::NoticeSeverity, takes: Takes) -> Vec<acp::SessionUpdate> {
+    if takes.notices {
+        return advertised::notice(text, severity).into_iter().collect();
+    }
+    vec![acp::SessionUpdate::AgentMessageChunk(
+        acp::ContentChunk::new(text_block(&format!(
+            "\n\n{}\n\n",
+            ferrite_store::content::markdown_paragraphs(text)
+        )))
+        .meta(notice_meta()),
+    )]
+}
+
 /// The `session/update` updates an event becomes (most become one; a replayed user message with
 /// several blocks becomes several chunks; a turn's end becomes none).
 pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
@@ -293,28 +357,10 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::AgentThoughtChunk { text } => vec![U::AgentThoughtChunk(acp::ContentChunk::new(
             text_block(text),
         ))],
-        Event::ToolCall(v)
-            if !takes.subagents
-                && let Some(content) = without_sessions(&v.content) =>
-        {
-            vec![U::ToolCall(tool_call(&ToolCallView {
-                content,
-                ..v.clone()
-            }))]
-        }
-        Event::ToolCall(v) => vec![U::ToolCall(tool_call(v))],
+        Event::ToolCall(v) => vec![U::ToolCall(card(v, takes))],
         // What is only for terminal views (`crate::terminal`) is not sent to other clients.
         Event::ToolCallUpdate(v) if terminal_only(v) => vec![],
-        Event::ToolCallUpdate(v)
-            if !takes.subagents
-                && let Some(content) = v.content.as_deref().and_then(without_sessions) =>
-        {
-            vec![U::ToolCallUpdate(tool_call_update(&ToolCallUpdateView {
-                content: Some(content),
-                ..v.clone()
-            }))]
-        }
-        Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
+        Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(card_update(v, takes))],
         Event::Subagent(v) if takes.subagents => vec![advertised::subagent(v)],
         // Other clients never hear of a child session: they see the parent's card.
         Event::Subagent(_) => vec![],
@@ -323,24 +369,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
             from,
             to,
             content,
-        } if takes.subagents => vec![advertised::session_message(
-            message_id,
-            from,
-            to,
-            content.iter().map(user_block).collect(),
-        )],
-        // Only in the child's own session (loaded by its id). The model wrote the task, so it is
-        // never shown as the user's words: the agent's message, naming where it came from.
-        Event::SessionMessage { from, content, .. } => {
-            let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
-            vec![U::AgentMessageChunk(acp::ContentChunk::new(text_block(
-                &format!(
-                    "Task from the main agent (session {}):\n\n{}\n\n",
-                    from.as_str(),
-                    text.join("\n\n")
-                ),
-            )))]
-        }
+        } => vec![session_message(message_id, from, to, content, takes)],
         Event::Plan { entries } if takes.plans => vec![advertised::checklist(plan(entries))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::PlanProposal { markdown } if takes.plans => vec![advertised::proposal(markdown)],
@@ -360,25 +389,8 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::Usage { used, size, cost } => vec![U::UsageUpdate(
             acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
         )],
-        Event::Notice { text } if takes.notices => {
-            advertised::notice(text, acp::NoticeSeverity::Warning)
-                .into_iter()
-                .collect()
-        }
-        Event::Info { text } if takes.notices => {
-            advertised::notice(text, acp::NoticeSeverity::Info)
-                .into_iter()
-                .collect()
-        }
-        // Marked, so a client can tell it from the conversation (it may come between turns);
-        // a paragraph of its own in a Markdown client, each of its lines one too.
-        Event::Notice { text } | Event::Info { text } => vec![U::AgentMessageChunk(
-            acp::ContentChunk::new(text_block(&format!(
-                "\n\n{}\n\n",
-                ferrite_store::content::markdown_paragraphs(text)
-            )))
-            .meta(notice_meta()),
-        )],
+        Event::Notice { text } => notice(text, acp::NoticeSeverity::Warning, takes),
+        Event::Info { text } => notice(text, acp::NoticeSeverity::Info, takes),
         Event::Compaction { id, stage } if takes.compaction => advertised::compaction(id, stage),
         // As before compactions had updates: a notice when one is done, nothing else.
         Event::Compaction { stage, .. } => match stage {
@@ -591,110 +603,4 @@ pub fn parse_option(config_id: &str, value: &str) -> Result<OptionChange, String
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{Value, json};
-
-    fn settings() -> Settings {
-        Settings {
-            mode: Mode::Ask,
-            available_modes: vec![Mode::Plan, Mode::Ask, Mode::Auto],
-            model: "a/m".into(),
-            models: vec![("a/m".into(), "M".into())],
-            effort: Effort::Default,
-            web_search: false,
-            agent: None,
-            agents: vec![],
-        }
-    }
-
-    #[test]
-    fn config_options_are_in_contract_order() {
-        let v = serde_json::to_value(config_options(&settings())).unwrap();
-        let ids: Vec<&str> = v
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, ["mode", "model", "reasoning_effort", "web_search"]);
-        assert_eq!(v[0]["category"], "mode");
-        assert_eq!(v[2]["category"], "thought_level");
-        assert_eq!(v[0]["currentValue"], "ask");
-        assert_eq!(v[0]["options"].as_array().unwrap().len(), 3);
-    }
-
-    #[test]
-    fn text_chunk_shape() {
-        let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, Takes::BASE);
-        let line = update_line(
-            &SessionId::parse("s1").unwrap(),
-            u.into_iter().next().unwrap(),
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(
-            v,
-            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
-        );
-    }
-
-    #[test]
-    fn mode_update_uses_current_mode_id() {
-        let u = updates(&Event::ModeChanged { mode: Mode::Auto }, Takes::BASE);
-        let line = update_line(
-            &SessionId::parse("s").unwrap(),
-            u.into_iter().next().unwrap(),
-        );
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["params"]["update"]["currentModeId"], "auto");
-    }
-
-    #[test]
-    fn what_a_call_shows_has_display_changing_characters_escaped() {
-        let view = ToolCallView {
-            id: "c1".into(),
-            title: "rm x\u{202e}gpj".into(),
-            kind: ToolKind::Edit,
-            status: ToolStatus::Pending,
-            locations: vec![Location {
-                path: "/w/a\u{200b}b".into(),
-                line: None,
-            }],
-            content: vec![
-                ToolContent::Text {
-                    text: "ok\r\n\u{1b}[2K".into(),
-                },
-                ToolContent::Diff {
-                    path: "/w/a\u{200b}b".into(),
-                    old_text: Some("x\u{feff}".into()),
-                    new_text: "y\u{2066}".into(),
-                },
-            ],
-            raw_input: Some(json!({"command": "a\u{202e}b", "n": 1})),
-        };
-        let v = serde_json::to_value(tool_call_as_update(&view)).unwrap();
-        assert_eq!(v["title"], "rm x\\u{202e}gpj");
-        assert_eq!(v["locations"][0]["path"], "/w/a\\u{200b}b");
-        assert_eq!(v["content"][0]["content"]["text"], "ok\r\n\\u{1b}[2K");
-        assert_eq!(v["content"][1]["path"], "/w/a\\u{200b}b");
-        assert_eq!(v["content"][1]["oldText"], "x\\u{feff}");
-        assert_eq!(v["content"][1]["newText"], "y\\u{2066}");
-        assert_eq!(v["rawInput"], json!({"command": "a\\u{202e}b", "n": 1}));
-        let card = serde_json::to_value(tool_call(&view)).unwrap();
-        assert_eq!(card["title"], v["title"]);
-    }
-
-    #[test]
-    fn option_parsing() {
-        assert_eq!(
-            parse_option("mode", "plan"),
-            Ok(OptionChange::Mode(Mode::Plan))
-        );
-        assert!(parse_option("mode", "yolo").is_err());
-        assert!(parse_option("colour", "x").is_err());
-        assert_eq!(
-            parse_option("web_search", "on"),
-            Ok(OptionChange::WebSearch(true))
-        );
-    }
-}
+mod tests;

@@ -4,6 +4,7 @@
 
 mod builtin;
 mod listing;
+mod providers;
 #[cfg(test)]
 mod tests;
 
@@ -207,77 +208,11 @@ pub struct AuthNeeded {
 
 impl Catalog {
     pub fn build(config: &Config, env: &Env, creds: &Credentials) -> Catalog {
-        let openai_base = env
-            .get("OPENAI_BASE_URL")
-            .unwrap_or("https://api.openai.com/v1")
-            .trim_end_matches('/');
-        let mut providers = vec![
-            Provider {
-                name: "anthropic".into(),
-                api: ApiKind::Anthropic,
-                base_url: env
-                    .get("ANTHROPIC_BASE_URL")
-                    .unwrap_or("https://api.anthropic.com")
-                    .trim_end_matches('/')
-                    .to_owned(),
-                key_source: KeySource::Env(vec!["ANTHROPIC_API_KEY".into()]),
-            },
-            Provider {
-                name: "openai".into(),
-                api: ApiKind::OpenAiResponses,
-                base_url: openai_base.to_owned(),
-                key_source: KeySource::Env(vec!["OPENAI_API_KEY".into()]),
-            },
-            Provider {
-                name: "openai-chat".into(),
-                api: ApiKind::OpenAiChat,
-                base_url: openai_base.to_owned(),
-                key_source: KeySource::Env(vec!["OPENAI_API_KEY".into()]),
-            },
-            Provider {
-                name: "ollama".into(),
-                api: ApiKind::OpenAiChat,
-                base_url: ollama_base(env.get("OLLAMA_HOST")),
-                key_source: KeySource::NotNeeded,
-            },
-        ];
+        let mut providers = providers::builtin(env);
         let mut models: Vec<ModelInfo> = builtin::models().to_vec();
         for (name, p) in &config.providers {
             let existing = providers.iter().position(|x| x.name == *name);
-            let provider = match existing {
-                Some(i) => {
-                    // A built-in's name: what is given replaces the built-in's (e.g. a proxy
-                    // for openai); what is left out stays.
-                    let b = &providers[i];
-                    Provider {
-                        name: name.clone(),
-                        api: p.api.unwrap_or(b.api),
-                        base_url: p
-                            .base_url
-                            .as_deref()
-                            .map(|u| u.trim_end_matches('/').to_owned())
-                            .unwrap_or_else(|| b.base_url.clone()),
-                        key_source: match &p.api_key_env {
-                            Some(var) => KeySource::Env(vec![var.clone()]),
-                            None => b.key_source.clone(),
-                        },
-                    }
-                }
-                None => Provider {
-                    name: name.clone(),
-                    api: p.api.unwrap_or(ApiKind::OpenAiChat),
-                    base_url: p
-                        .base_url
-                        .as_deref()
-                        .unwrap_or_default()
-                        .trim_end_matches('/')
-                        .to_owned(),
-                    key_source: match &p.api_key_env {
-                        Some(var) => KeySource::Env(vec![var.clone()]),
-                        None => KeySource::NotNeeded,
-                    },
-                },
-            };
+            let provider = providers::configured(name, p, existing.map(|i| &providers[i]));
             for m in &p.models {
                 let id = format!("{name}/{}", m.id);
                 // A model known under another id (`[providers.openai-chat] models = [{ id =
@@ -295,23 +230,7 @@ impl Catalog {
                 None => providers.push(provider),
             }
         }
-        let keys = providers
-            .iter()
-            .filter_map(|p| match &p.key_source {
-                KeySource::NotNeeded => None,
-                KeySource::Env(vars) => vars
-                    .iter()
-                    .find_map(|v| env.get(v))
-                    .or_else(|| creds.key(&p.name))
-                    .or_else(|| {
-                        // `openai-chat` shares OpenAI's stored key.
-                        (p.name == "openai-chat")
-                            .then(|| creds.key("openai"))
-                            .flatten()
-                    })
-                    .map(|k| (p.name.clone(), k.to_owned())),
-            })
-            .collect();
+        let keys = providers::keys(&providers, env, creds);
         Catalog {
             providers,
             models,
@@ -624,18 +543,3 @@ fn apply_entry(info: &mut ModelInfo, m: &crate::config::ModelEntry, api: ApiKind
 pub const NO_PROVIDER_MESSAGE: &str = "No model provider is configured. Set ANTHROPIC_API_KEY or \
 OPENAI_API_KEY (or run `ferrite login anthropic`), set FERRITE_MODEL=ollama/<model> for a local \
 Ollama, or declare a provider under [providers.NAME] in FERRITE_HOME/config.toml.";
-
-fn ollama_base(host: Option<&str>) -> String {
-    match host {
-        None => "http://127.0.0.1:11434/v1".into(),
-        Some(h) => {
-            let h = h.trim_end_matches('/');
-            let with_scheme = if h.starts_with("http://") || h.starts_with("https://") {
-                h.to_owned()
-            } else {
-                format!("http://{h}")
-            };
-            format!("{with_scheme}/v1")
-        }
-    }
-}

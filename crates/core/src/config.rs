@@ -5,6 +5,7 @@
 mod apply;
 mod file;
 mod lsp;
+mod narrow;
 #[cfg(test)]
 mod tests;
 

@@ -42,6 +42,9 @@ struct SessionCore {
     /// What the running turn's model calls used so far (its subagents' included): the prompt's
     /// answer reports it.
     turn_usage: crate::usage::Usage,
+    /// `Some` for a log synced in the background ([`Session::sync_in_background`]): the syncs
+    /// started and not yet waited for.
+    background_syncs: Option<Vec<tokio::task::JoinHandle<Result<(), StoreError>>>>,
 }
 
 impl SessionCore {
@@ -50,6 +53,17 @@ impl SessionCore {
         let seq = self.log.append(kind.clone())?;
         self.state.apply(kind);
         Ok(seq)
+    }
+
+    /// Syncs the log: here, or for a log synced in the background, on the blocking pool.
+    fn sync_log(&mut self) -> Result<(), StoreError> {
+        let Some(running) = &mut self.background_syncs else {
+            return self.log.sync();
+        };
+        if let Some(pending) = self.log.take_sync()? {
+            running.push(tokio::task::spawn_blocking(move || pending.run()));
+        }
+        Ok(())
     }
 }
 
@@ -78,8 +92,40 @@ impl Session {
                 context_tokens,
                 nested_instructions: Default::default(),
                 turn_usage: Default::default(),
+                background_syncs: None,
             })),
         }
+    }
+
+    /// From now on the log's syncs run on the blocking pool instead of on the writer's path (a
+    /// subagent's log, so that its parent's turn does not wait for each of them); [`Self::durable`]
+    /// waits for them. Needs a Tokio runtime.
+    pub fn sync_in_background(&self) {
+        self.lock().background_syncs.get_or_insert_with(Vec::new);
+    }
+
+    /// Waits until everything the log was given is durable: its background syncs, and one more
+    /// for what was written since the last. The first failure is the answer.
+    pub async fn durable(&self) -> Result<(), StoreError> {
+        let (running, path) = {
+            let mut core = self.lock();
+            core.sync_log()?;
+            let running = core.background_syncs.as_mut().map(std::mem::take);
+            (running.unwrap_or_default(), core.log.path().to_owned())
+        };
+        let mut first = Ok(());
+        for sync in running {
+            let done = sync.await.unwrap_or_else(|e| {
+                Err(StoreError::Io {
+                    path: path.clone(),
+                    source: std::io::Error::other(e),
+                })
+            });
+            if first.is_ok() {
+                first = done;
+            }
+        }
+        first
     }
 
     /// The same session, for a recorder.
@@ -110,7 +156,7 @@ impl Session {
         for e in entries {
             core.record(e)?;
         }
-        if let Err(e) = core.log.sync() {
+        if let Err(e) = core.sync_log() {
             tracing::error!(error = %e, "could not sync session log");
         }
         Ok(())
@@ -133,13 +179,13 @@ impl Session {
         if let Err(e) = core.record(entry) {
             tracing::error!(session = %core.state.id, error = %e, "could not record the end of a turn");
         }
-        if let Err(e) = core.log.sync() {
+        if let Err(e) = core.sync_log() {
             tracing::error!(session = %core.state.id, error = %e, "could not sync session log");
         }
     }
 
     pub fn sync(&self) -> Result<(), StoreError> {
-        self.lock().log.sync()
+        self.lock().sync_log()
     }
 
     /// Gives the log's descriptor (and OS lock) back until the next write.

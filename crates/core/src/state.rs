@@ -1,20 +1,20 @@
 //! Session state rebuilt from the log: settings (mode, model, effort, web search), title, plan,
 //! and the conversation, plus the two views of the conversation that are derived from it: the
-//! editor's replay and the model's message list.
+//! editor's replay (`replay.rs`) and the model's message list (`messages.rs`).
 
-use std::collections::HashSet;
+mod messages;
+mod replay;
+
 use std::path::PathBuf;
 
-use crate::content::{PlanEntry, ToolCallUpdateView, UserContent};
-use crate::events::{CompactionStage, Event};
+use crate::content::PlanEntry;
 use crate::ids::SessionId;
 use crate::log::{EntryKind, Header, LoadedLog};
-use crate::model::{AssistantPart, Message, ToolResultPart, UserPart};
+use crate::model::AssistantPart;
 use crate::modes::{Effort, Harness, Mode};
 
-/// How a compaction shows in a replay.
-pub const COMPACTED_MARKER: &str =
-    "Compacted the conversation: the model continues from a summary of what came before.";
+pub use messages::{INTERRUPTED_TOOL_RESULT, user_parts};
+pub use replay::{COMPACTED_MARKER, RESPONSE_BREAK, ends_in_shown_text};
 
 #[derive(Debug, Clone)]
 pub struct SessionState {
@@ -43,10 +43,6 @@ pub struct SessionState {
     /// The session's running cost in USD; `None` until a call with a known price.
     pub cost_usd: Option<f64>,
 }
-
-/// Text the model gets for a tool call that never finished (crash, cancel).
-pub const INTERRUPTED_TOOL_RESULT: &str =
-    "The tool call was interrupted before it finished; its effects, if any, are unknown.";
 
 impl SessionState {
     pub fn new(header: &Header) -> Self {
@@ -140,138 +136,6 @@ impl SessionState {
         }
     }
 
-    /// What `session/load` replays: the conversation as the editor saw it.
-    pub fn replay(&self) -> Vec<Event> {
-        let mut out = Vec::with_capacity(self.history.len());
-        // The last response's text was the last thing shown (as `turn::request_loop` tracks).
-        let mut after_text = false;
-        // `update_plan` calls replay as their `plan` update only, as they were shown live.
-        let mut hidden: HashSet<&str> = HashSet::new();
-        let mut compactions = 0;
-        for (i, kind) in self.history.iter().enumerate() {
-            match kind {
-                EntryKind::UserMessage { content } | EntryKind::Command { content } => {
-                    after_text = false;
-                    out.push(Event::UserMessage {
-                        content: content.clone(),
-                    })
-                }
-                // The marker the user saw when it happened (without the token counts).
-                EntryKind::Compaction { summary } => {
-                    compactions += 1;
-                    out.push(Event::Compaction {
-                        id: crate::events::compaction_id(compactions),
-                        stage: CompactionStage::Completed {
-                            summary: summary.clone(),
-                            notice: COMPACTED_MARKER.into(),
-                        },
-                    })
-                }
-                EntryKind::Assistant { content } => {
-                    let mut separate = std::mem::take(&mut after_text);
-                    for part in content.iter() {
-                        match part {
-                            AssistantPart::Text { text } if !text.is_empty() => {
-                                let text = match std::mem::take(&mut separate) {
-                                    true => format!("{RESPONSE_BREAK}{text}"),
-                                    false => text.clone(),
-                                };
-                                out.push(Event::AgentMessageChunk { text })
-                            }
-                            AssistantPart::Reasoning { text, .. } if !text.is_empty() => {
-                                out.push(Event::AgentThoughtChunk { text: text.clone() })
-                            }
-                            AssistantPart::Text { .. }
-                            | AssistantPart::Reasoning { .. }
-                            | AssistantPart::ToolCall { .. }
-                            | AssistantPart::Opaque { .. } => {}
-                        }
-                    }
-                    after_text = ends_in_shown_text(content);
-                }
-                EntryKind::ToolCall { name, call } if name == crate::tools::UPDATE_PLAN => {
-                    hidden.insert(&call.id);
-                }
-                EntryKind::ToolCall { call, .. } | EntryKind::DisplayToolCall { call } => {
-                    out.push(Event::ToolCall((**call).clone()))
-                }
-                EntryKind::ToolResult { call_id, .. } if hidden.contains(call_id.as_str()) => {}
-                EntryKind::ToolResult { update, output, .. } => {
-                    out.push(Event::ToolCallUpdate(ToolCallUpdateView {
-                        raw_output: Some(crate::content::raw_output(output)),
-                        ..(**update).clone()
-                    }))
-                }
-                EntryKind::Plan { entries } => out.push(Event::Plan {
-                    entries: entries.clone(),
-                }),
-                EntryKind::TurnEnd {
-                    failure: Some(f), ..
-                } => out.push(Event::AgentMessageChunk {
-                    text: f.message.clone(),
-                }),
-                EntryKind::Reply { text } => {
-                    out.push(Event::AgentMessageChunk { text: text.clone() })
-                }
-                EntryKind::HookContext { event, context } => out.push(Event::Notice {
-                    text: crate::hooks::context_notice(event, context),
-                }),
-                EntryKind::SessionMessage {
-                    message_id,
-                    from,
-                    content,
-                } => {
-                    after_text = false;
-                    out.push(Event::SessionMessage {
-                        message_id: message_id.clone(),
-                        from: from.clone(),
-                        to: self.id.clone(),
-                        content: content.clone(),
-                    })
-                }
-                // Announced where it started (before its card names it), as it is now: a
-                // replayed session runs nothing, so its subagents are idle (one whose end was
-                // never logged, too: the process died with it).
-                EntryKind::Subagent {
-                    session,
-                    title,
-                    running: true,
-                } => out.push(Event::Subagent(crate::events::SubagentView {
-                    session: session.clone(),
-                    title: title.clone(),
-                    cwd: self.cwd.clone(),
-                    running: false,
-                })),
-                EntryKind::Subagent { running: false, .. } => {}
-                // Logs written before `Reply` existed: the undo's answer made again from it.
-                EntryKind::Checkpoint {
-                    undid,
-                    files,
-                    skipped,
-                    ..
-                } if !undid.is_empty()
-                    && !matches!(self.history.get(i + 1), Some(EntryKind::Reply { .. })) =>
-                {
-                    out.push(Event::AgentMessageChunk {
-                        text: crate::file_changes::undo_message(undid, files, skipped, &self.cwd),
-                    })
-                }
-                EntryKind::TurnEnd { failure: None, .. }
-                | EntryKind::Checkpoint { .. }
-                | EntryKind::Mode { .. }
-                | EntryKind::Usage { .. }
-                | EntryKind::Model { .. }
-                | EntryKind::Effort { .. }
-                | EntryKind::WebSearch { .. }
-                | EntryKind::Agent { .. }
-                | EntryKind::Title { .. }
-                | EntryKind::Directories { .. }
-                | EntryKind::SystemPrompt { .. } => {}
-            }
-        }
-        out
-    }
-
     /// The text of the last response (what a subagent answers its parent); `None` when it
     /// had none.
     pub fn last_answer(&self) -> Option<String> {
@@ -288,242 +152,6 @@ impl SessionState {
             .collect();
         (!text.trim().is_empty()).then_some(text)
     }
-
-    /// The conversation as the model sees it. Always well formed: every tool call of an
-    /// assistant message is answered in the next message, in call order, with a synthetic
-    /// "interrupted" result where the log has none (a crash or a cancel mid-call).
-    pub fn model_messages(&self) -> Vec<Message> {
-        let mut out: Vec<Message> = Vec::new();
-        let mut open_calls: Vec<&str> = Vec::new();
-        let mut results: Vec<ToolResultPart> = Vec::new();
-        // Images tools returned (`read` of a PNG, an MCP screenshot), by call id. Every API takes
-        // images in a user message, so they follow the results as one (see `docs/tools.md`).
-        let mut images: Vec<(&str, Vec<UserPart>)> = Vec::new();
-        let flush = |out: &mut Vec<Message>,
-                     open: &mut Vec<&str>,
-                     results: &mut Vec<ToolResultPart>,
-                     images: &mut Vec<(&str, Vec<UserPart>)>| {
-            if open.is_empty() {
-                return;
-            }
-            // Results are moved, not cloned; `remove` keeps their order, so a call answered
-            // twice still gets its first result.
-            let mut ordered = Vec::with_capacity(open.len());
-            for id in open.iter() {
-                match results.iter().position(|r| r.call_id == *id) {
-                    Some(at) => ordered.push(results.remove(at)),
-                    None => ordered.push(ToolResultPart {
-                        call_id: id.to_string(),
-                        content: INTERRUPTED_TOOL_RESULT.into(),
-                        is_error: true,
-                    }),
-                }
-            }
-            out.push(Message::ToolResults { results: ordered });
-            let mut content = Vec::new();
-            for (id, parts) in images.drain(..) {
-                if open.contains(&id) && !parts.is_empty() {
-                    content.push(UserPart::Text {
-                        text: format!("The image(s) returned by tool call {id}:").into(),
-                    });
-                    content.extend(parts);
-                }
-            }
-            if !content.is_empty() {
-                out.push(Message::User { content });
-            }
-            open.clear();
-            results.clear();
-        };
-        // Everything before the last compaction is replaced by its summary.
-        let start = self
-            .history
-            .iter()
-            .rposition(|k| matches!(k, EntryKind::Compaction { .. }))
-            .unwrap_or(0);
-        // What an `/undo` reverted, told to the model with the next prompt.
-        let mut undo_notes: Vec<UserPart> = Vec::new();
-        for kind in &self.history[start..] {
-            match kind {
-                EntryKind::Checkpoint {
-                    undid,
-                    files,
-                    skipped,
-                    ..
-                } => {
-                    if !undid.is_empty() {
-                        undo_notes.push(UserPart::Text {
-                            text: crate::file_changes::undo_note(files, skipped).into(),
-                        });
-                    }
-                }
-                EntryKind::Compaction { summary } => {
-                    out.push(Message::User {
-                        content: vec![UserPart::Text {
-                            text: format!("Summary of the conversation so far (earlier messages were compacted):\n\n{summary}").into(),
-                        }],
-                    });
-                }
-                EntryKind::UserMessage { content } | EntryKind::SessionMessage { content, .. } => {
-                    flush(&mut out, &mut open_calls, &mut results, &mut images);
-                    let mut parts = std::mem::take(&mut undo_notes);
-                    parts.extend(user_parts(content));
-                    out.push(Message::User { content: parts });
-                }
-                EntryKind::HookContext { event, context } => {
-                    flush(&mut out, &mut open_calls, &mut results, &mut images);
-                    let mut parts = std::mem::take(&mut undo_notes);
-                    parts.push(UserPart::Text {
-                        text: crate::hooks::context_note(event, context).into(),
-                    });
-                    out.push(Message::User { content: parts });
-                }
-                EntryKind::Assistant { content } => {
-                    flush(&mut out, &mut open_calls, &mut results, &mut images);
-                    if content.is_empty() {
-                        continue;
-                    }
-                    open_calls = content
-                        .iter()
-                        .filter_map(|p| match p {
-                            AssistantPart::ToolCall { id, .. } => Some(id.as_str()),
-                            AssistantPart::Text { .. }
-                            | AssistantPart::Reasoning { .. }
-                            | AssistantPart::Opaque { .. } => None,
-                        })
-                        .collect();
-                    out.push(Message::Assistant {
-                        content: content.clone(),
-                    });
-                }
-                EntryKind::ToolResult {
-                    call_id,
-                    output,
-                    is_error,
-                    update,
-                } => {
-                    if open_calls.iter().any(|c| c == call_id) {
-                        let parts: Vec<UserPart> = update
-                            .content
-                            .iter()
-                            .flatten()
-                            .filter_map(|c| match c {
-                                crate::content::ToolContent::Image { mime_type, data } => {
-                                    Some(UserPart::Image {
-                                        mime_type: mime_type.clone(),
-                                        data: data.clone(),
-                                    })
-                                }
-                                crate::content::ToolContent::Text { .. }
-                                | crate::content::ToolContent::Diff { .. }
-                                | crate::content::ToolContent::Session { .. } => None,
-                            })
-                            .collect();
-                        if !parts.is_empty() {
-                            images.push((call_id, parts));
-                        }
-                        results.push(ToolResultPart {
-                            call_id: call_id.clone(),
-                            content: output.clone(),
-                            is_error: *is_error,
-                        });
-                    }
-                }
-                EntryKind::ToolCall { .. }
-                | EntryKind::DisplayToolCall { .. }
-                | EntryKind::Command { .. }
-                | EntryKind::Reply { .. }
-                | EntryKind::Subagent { .. }
-                | EntryKind::Plan { .. }
-                | EntryKind::TurnEnd { .. }
-                | EntryKind::Mode { .. }
-                | EntryKind::Usage { .. }
-                | EntryKind::Model { .. }
-                | EntryKind::Effort { .. }
-                | EntryKind::WebSearch { .. }
-                | EntryKind::Agent { .. }
-                | EntryKind::Title { .. }
-                | EntryKind::Directories { .. }
-                | EntryKind::SystemPrompt { .. } => {}
-            }
-        }
-        flush(&mut out, &mut open_calls, &mut results, &mut images);
-        if !undo_notes.is_empty() {
-            out.push(Message::User {
-                content: undo_notes,
-            });
-        }
-        out
-    }
-}
-
-/// A prompt's blocks as model input. Embedded resources become tagged text so the model knows
-/// where the text came from; resource links that were not expanded are named.
-pub fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
-    content
-        .iter()
-        .map(|c| match c {
-            UserContent::Text { text } => UserPart::Text { text: text.clone() },
-            UserContent::Image {
-                mime_type, data, ..
-            } => UserPart::Image {
-                mime_type: mime_type.clone(),
-                data: data.clone(),
-            },
-            UserContent::ResourceLink {
-                uri,
-                text: Some(text),
-                ..
-            } => UserPart::Text {
-                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>").into(),
-            },
-            UserContent::ResourceLink {
-                uri,
-                name,
-                text: None,
-                ..
-            } => UserPart::Text {
-                text: format!("[Attached: {name} ({uri})]").into(),
-            },
-            UserContent::Resource {
-                uri,
-                text: Some(text),
-                ..
-            } => UserPart::Text {
-                text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>").into(),
-            },
-            UserContent::Resource {
-                text: None,
-                mime_type: Some(mime),
-                blob: Some(data),
-                ..
-            } if mime.starts_with("image/") => UserPart::Image {
-                mime_type: mime.clone(),
-                data: data.as_str().into(),
-            },
-            UserContent::Resource { uri, .. } => UserPart::Text {
-                text: format!("[Attached binary resource: {uri}]").into(),
-            },
-        })
-        .collect()
-}
-
-/// Put before a response's text when the editor was last shown the previous response's text
-/// (hidden calls only between them): Markdown clients would run the two together.
-pub const RESPONSE_BREAK: &str = "\n\n";
-
-/// Whether a response leaves its text as the last thing the editor shows: it has text and every
-/// tool call it makes is shown as no card (`update_plan`).
-pub fn ends_in_shown_text(content: &[AssistantPart]) -> bool {
-    content
-        .iter()
-        .any(|p| matches!(p, AssistantPart::Text { text } if !text.is_empty()))
-        && content.iter().all(|p| match p {
-            AssistantPart::ToolCall { name, .. } => name == crate::tools::UPDATE_PLAN,
-            AssistantPart::Text { .. }
-            | AssistantPart::Reasoning { .. }
-            | AssistantPart::Opaque { .. } => true,
-        })
 }
 
 /// A card that shows the tool's output itself (what most tools do) shares that text with the
@@ -546,7 +174,8 @@ fn share_display_text(kind: &mut EntryKind) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::content::{ToolCallUpdateView, ToolCallView, ToolKind, ToolStatus};
+    use crate::content::{ToolCallUpdateView, ToolCallView, ToolKind, ToolStatus, UserContent};
+    use crate::model::{Message, ToolResultPart, UserPart};
     use pretty_assertions::assert_eq;
 
     fn call(id: &str) -> AssistantPart {

@@ -30,12 +30,11 @@ use tokio_util::sync::CancellationToken;
 use crate::checkpointing::TurnCheckpoint;
 use crate::content::UserContent;
 use crate::events::{TurnOptions, TurnOutcome};
-use crate::hooks::HookEvent;
 use crate::log::{StopReason, StoreError};
 use crate::model::StopKind;
 use crate::own_files::OwnFiles;
 use crate::services::Services;
-use crate::session::Recorder;
+use crate::session::{Recorder, TurnStart};
 use crate::steering::Inbox;
 
 use env::{CallEnv, ChildRun, EnvParts, Limits};
@@ -189,19 +188,7 @@ async fn run_stages(
         Ok(m) => m,
         Err(outcome) => return Ok(outcome),
     };
-    let attached_images = req
-        .content
-        .iter()
-        .any(|c| matches!(c, crate::content::UserContent::Image { .. }));
-    if attached_images && !model.info.images {
-        // The model is told in the request; the user must hear it too.
-        let text = format!(
-            "{} does not take images, so the attached image is not sent to it (the model is told \
-             it was left out). Choose a model that takes images to have it looked at.",
-            model.info.id
-        );
-        rec.emit(crate::events::Event::Notice { text }).await;
-    }
+    tell_of_unsent_images(rec, &req, &model).await;
     let extensions = trust_ask::for_turn(services, rec, &config, &own, &start, cancel).await;
     let parts = EnvParts {
         services,
@@ -222,44 +209,11 @@ async fn run_stages(
         Ok(env) => env,
         Err(outcome) => return Ok(outcome),
     };
-    if !skills.is_empty() {
-        env.tools
-            .add(Arc::new(crate::tools::SkillTool::new(skills.clone())));
-    }
-    // Only where the editor can show a question (and the session has the tools to act on
-    // the answer).
-    if env.base.elicitor.as_ref().is_some_and(|e| e.available()) && env.tools.get("read").is_some()
-    {
-        env.tools.add(Arc::new(crate::tools::AskUserTool));
-    }
+    add_turn_tools(&mut env, &skills);
     if let Some(keep) = narrowed {
-        // Never wider than the session: tools it does not have stay out whatever is named.
-        env.tools.retain(&keep);
-        env.subagent = env
-            .subagent
-            .take()
-            .filter(|_| keep.iter().any(|k| k == "task"));
+        keep_only(&mut env, &keep);
     }
-    let mut system = crate::prompt::system_prompt(&own, &start.cwd, start.client_prompt.as_ref());
-    system.push_str(&crate::skills::section(&skills));
-    // The custom agent the user chose: its instructions, and only its tools.
-    if let Some(agent) = start
-        .agent
-        .as_deref()
-        .and_then(|n| env.agents.iter().find(|a| a.name == n))
-    {
-        system.push_str(&format!(
-            "\n\n# Working as the `{}` agent\n\n{}\n",
-            agent.name, agent.prompt
-        ));
-        if let Some(keep) = &agent.tools {
-            env.tools.retain(keep);
-            env.subagent = env
-                .subagent
-                .take()
-                .filter(|_| keep.iter().any(|k| k == "task"));
-        }
-    }
+    let system = system_prompt(&own, &start, &skills, &mut env);
     if let Some(extra) = intake.compact {
         return compact::on_request(rec, &model, cancel, &extra).await;
     }
@@ -271,13 +225,74 @@ async fn run_stages(
         roots: start.roots.as_slice(),
         background: &req.background,
     };
-    let limits = Limits {
-        max_requests: config.max_turn_requests,
-        compaction_threshold: config.compaction_threshold,
-        stop_event: HookEvent::Stop,
-        answer_last: false,
-    };
+    let limits = Limits::of_turn(&config);
     request_loop(rec, &model, &env, &system, limits, steering, cancel).await
+}
+
+/// The model does not take images: it is told in the request, and the user must hear it too.
+async fn tell_of_unsent_images(rec: &Recorder, req: &TurnRequest, model: &TurnModel) {
+    let attached = req
+        .content
+        .iter()
+        .any(|c| matches!(c, crate::content::UserContent::Image { .. }));
+    if attached && !model.info.images {
+        let text = format!(
+            "{} does not take images, so the attached image is not sent to it (the model is told \
+             it was left out). Choose a model that takes images to have it looked at.",
+            model.info.id
+        );
+        rec.emit(crate::events::Event::Notice { text }).await;
+    }
+}
+
+/// The tools only a turn has: `skill` where there are skills, `ask_user` only where the editor
+/// can show a question (and the session has the tools to act on the answer).
+fn add_turn_tools(env: &mut CallEnv, skills: &Arc<Vec<crate::skills::Skill>>) {
+    if !skills.is_empty() {
+        env.tools
+            .add(Arc::new(crate::tools::SkillTool::new(skills.clone())));
+    }
+    if env.base.elicitor.as_ref().is_some_and(|e| e.available()) && env.tools.get("read").is_some()
+    {
+        env.tools.add(Arc::new(crate::tools::AskUserTool));
+    }
+}
+
+/// Narrows the turn's tools to `keep` (a skill's `allowed-tools`, an agent's `tools`): never
+/// wider than the session, so tools it does not have stay out whatever is named.
+fn keep_only(env: &mut CallEnv, keep: &[String]) {
+    env.tools.retain(keep);
+    env.subagent = env
+        .subagent
+        .take()
+        .filter(|_| keep.iter().any(|k| k == "task"));
+}
+
+/// The turn's system prompt: Ferrite's (or the client's), the skills, and the custom agent the
+/// user chose: its instructions, and only its tools.
+fn system_prompt(
+    own: &OwnFiles,
+    start: &TurnStart,
+    skills: &[crate::skills::Skill],
+    env: &mut CallEnv,
+) -> String {
+    let mut system = crate::prompt::system_prompt(own, &start.cwd, start.client_prompt.as_ref());
+    system.push_str(&crate::skills::section(skills));
+    if let Some(agent) = start
+        .agent
+        .as_deref()
+        .and_then(|n| env.agents.iter().find(|a| a.name == n))
+        .cloned()
+    {
+        system.push_str(&format!(
+            "\n\n# Working as the `{}` agent\n\n{}\n",
+            agent.name, agent.prompt
+        ));
+        if let Some(keep) = &agent.tools {
+            keep_only(env, keep);
+        }
+    }
+    system
 }
 
 /// A subagent's turn (`subagent`): the same loop as every turn's, in the subagent's session,

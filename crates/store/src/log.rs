@@ -18,7 +18,7 @@ pub use crate::failure::TurnFailure;
 use crate::ids::SessionId;
 use crate::modes::{Effort, Harness, Mode};
 
-pub use store::{Hold, LoadedLog, LogWriter, SessionStore, SessionSummary};
+pub use store::{Hold, LoadedLog, LogWriter, PendingSync, SessionStore, SessionSummary};
 
 /// The version of the line format. Bump it when an entry changes meaning; readers refuse newer
 /// versions rather than misread them.

@@ -158,3 +158,63 @@ async fn eof_flushes_every_session() {
         );
     }
 }
+
+/// A subagent's log is synced off its parent's path, but the parent records the task's result
+/// only once the child's log holds (durably) everything it says: when the editor sees the
+/// task's card complete, the child's log already ends with its answer and its turn's end.
+#[tokio::test]
+async fn a_task_s_result_comes_after_the_child_s_whole_log() {
+    use super::turns::{Api, provider_env};
+    use ferrite_test_support::fake_provider::{FakeProvider, Script};
+
+    let world = World::new();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    let caps = json!({"fs": {"readTextFile": false, "writeTextFile": false}, "subagents": {}});
+    c.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": caps}),
+    )
+    .await
+    .ok();
+    let parent = sid(&c.new_session(&world.ws()).await);
+    let task = json!({"description": "look", "prompt": "Say done."}).to_string();
+    fake.push(Script::new().tool_call("t1", "task", task));
+    fake.push(Script::new().text("The child is done."));
+    fake.push(Script::new().text("All done."));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "delegate it"))
+        .await;
+    let announce = c
+        .wait_for(Duration::from_secs(10), |m| {
+            m["params"]["update"]["sessionUpdate"] == "subagent_update"
+        })
+        .await
+        .expect("the child announced");
+    let child = announce["params"]["update"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.wait_for(Duration::from_secs(10), |m| {
+        m["params"]["sessionId"] == parent.as_str()
+            && m["params"]["update"]["toolCallId"] == "t1"
+            && m["params"]["update"]["status"] == "completed"
+    })
+    .await
+    .expect("the task's card completes");
+    // Read at once, before the parent's turn ends.
+    let log = std::fs::read_to_string(world.session_file(&child)).unwrap();
+    let kinds: Vec<String> = log
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("\"turn_end\""),
+        "{log}"
+    );
+    assert!(log.contains("The child is done."), "{log}");
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use ferrite_store::checkpoints::{
-    Dropped, FileState, Manifest, Reach, Skipped, Step, Store, shown, undo_message,
+    Dropped, FileChange, FileState, Manifest, Reach, Skipped, Step, Store, shown, undo_message,
 };
 
 use super::TurnCheckpoint;
@@ -133,6 +133,13 @@ enum Answer {
     Cancelled,
 }
 
+/// The steps an undo will take, after the questions about conflicting ones.
+struct Decided {
+    approved: Vec<Step>,
+    skipped: Vec<Skipped>,
+    stop: StopReason,
+}
+
 impl Undo<'_> {
     async fn run(self, n: usize) -> Result<(StopReason, String), StoreError> {
         let store = self.store.clone();
@@ -159,8 +166,7 @@ impl Undo<'_> {
             self.config.checkpoints.max_file_bytes,
             reach.clone(),
         );
-        let plan = blocking(move || store.plan_undo(&undone, &plan_reach, max)).await;
-        let plan = match plan {
+        let plan = match blocking(move || store.plan_undo(&undone, &plan_reach, max)).await {
             Ok(p) => p,
             Err(e) => return Ok((StopReason::EndTurn, format!("Could not undo: {e}."))),
         };
@@ -175,10 +181,24 @@ impl Undo<'_> {
                 format!("Could not undo: the current state could not be kept first ({e})."),
             ));
         }
-        let mut skipped: Vec<Skipped> = plan.skipped;
+        let mut decided = self.decide(plan.steps, plan.skipped).await;
+        let (store, approved) = (self.store.clone(), std::mem::take(&mut decided.approved));
+        let failed = blocking(move || Ok(store.restore(&approved, &reach)))
+            .await
+            .unwrap_or_default();
+        decided.skipped.extend(failed);
+        let files = self.record(cp, &ids, &decided.skipped).await?;
+        if decided.stop == StopReason::Cancelled {
+            return Ok((decided.stop, "Undo cancelled; nothing was changed.".into()));
+        }
+        let text = self.answer(&ids, &files, &decided.skipped, (n, all.len()), &dropped);
+        Ok((decided.stop, text))
+    }
+
+    /// Asks about each step that would overwrite someone else's change; a cancel drops them all.
+    async fn decide(&self, steps: Vec<Step>, mut skipped: Vec<Skipped>) -> Decided {
         let mut approved: Vec<Step> = Vec::new();
-        let mut stop = StopReason::EndTurn;
-        for step in plan.steps {
+        for step in steps {
             if !step.conflict {
                 approved.push(step);
                 continue;
@@ -190,20 +210,29 @@ impl Undo<'_> {
                     reason,
                 }),
                 Answer::Cancelled => {
-                    stop = StopReason::Cancelled;
-                    approved.clear();
-                    break;
+                    return Decided {
+                        approved: vec![],
+                        skipped,
+                        stop: StopReason::Cancelled,
+                    };
                 }
             }
         }
-        let store = self.store.clone();
-        let failed = blocking(move || Ok(store.restore(&approved, &reach)))
-            .await
-            .unwrap_or_default();
-        skipped.extend(failed);
-        let finished = blocking(move || cp.finish_now()).await;
-        let root = self.roots.first().cloned().unwrap_or_default();
-        let files = match finished {
+        Decided {
+            approved,
+            skipped,
+            stop: StopReason::EndTurn,
+        }
+    }
+
+    /// Finishes the undo's own checkpoint and records it: what the undo changed.
+    async fn record(
+        &self,
+        cp: TurnCheckpoint,
+        ids: &[u64],
+        skipped: &[Skipped],
+    ) -> Result<Vec<FileChange>, StoreError> {
+        match blocking(move || cp.finish_now()).await {
             Ok(Some(f)) => {
                 if let Some(text) = f.notice.clone() {
                     self.rec.emit(Event::Notice { text }).await;
@@ -212,36 +241,41 @@ impl Undo<'_> {
                     id: f.id,
                     turn: f.turn,
                     files: f.files.clone(),
-                    undid: ids.clone(),
-                    skipped: skipped.clone(),
+                    undid: ids.to_vec(),
+                    skipped: skipped.to_vec(),
                 })?;
                 self.rec.sync()?;
-                f.files
+                Ok(f.files)
             }
-            Ok(None) => vec![],
+            Ok(None) => Ok(vec![]),
             Err(e) => {
                 tracing::warn!(error = %e, "could not finish the undo's checkpoint");
-                vec![]
+                Ok(vec![])
             }
-        };
-        if stop == StopReason::Cancelled {
-            return Ok((stop, "Undo cancelled; nothing was changed.".into()));
         }
-        let turns: Vec<u64> = all[all.len().saturating_sub(n)..]
-            .iter()
-            .map(|m| m.turn)
-            .collect();
-        let mut text = undo_message(&ids, &files, &skipped, &root);
-        if n > turns.len() {
-            match gone_text(&dropped, n - turns.len()) {
+    }
+
+    /// The undo's answer; `(wanted, existed)`: the turns asked for and the checkpoints there were.
+    fn answer(
+        &self,
+        ids: &[u64],
+        files: &[FileChange],
+        skipped: &[Skipped],
+        (wanted, existed): (usize, usize),
+        dropped: &[Dropped],
+    ) -> String {
+        let root = self.roots.first().cloned().unwrap_or_default();
+        let undone = wanted.min(existed);
+        let mut text = undo_message(ids, files, skipped, &root);
+        if wanted > undone {
+            match gone_text(dropped, wanted - undone) {
                 Some(gone) => text.push_str(&format!("\n({gone})")),
                 None => text.push_str(&format!(
-                    "\n(Only {} checkpoint(s) existed, so only they were undone.)",
-                    turns.len()
+                    "\n(Only {undone} checkpoint(s) existed, so only they were undone.)"
                 )),
             }
         }
-        Ok((stop, text))
+        text
     }
 
     /// Asks before overwriting a file someone changed since the agent's turn, showing the diff
@@ -258,43 +292,7 @@ impl Undo<'_> {
                 "it changed since the agent's turn and this session runs unattended".into(),
             );
         }
-        let root = self.roots.first().cloned().unwrap_or_default();
-        let shown = shown(&step.path, &root);
-        let (store, s) = (self.store.clone(), step.clone());
-        let (old, new) = blocking(move || Ok(store.texts(&s)))
-            .await
-            .unwrap_or((None, None));
-        let content = match (old, new) {
-            (Some(old), Some(new)) => ToolContent::Diff {
-                path: step.path.clone(),
-                old_text: Some(old),
-                new_text: new,
-            },
-            _ => ToolContent::Text {
-                text: format!("{shown} is not text (or too large to show); undo would replace it.")
-                    .into(),
-            },
-        };
-        let deleting = step.target == FileState::Absent;
-        let view = ToolCallView {
-            id: format!("undo-{}", uuid::Uuid::now_v7().simple()),
-            title: format!(
-                "Undo: {} {shown}, which changed since the agent's turn?",
-                if deleting { "delete" } else { "overwrite" }
-            ),
-            kind: if deleting {
-                ToolKind::Delete
-            } else {
-                ToolKind::Edit
-            },
-            status: ToolStatus::Pending,
-            locations: vec![Location {
-                path: step.path.clone(),
-                line: None,
-            }],
-            content: vec![content],
-            raw_input: None,
-        };
+        let view = self.card(step).await;
         self.rec.emit(Event::ToolCall(view.clone())).await;
         let req = PermissionRequest {
             call: view.clone(),
@@ -317,28 +315,11 @@ impl Undo<'_> {
             () = self.cancel.cancelled() => None,
             a = tokio::time::timeout(timeout, approver.request(self.rec.session_id(), req)) => Some(a),
         };
-        let answer = match answer {
-            None => Answer::Cancelled,
-            Some(Ok(PermissionAnswer::Selected(id))) if id == "allow_once" => Answer::Revert,
-            Some(Ok(PermissionAnswer::Selected(_) | PermissionAnswer::Cancelled)) => {
-                Answer::Keep("it changed since the agent's turn and you chose to keep it".into())
-            }
-            Some(Ok(PermissionAnswer::Unanswered(_))) => Answer::Keep(
-                "it changed since the agent's turn and the editor could not ask you".into(),
-            ),
-            Some(Err(_)) => Answer::Keep(
-                "it changed since the agent's turn and the question was not answered in time"
-                    .into(),
-            ),
-        };
-        let status = match answer {
-            Answer::Revert => ToolStatus::Completed,
-            Answer::Keep(_) | Answer::Cancelled => ToolStatus::Failed,
-        };
-        let outcome = match &answer {
-            Answer::Revert => "Reverted.",
-            Answer::Keep(why) => why.as_str(),
-            Answer::Cancelled => "Cancelled.",
+        let answer = answer_of(answer);
+        let (status, outcome) = match &answer {
+            Answer::Revert => (ToolStatus::Completed, "Reverted."),
+            Answer::Keep(why) => (ToolStatus::Failed, why.as_str()),
+            Answer::Cancelled => (ToolStatus::Failed, "Cancelled."),
         };
         self.rec
             .emit(Event::ToolCallUpdate(ToolCallUpdateView {
@@ -349,6 +330,64 @@ impl Undo<'_> {
             }))
             .await;
         answer
+    }
+
+    /// The card the question is about: the step's diff, or what it would replace.
+    async fn card(&self, step: &Step) -> ToolCallView {
+        let root = self.roots.first().cloned().unwrap_or_default();
+        let shown = shown(&step.path, &root);
+        let (store, s) = (self.store.clone(), step.clone());
+        let (old, new) = blocking(move || Ok(store.texts(&s)))
+            .await
+            .unwrap_or((None, None));
+        let content = match (old, new) {
+            (Some(old), Some(new)) => ToolContent::Diff {
+                path: step.path.clone(),
+                old_text: Some(old),
+                new_text: new,
+            },
+            _ => ToolContent::Text {
+                text: format!("{shown} is not text (or too large to show); undo would replace it.")
+                    .into(),
+            },
+        };
+        let deleting = step.target == FileState::Absent;
+        ToolCallView {
+            id: format!("undo-{}", uuid::Uuid::now_v7().simple()),
+            title: format!(
+                "Undo: {} {shown}, which changed since the agent's turn?",
+                if deleting { "delete" } else { "overwrite" }
+            ),
+            kind: if deleting {
+                ToolKind::Delete
+            } else {
+                ToolKind::Edit
+            },
+            status: ToolStatus::Pending,
+            locations: vec![Location {
+                path: step.path.clone(),
+                line: None,
+            }],
+            content: vec![content],
+            raw_input: None,
+        }
+    }
+}
+
+/// What the user's answer (`None`: the turn was cancelled) means for the step.
+fn answer_of(answer: Option<Result<PermissionAnswer, tokio::time::error::Elapsed>>) -> Answer {
+    match answer {
+        None => Answer::Cancelled,
+        Some(Ok(PermissionAnswer::Selected(id))) if id == "allow_once" => Answer::Revert,
+        Some(Ok(PermissionAnswer::Selected(_) | PermissionAnswer::Cancelled)) => {
+            Answer::Keep("it changed since the agent's turn and you chose to keep it".into())
+        }
+        Some(Ok(PermissionAnswer::Unanswered(_))) => Answer::Keep(
+            "it changed since the agent's turn and the editor could not ask you".into(),
+        ),
+        Some(Err(_)) => Answer::Keep(
+            "it changed since the agent's turn and the question was not answered in time".into(),
+        ),
     }
 }
 

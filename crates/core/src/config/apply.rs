@@ -11,7 +11,7 @@ use super::{
 
 /// A `deny_read` entry must be absolute or start with `~/` (or be `~`): a relative path would
 /// mean something else in every workspace.
-fn check_deny_read(entries: &[String]) -> Result<(), String> {
+pub(super) fn check_deny_read(entries: &[String]) -> Result<(), String> {
     check_paths("sandbox.deny_read", entries)
 }
 
@@ -30,14 +30,14 @@ fn check_paths(key: &str, entries: &[String]) -> Result<(), String> {
 
 /// Whether a file may only narrow what is already set (a workspace file) or set it (the user's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Narrow {
+pub(super) enum Narrow {
     Yes,
     No,
 }
 
 /// A rule that does not parse is a bad value naming the rule and the file (`docs/config.md`): a
 /// deny rule silently dropped would be a hole.
-fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
+pub(super) fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), ConfigError> {
     for (key, list) in [("allow", &raw.allow), ("deny", &raw.deny)] {
         for rule in list {
             crate::permissions::Rule::parse(rule).map_err(|e| ConfigError::Invalid {
@@ -134,171 +134,8 @@ impl Config {
         Ok(())
     }
 
-    /// A workspace file may only narrow: lower ceilings, add deny rules, shorten limits, pick a
-    /// model. What would widen (allow rules, network, providers, MCP commands, a higher
-    /// `max_mode`) is ignored with a warning, because a cloned repository must not be able to
-    /// grant itself powers.
-    pub(super) fn apply_workspace(
-        &mut self,
-        raw: RawConfig,
-        path: &Path,
-    ) -> Result<(), ConfigError> {
-        self.ignore_user_only(&raw, path);
-        let invalid = |message: String| ConfigError::Invalid {
-            path: path.to_owned(),
-            message,
-        };
-        let shown = path.display();
-        // A project may need a particular model, but a cloned repository must not run up the
-        // user's bill or send the code to a provider the user did not pick: it chooses among the
-        // models the user config allows, and never silently.
-        let allowed = WorkspaceModels::of(self);
-        if let Some(m) = raw.model {
-            if allowed.allows(&m) {
-                self.warnings.push(format!(
-                    "{shown}: the model `{m}` is chosen by this workspace, not by the user config"
-                ));
-                self.model_set_by = Some(path.to_owned());
-                self.model = Some(m);
-            } else {
-                self.warnings.push(allowed.refusal(&shown, "model", &m));
-            }
-        }
-        if raw.workspace_models.is_some() {
-            self.warnings.push(format!(
-                "{shown}: `workspace_models` ignored: only the user config says which models a \
-                 workspace may choose"
-            ));
-        }
-        if let Some(m) = raw.max_mode {
-            if m > self.max_mode {
-                self.warnings.push(format!(
-                    "{shown}: `max_mode = \"{m}\"` ignored: a workspace cannot raise the ceiling `{}`",
-                    self.max_mode
-                ));
-            } else {
-                self.max_mode = m;
-            }
-        }
-        if let Some(n) = raw.max_turn_requests {
-            if n == 0 {
-                return Err(invalid("`max_turn_requests` must be at least 1".into()));
-            }
-            self.max_turn_requests = self.max_turn_requests.min(n);
-        }
-        if let Some(f) = raw.fs_delegation {
-            self.fs_delegation = f;
-        }
-        // A workspace may turn titles off; which model writes them (and bills the user) is the
-        // user's choice.
-        if raw.titles == Some(false) {
-            self.titles = false;
-        }
-        if raw.title_model.is_some() {
-            self.warnings.push(format!(
-                "{shown}: `title_model` ignored: only the user config chooses it"
-            ));
-        }
-        if let Some(t) = raw.permissions.timeout_secs {
-            if t == 0 {
-                return Err(invalid(
-                    "`permissions.timeout_secs` must be at least 1".into(),
-                ));
-            }
-            self.permissions.timeout_secs = self.permissions.timeout_secs.min(t);
-        }
-        check_rules(&raw.permissions, path)?;
-        if !raw.permissions.allow.is_empty() {
-            self.warnings.push(format!(
-                "{shown}: `permissions.allow` ignored: only the user config may allow"
-            ));
-        }
-        self.permissions.deny.extend(raw.permissions.deny);
-        let mut subagent = raw.subagent;
-        if let Some(m) = subagent.model.take() {
-            if allowed.allows(&m) {
-                self.warnings.push(format!(
-                    "{shown}: the subagent model `{m}` is chosen by this workspace, not by the \
-                     user config"
-                ));
-                subagent.model = Some(m);
-            } else {
-                self.warnings
-                    .push(allowed.refusal(&shown, "subagent.model", &m));
-            }
-        }
-        self.apply_subagent(subagent, path, Narrow::Yes)?;
-        match raw.web_fetch.allow_private {
-            Some(true) if !self.web_fetch_allow_private => self.warnings.push(format!(
-                "{shown}: `web_fetch.allow_private = true` ignored: only the user config may enable it"
-            )),
-            Some(p) => self.web_fetch_allow_private = p,
-            None => {}
-        }
-        match raw.sandbox.network {
-            Some(true) if !self.sandbox_network => self.warnings.push(format!(
-                "{shown}: `sandbox.network = true` ignored: only the user config may enable it"
-            )),
-            Some(n) => self.sandbox_network = n,
-            None => {}
-        }
-        if let Some(deny) = raw.sandbox.deny_read {
-            // The workspace can only narrow: its entries are added to the user's.
-            check_deny_read(&deny).map_err(invalid)?;
-            self.sandbox_deny_read.extend(deny);
-        }
-        let user_tools = self.tools.clone();
-        self.apply_tools(raw.tools, path)?;
-        // Narrowing only: a repository cannot make tool results flood the context or commands
-        // run longer than the user allows.
-        self.tools.bash_timeout_secs = self
-            .tools
-            .bash_timeout_secs
-            .min(user_tools.bash_timeout_secs);
-        self.tools.output_max_bytes = self.tools.output_max_bytes.min(user_tools.output_max_bytes);
-        self.tools.output_max_lines = self.tools.output_max_lines.min(user_tools.output_max_lines);
-        self.tools.max_background_commands = self
-            .tools
-            .max_background_commands
-            .min(user_tools.max_background_commands);
-        if let Some(t) = raw.compaction.threshold {
-            if !(t > 0.0 && t <= 1.0) {
-                return Err(invalid(
-                    "`compaction.threshold` accepts a number in (0, 1], e.g. 0.85".into(),
-                ));
-            }
-            self.compaction_threshold = t;
-        }
-        // Narrowing only, like the tool limits.
-        let user = self.checkpoints;
-        let ws = checkpoints(raw.checkpoints, user).map_err(invalid)?;
-        self.checkpoints = CheckpointsConfig {
-            max_count: ws.max_count.min(user.max_count),
-            max_file_bytes: ws.max_file_bytes.min(user.max_file_bytes),
-            max_session_bytes: ws.max_session_bytes.min(user.max_session_bytes),
-            max_total_bytes: ws.max_total_bytes.min(user.max_total_bytes),
-        };
-        self.apply_workspace_lsp(raw.lsp, path)?;
-        if !raw.providers.is_empty() {
-            self.warnings.push(format!(
-                "{shown}: `providers` ignored: only the user config may declare providers"
-            ));
-        }
-        if !raw.mcp_servers.is_empty() {
-            self.warnings.push(format!(
-                "{shown}: `mcp_servers` ignored: only the user config may start MCP servers"
-            ));
-        }
-        // Kept, but they run only once the user trusts the workspace (`crate::trust`).
-        if let Some(table) = raw.hooks {
-            self.hooks
-                .push((crate::hooks::Origin::Project, path.to_owned(), table));
-        }
-        Ok(())
-    }
-
     /// `[subagent]`; a workspace file may pick the model and lower `max_parallel` only.
-    fn apply_subagent(
+    pub(super) fn apply_subagent(
         &mut self,
         raw: RawSubagent,
         path: &Path,
@@ -345,7 +182,7 @@ impl Config {
     }
 
     /// A workspace file's user-only keys: ignored, with a warning.
-    fn ignore_user_only(&mut self, raw: &RawConfig, path: &Path) {
+    pub(super) fn ignore_user_only(&mut self, raw: &RawConfig, path: &Path) {
         let shown = path.display();
         if raw.sandbox.allow_unix_sockets.is_some() {
             self.warnings.push(format!(
@@ -360,7 +197,7 @@ impl Config {
         }
     }
 
-    fn apply_tools(&mut self, raw: RawTools, path: &Path) -> Result<(), ConfigError> {
+    pub(super) fn apply_tools(&mut self, raw: RawTools, path: &Path) -> Result<(), ConfigError> {
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_owned(),
             message,
@@ -406,13 +243,13 @@ impl Config {
     }
 }
 
-struct WorkspaceModels {
+pub(super) struct WorkspaceModels {
     own: Vec<String>,
     listed: Vec<String>,
 }
 
 impl WorkspaceModels {
-    fn of(user: &Config) -> Self {
+    pub(super) fn of(user: &Config) -> Self {
         Self {
             own: user
                 .model
@@ -425,7 +262,7 @@ impl WorkspaceModels {
         }
     }
 
-    fn allows(&self, model: &str) -> bool {
+    pub(super) fn allows(&self, model: &str) -> bool {
         // An empty `subagent.model` means "the turn's model": nothing is chosen.
         model.trim().is_empty()
             || self.own.iter().any(|m| m == model)
@@ -437,7 +274,7 @@ impl WorkspaceModels {
             })
     }
 
-    fn refusal(&self, shown: &std::path::Display<'_>, key: &str, model: &str) -> String {
+    pub(super) fn refusal(&self, shown: &std::path::Display<'_>, key: &str, model: &str) -> String {
         let allowed: Vec<&str> = self
             .own
             .iter()
@@ -462,7 +299,10 @@ fn is_model_pattern(m: &str) -> bool {
         .is_some_and(|(provider, model)| !provider.is_empty() && !model.is_empty())
 }
 
-fn checkpoints(raw: RawCheckpoints, base: CheckpointsConfig) -> Result<CheckpointsConfig, String> {
+pub(super) fn checkpoints(
+    raw: RawCheckpoints,
+    base: CheckpointsConfig,
+) -> Result<CheckpointsConfig, String> {
     let mut out = base;
     if let Some(n) = raw.max_count {
         if n > 10_000 {

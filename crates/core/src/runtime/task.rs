@@ -47,6 +47,26 @@ impl SessionCtx {
     }
 
     /// Validates a change against the session and returns the entries that record it.
+    /// A new model, and the choices it cannot honour set back rather than failing later.
+    fn model_change(&self, state: &SessionState, id: &str) -> Result<Vec<EntryKind>, Refusal> {
+        let info = self
+            .catalog
+            .resolve(id)
+            .map_err(|e| Refusal::Invalid(e.to_string()))?;
+        let mut out = vec![EntryKind::Model {
+            model: id.to_owned(),
+        }];
+        if !info.takes_effort() && state.effort != Effort::Default {
+            out.push(EntryKind::Effort {
+                effort: Effort::Default,
+            });
+        }
+        if !info.web_search && state.web_search {
+            out.push(EntryKind::WebSearch { enabled: false });
+        }
+        Ok(out)
+    }
+
     fn plan_change(
         &self,
         state: &SessionState,
@@ -76,23 +96,7 @@ impl SessionCtx {
                 }
                 Ok(vec![EntryKind::Mode { mode: *m }])
             }
-            SettingChange::Model(id) => {
-                let info = self
-                    .catalog
-                    .resolve(id)
-                    .map_err(|e| Refusal::Invalid(e.to_string()))?;
-                let mut out = vec![EntryKind::Model { model: id.clone() }];
-                // Choices the new model cannot honour fall back rather than fail later.
-                if !info.takes_effort() && state.effort != Effort::Default {
-                    out.push(EntryKind::Effort {
-                        effort: Effort::Default,
-                    });
-                }
-                if !info.web_search && state.web_search {
-                    out.push(EntryKind::WebSearch { enabled: false });
-                }
-                Ok(out)
-            }
+            SettingChange::Model(id) => self.model_change(state, id),
             SettingChange::Effort(e) => {
                 if *e != Effort::Default
                     && current_model.as_ref().is_some_and(|m| !m.takes_effort())

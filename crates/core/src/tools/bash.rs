@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::BASH_TIMEOUT_CAP_SECS;
-use crate::content::{ToolCallUpdateView, ToolContent, ToolKind};
+use crate::content::{ToolContent, ToolKind};
 use crate::display::{fenced, inline_code};
 use crate::exec::{CommandOutput, CommandSpec, ExecError, Exit};
 use crate::model::ToolSpec;
@@ -22,14 +22,11 @@ use crate::tools::{
     Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };
 
-/// At most this many streaming updates per second: editors re-render on each one.
-const STREAM_INTERVAL: Duration = Duration::from_millis(100);
-/// Streaming updates replace the call's content, so each carries only the recent output.
-const STREAM_TAIL_BYTES: usize = 64 * 1024;
+mod stream;
+
+use stream::Tail;
+
 const TITLE_MAX_CHARS: usize = 120;
-/// A terminal view gets what was written since the last update; past this much in one update
-/// (a flood) only the newest part goes, after a line saying how much was left out.
-const TERMINAL_DELTA_BYTES: usize = 64 * 1024;
 
 pub struct Bash;
 
@@ -147,81 +144,10 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
     };
 
     if input.background {
-        // Counted like any command: the turn's checkpoint covers what it may change.
-        ctx.recorder.command_started();
-        let id = ctx
-            .background
-            .start(runner, spec, ctx.max_background)
-            .map_err(ToolError::RespondToModel)?;
-        let text = format!(
-            "Started in the background as {id}. `bash_output` with id {id:?} reads its output; \
-             `bash_kill` stops it; you are told when it ends."
-        );
-        return Ok(ToolOutput {
-            content: vec![ToolContent::Text {
-                text: text.as_str().into(),
-            }],
-            text,
-        });
+        return start_background(ctx, runner, spec);
     }
     let tail = Arc::new(Mutex::new(Tail::default()));
-    let on_output = {
-        let tail = tail.clone();
-        move |chunk: &str| lock(&tail).push(chunk)
-    };
-    ctx.recorder.command_started();
-    let mut running = runner.run(spec, ctx.cancel.clone(), &on_output);
-    let mut tick = tokio::time::interval(STREAM_INTERVAL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let result = loop {
-        tokio::select! {
-            biased;
-            r = &mut running => break r,
-            _ = tick.tick() => {
-                let snapshot = {
-                    let mut tail = lock(&tail);
-                    tail.take_if_changed().map(|text| (text, tail.take_delta()))
-                };
-                if let Some((text, delta)) = snapshot {
-                    ctx.recorder
-                        .progress(ToolCallUpdateView {
-                            id: ctx.call_id.clone(),
-                            content: Some(vec![ToolContent::Text { text: text.into() }]),
-                            terminal_output: Some(delta.into()),
-                            ..Default::default()
-                        })
-                        .await;
-                }
-            }
-        }
-    };
-    // A terminal view gets the rest of the output and how the command ended.
-    if let Ok(out) = &result {
-        let rest = lock(&tail).take_delta();
-        let (exit_code, signal) = match out.exit {
-            Exit::Code(c) => (Some(c), None),
-            Exit::Signal(s) => {
-                let name = signal_name(s).trim().trim_matches(['(', ')']);
-                (
-                    None,
-                    Some(if name.is_empty() {
-                        format!("signal {s}")
-                    } else {
-                        name.to_owned()
-                    }),
-                )
-            }
-            Exit::TimedOut | Exit::Cancelled => (None, Some("SIGKILL".to_owned())),
-        };
-        ctx.recorder
-            .progress(ToolCallUpdateView {
-                id: ctx.call_id.clone(),
-                terminal_output: (!rest.is_empty()).then(|| rest.into()),
-                terminal_exit: Some(crate::content::TerminalExit { exit_code, signal }),
-                ..Default::default()
-            })
-            .await;
-    }
+    let result = stream::follow(ctx, runner, spec, &tail).await;
     match result {
         Ok(out) => {
             let recent = lock(&tail).text.clone();
@@ -236,6 +162,30 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
             Err(ToolError::RespondToModel(e.to_string()))
         }
     }
+}
+
+/// A command started in the background: the model is told its id and how to follow it.
+fn start_background(
+    ctx: &ToolContext<'_>,
+    runner: Arc<dyn crate::exec::CommandRunner>,
+    spec: CommandSpec,
+) -> Result<ToolOutput, ToolError> {
+    // Counted like any command: the turn's checkpoint covers what it may change.
+    ctx.recorder.command_started();
+    let id = ctx
+        .background
+        .start(runner, spec, ctx.max_background)
+        .map_err(ToolError::RespondToModel)?;
+    let text = format!(
+        "Started in the background as {id}. `bash_output` with id {id:?} reads its output; \
+         `bash_kill` stops it; you are told when it ends."
+    );
+    Ok(ToolOutput {
+        content: vec![ToolContent::Text {
+            text: text.as_str().into(),
+        }],
+        text,
+    })
 }
 
 /// How the command ended, in a line.
@@ -310,90 +260,10 @@ fn title(command: &str) -> String {
     }
 }
 
-/// The recent output for streaming, with a flag so unchanged output isn't sent again.
-struct Tail {
-    text: String,
-    changed: bool,
-    dropped: bool,
-    /// Written since the last update, for terminal views (bounded by [`TERMINAL_DELTA_BYTES`]),
-    /// without the sequences that act beyond the drawn text (`crate::ansi`).
-    delta: String,
-    terminal: crate::ansi::Filter,
-    /// Bytes of output left out of `delta` since the last update.
-    delta_dropped: u64,
-}
-
-impl Default for Tail {
-    fn default() -> Self {
-        Self {
-            text: String::new(),
-            changed: false,
-            dropped: false,
-            delta: String::new(),
-            delta_dropped: 0,
-            terminal: crate::ansi::Filter::terminal(),
-        }
-    }
-}
-
-impl Tail {
-    fn push(&mut self, chunk: &str) {
-        self.text.push_str(chunk);
-        self.changed = true;
-        self.terminal.push(chunk, &mut self.delta);
-        if self.delta.len() > 2 * TERMINAL_DELTA_BYTES {
-            let mut cut = self.delta.len() - TERMINAL_DELTA_BYTES;
-            while !self.delta.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.delta.drain(..cut);
-            self.delta_dropped += cut as u64;
-        }
-        // Trim only once twice the cap is reached, so a chatty command costs amortized O(1).
-        if self.text.len() > 2 * STREAM_TAIL_BYTES {
-            let mut cut = self.text.len() - STREAM_TAIL_BYTES;
-            while !self.text.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.text.drain(..cut);
-            self.dropped = true;
-        }
-    }
-
-    /// What a terminal view has not been sent yet.
-    fn take_delta(&mut self) -> String {
-        let mut delta = std::mem::take(&mut self.delta);
-        if self.delta_dropped > 0 {
-            let mut start = delta.len().saturating_sub(TERMINAL_DELTA_BYTES);
-            while !delta.is_char_boundary(start) {
-                start += 1;
-            }
-            let left_out = self.delta_dropped + start as u64;
-            delta = format!(
-                "\r\n[{left_out} bytes of output not shown]\r\n{}",
-                &delta[start..]
-            );
-            self.delta_dropped = 0;
-        }
-        delta
-    }
-
-    fn take_if_changed(&mut self) -> Option<String> {
-        if !self.changed {
-            return None;
-        }
-        self.changed = false;
-        let mut start = self.text.len().saturating_sub(STREAM_TAIL_BYTES);
-        while !self.text.is_char_boundary(start) {
-            start += 1;
-        }
-        let body = &self.text[start..];
-        Some(markdown::command_progress(body, self.dropped || start > 0))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::stream::STREAM_TAIL_BYTES;
+    use crate::content::ToolCallUpdateView;
     use serde_json::json;
 
     use super::*;

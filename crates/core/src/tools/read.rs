@@ -209,6 +209,26 @@ fn page_of_text(
     )
 }
 
+/// Line `line_no` as shown, numbered: `buf` holds at most the start of a long line; `n` says
+/// how long it really was.
+fn numbered(line_no: usize, buf: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(buf);
+    let text = text.trim_end_matches('\n').trim_end_matches('\r');
+    let ending = if buf.ends_with(b"\r\n") {
+        2
+    } else {
+        usize::from(buf.ends_with(b"\n"))
+    };
+    let line_len = n - ending;
+    let shown_line = if line_len > MAX_LINE_BYTES {
+        let cut = floor_char_boundary(text, MAX_LINE_BYTES);
+        format!("{}… [{} more bytes]", &text[..cut], line_len - cut)
+    } else {
+        text.to_owned()
+    };
+    format!("{line_no:>6}\t{shown_line}\n")
+}
+
 /// Numbered lines `offset..offset+limit` of `reader`, within the byte budget, with a footer
 /// saying where to go on.
 fn paginate<R: BufRead>(
@@ -246,22 +266,7 @@ fn paginate<R: BufRead>(
         if line_no < first || line_no >= first.saturating_add(limit) || budget_hit {
             continue;
         }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim_end_matches('\n').trim_end_matches('\r');
-        // `buf` holds at most the start of a long line; `n` says how long it really was.
-        let ending = if buf.ends_with(b"\r\n") {
-            2
-        } else {
-            usize::from(buf.ends_with(b"\n"))
-        };
-        let line_len = n - ending;
-        let shown_line = if line_len > MAX_LINE_BYTES {
-            let cut = floor_char_boundary(text, MAX_LINE_BYTES);
-            format!("{}… [{} more bytes]", &text[..cut], line_len - cut)
-        } else {
-            text.to_owned()
-        };
-        let line = format!("{line_no:>6}\t{shown_line}\n");
+        let line = numbered(line_no, &buf, n);
         // Leave room for the footer within the byte budget.
         if out.len() + line.len() + 200 > limits.max_bytes && last_shown >= first {
             budget_hit = true;

@@ -85,6 +85,18 @@ pub(crate) struct Limits {
     pub answer_last: bool,
 }
 
+impl Limits {
+    /// A user's turn: the config's limits; the model's stopping is `Stop`.
+    pub fn of_turn(config: &crate::config::Config) -> Self {
+        Self {
+            max_requests: config.max_turn_requests,
+            compaction_threshold: config.compaction_threshold,
+            stop_event: crate::hooks::HookEvent::Stop,
+            answer_last: false,
+        }
+    }
+}
+
 /// What a subagent's turn runs with.
 pub(crate) struct ChildRun<'a> {
     pub rec: &'a Recorder,
@@ -162,6 +174,46 @@ pub(super) struct EnvParts<'a> {
     pub agents: Arc<Vec<crate::agents::AgentDef>>,
 }
 
+/// What every tool call of the turn gets: limits, where output spills, the runner, the ports.
+fn tool_base(p: &EnvParts<'_>, spill_dir: PathBuf, runner: Option<Arc<TurnRunner>>) -> ToolBase {
+    let (services, config, start) = (p.services, p.config, p.start);
+    ToolBase {
+        limits: OutputLimits {
+            max_bytes: config.tools.output_max_bytes,
+            max_lines: config.tools.output_max_lines,
+        },
+        spill_dir,
+        runner,
+        bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
+        background: p.background.clone(),
+        max_background: config.tools.max_background_commands,
+        skills: p.skills.clone(),
+        user_home: services.env.home().map(Path::to_path_buf),
+        sandbox_network: config.sandbox_network,
+        deny_read: config.deny_read_paths(services.env.home()),
+        unix_sockets: config.allowed_unix_socket_paths(services.env.home()),
+        client_fs: services.client_fs.get().cloned(),
+        elicitor: services.elicitor.get().cloned(),
+        fs_delegation: config.fs_delegation,
+        command_gate: start.command_gate.clone(),
+        web: services.web.clone(),
+        web_reach: if config.web_fetch_allow_private {
+            crate::web::Reach::Anywhere
+        } else {
+            crate::web::Reach::PublicOnly
+        },
+        model_images: p.model_images,
+        image_decodes: services.image_decodes.clone(),
+        lsp: p.lsp.clone().map(|servers| LspBase {
+            servers,
+            config: Arc::new(config.lsp.clone()),
+            trusted: crate::trust::approved(&services.home, &start.cwd).folder,
+            env_remove: crate::exec::secret_env_names(config),
+            budget: crate::lsp::Budget::per_turn(),
+        }),
+    }
+}
+
 /// The workspace files the project's hooks of this turn run (protected like their settings).
 fn hook_files(hooks: &crate::hooks::Hooks) -> Vec<PathBuf> {
     hooks
@@ -204,6 +256,10 @@ impl CallEnv {
                     .spill_budget(&spill_dir, config.tools.spill_max_bytes),
             })
         });
+        let protected = Protected::new(&services.home, &spill_dir)
+            .with_user_home(services.env.home())
+            .with_workspace(&start.roots, &start.cwd, &hook_files(&p.hooks));
+        let base = tool_base(&p, spill_dir, runner);
         Self {
             tools: crate::tools::registry_for(start.harness),
             cwd: start.cwd.clone(),
@@ -211,9 +267,7 @@ impl CallEnv {
             shell: services.runner.as_ref().map_or(Shell::Sh, |r| r.shell()),
             home: services.home.clone(),
             harness: start.harness,
-            protected: Protected::new(&services.home, &spill_dir)
-                .with_user_home(services.env.home())
-                .with_workspace(&start.roots, &start.cwd, &hook_files(&p.hooks)),
+            protected,
             rules: Arc::new(p.rules),
             force_ask: p.force_ask,
             read_only: false,
@@ -232,41 +286,7 @@ impl CallEnv {
             children: services.children.clone(),
             compaction_threshold: config.compaction_threshold,
             child_turn: None,
-            base: ToolBase {
-                limits: OutputLimits {
-                    max_bytes: config.tools.output_max_bytes,
-                    max_lines: config.tools.output_max_lines,
-                },
-                spill_dir,
-                runner,
-                bash_timeout: Duration::from_secs(config.tools.bash_timeout_secs),
-                background: p.background.clone(),
-                max_background: config.tools.max_background_commands,
-                skills: p.skills.clone(),
-                user_home: services.env.home().map(Path::to_path_buf),
-                sandbox_network: config.sandbox_network,
-                deny_read: config.deny_read_paths(services.env.home()),
-                unix_sockets: config.allowed_unix_socket_paths(services.env.home()),
-                client_fs: services.client_fs.get().cloned(),
-                elicitor: services.elicitor.get().cloned(),
-                fs_delegation: config.fs_delegation,
-                command_gate: start.command_gate.clone(),
-                web: services.web.clone(),
-                web_reach: if config.web_fetch_allow_private {
-                    crate::web::Reach::Anywhere
-                } else {
-                    crate::web::Reach::PublicOnly
-                },
-                model_images: p.model_images,
-                image_decodes: services.image_decodes.clone(),
-                lsp: p.lsp.clone().map(|servers| LspBase {
-                    servers,
-                    config: Arc::new(config.lsp.clone()),
-                    trusted: crate::trust::approved(&services.home, &start.cwd).folder,
-                    env_remove: crate::exec::secret_env_names(config),
-                    budget: crate::lsp::Budget::per_turn(),
-                }),
-            },
+            base,
         }
     }
 

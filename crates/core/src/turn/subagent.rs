@@ -255,8 +255,11 @@ impl Child {
         let additional = rec.read(|s| s.additional_directories.clone());
         let header = Header::new(id.clone(), cwd.clone(), additional, env.harness, None)
             .subagent_of(parent.clone());
-        let log = env.store.create(&header)?;
+        // Synced off the parent's path; `run` waits for it before the parent records anything
+        // of the child's end.
+        let log = env.store.create_unsynced(&header)?;
         let session = Session::new(SessionState::new(&header), log, None);
+        session.sync_in_background();
         let message_id = task_message_id(card);
         let content = vec![UserContent::Text {
             text: input.prompt.as_str().into(),
@@ -374,6 +377,13 @@ impl Child {
         .await;
         let outcome = outcome.unwrap_or_else(|e| super::call::log_failed(&e.to_string()));
         self.session.end_turn(&outcome);
+        // What the child's log says is durable before the parent records the child's end (and
+        // so before the task's result): the crash guarantee of a log synced in the foreground,
+        // paid once here instead of at each of the child's syncs.
+        let outcome = match self.session.durable().await {
+            Ok(()) => outcome,
+            Err(e) => super::call::log_failed(&e.to_string()),
+        };
         drop(running);
         self.announce(rec, false).await?;
         Ok(self.nested(outcome, cancel))

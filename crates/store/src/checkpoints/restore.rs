@@ -100,34 +100,7 @@ pub(crate) fn plan(
     undone: &[Manifest],
     reach: &Reach,
 ) -> std::io::Result<Plan> {
-    let home = reach.home.as_path();
-    let mut target: BTreeMap<PathBuf, FileState> = BTreeMap::new();
-    // `None`: the agent died during that turn, so what it left is unknown.
-    let mut left: BTreeMap<PathBuf, Option<FileState>> = BTreeMap::new();
-    for m in undone {
-        let mut paths: Vec<PathBuf> = m.before.keys().cloned().collect();
-        match &m.after {
-            Some(after) => paths.extend(after.keys().cloned()),
-            None if m.full => {
-                let known: HashSet<&PathBuf> = m.before.keys().collect();
-                let created: Vec<PathBuf> = walk(&m.roots, home)
-                    .into_iter()
-                    .filter(|p| !known.contains(p))
-                    .collect();
-                paths.extend(created);
-            }
-            None => {}
-        }
-        for p in paths {
-            let before = m.before.get(&p).cloned().unwrap_or(FileState::Absent);
-            target.entry(p.clone()).or_insert(before);
-            let after = m
-                .after
-                .as_ref()
-                .map(|a| a.get(&p).cloned().unwrap_or_else(|| before_of(m, &p)));
-            left.insert(p, after);
-        }
-    }
+    let (target, left) = targets(undone, &reach.home);
     let mut plan = Plan::default();
     // Directories this undo puts back where something else (a link) is now: paths below them
     // will be empty until the undo fills them.
@@ -191,8 +164,48 @@ pub(crate) fn plan(
             conflict,
         });
     }
-    // Directories are created parent first and removed child first.
-    plan.steps.sort_by(|a, b| {
+    order(&mut plan.steps);
+    Ok(plan)
+}
+
+type ByPath<T> = BTreeMap<PathBuf, T>;
+
+/// What an undo of `undone` (oldest first) puts back (the state before the oldest) and what the
+/// agent left (the state after the newest; `None`: the agent died during that turn, so what it
+/// left is unknown), by path.
+fn targets(undone: &[Manifest], home: &Path) -> (ByPath<FileState>, ByPath<Option<FileState>>) {
+    let mut target: BTreeMap<PathBuf, FileState> = BTreeMap::new();
+    let mut left: BTreeMap<PathBuf, Option<FileState>> = BTreeMap::new();
+    for m in undone {
+        let mut paths: Vec<PathBuf> = m.before.keys().cloned().collect();
+        match &m.after {
+            Some(after) => paths.extend(after.keys().cloned()),
+            None if m.full => {
+                let known: HashSet<&PathBuf> = m.before.keys().collect();
+                let created: Vec<PathBuf> = walk(&m.roots, home)
+                    .into_iter()
+                    .filter(|p| !known.contains(p))
+                    .collect();
+                paths.extend(created);
+            }
+            None => {}
+        }
+        for p in paths {
+            let before = m.before.get(&p).cloned().unwrap_or(FileState::Absent);
+            target.entry(p.clone()).or_insert(before);
+            let after = m
+                .after
+                .as_ref()
+                .map(|a| a.get(&p).cloned().unwrap_or_else(|| before_of(m, &p)));
+            left.insert(p, after);
+        }
+    }
+    (target, left)
+}
+
+/// Directories are created parent first and removed child first.
+fn order(steps: &mut [Step]) {
+    steps.sort_by(|a, b| {
         let rank = |s: &Step| match (&s.target, &s.current) {
             (FileState::Dir { .. }, _) => 0,
             (FileState::Absent, FileState::Dir { .. }) => 2,
@@ -206,7 +219,6 @@ pub(crate) fn plan(
             }
         })
     });
-    Ok(plan)
 }
 
 fn before_of(m: &Manifest, p: &Path) -> FileState {

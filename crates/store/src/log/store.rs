@@ -93,8 +93,18 @@ impl SessionStore {
         self.dir.join(format!("{}.jsonl", id.as_str()))
     }
 
-    /// Creates a new log holding `header`, locked for writing.
+    /// Creates a new log holding `header`, locked for writing, durable (its directory entry
+    /// too) when this returns.
     pub fn create(&self, header: &Header) -> Result<LogWriter, StoreError> {
+        let mut writer = self.create_unsynced(header)?;
+        writer.sync()?;
+        Ok(writer)
+    }
+
+    /// [`Self::create`] without the sync: the header and the directory entry become durable
+    /// with the writer's first sync (a subagent's log, synced off its parent's path:
+    /// [`LogWriter::take_sync`]).
+    pub fn create_unsynced(&self, header: &Header) -> Result<LogWriter, StoreError> {
         let path = self.path(&header.id);
         let io = |source| StoreError::Io {
             path: path.clone(),
@@ -113,14 +123,10 @@ impl SessionStore {
             next_seq: 1,
             len: 0,
             unsynced: false,
+            dir_unsynced: Some(self.dir.clone()),
         };
         let line = serde_json::to_vec(header).map_err(|e| io(std::io::Error::other(e)))?;
         writer.write_line(line)?;
-        writer.sync()?;
-        // Make the new directory entry durable too.
-        if let Ok(dir) = File::open(&self.dir) {
-            let _ = dir.sync_all();
-        }
         Ok(writer)
     }
 
@@ -152,6 +158,7 @@ impl SessionStore {
             next_seq,
             len: loaded.valid_len,
             unsynced: false,
+            dir_unsynced: None,
         };
         Ok((writer, loaded))
     }
@@ -433,6 +440,9 @@ pub struct LogWriter {
     /// Length of the complete lines written, so a failed write can be undone.
     len: u64,
     unsynced: bool,
+    /// The sessions folder, when the log's directory entry is not yet durable (a log created
+    /// without a sync, `durable.rs`): the next sync makes it so.
+    dir_unsynced: Option<PathBuf>,
 }
 
 impl LogWriter {
@@ -512,6 +522,9 @@ impl LogWriter {
                 .map_err(|source| StoreError::Io { path, source })?;
             self.unsynced = false;
         }
+        if let Some(dir) = self.dir_unsynced.take() {
+            durable::sync_dir(&dir);
+        }
         Ok(())
     }
 
@@ -564,5 +577,8 @@ impl LogWriter {
     }
 }
 
+mod durable;
 #[cfg(test)]
 mod tests;
+
+pub use durable::PendingSync;

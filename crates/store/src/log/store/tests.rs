@@ -132,3 +132,40 @@ fn list_newest_first_with_titles() {
     assert_eq!(list[1].title.as_deref(), Some("first question here"));
     assert_eq!(list[0].title, None);
 }
+
+/// A sync taken out of the writer covers the new log's header, its folder and every line written
+/// before it was taken; what is written after it needs another one.
+#[test]
+fn a_taken_sync_covers_what_was_written_before_it() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let mut w = store.create_unsynced(&header(&id)).unwrap();
+    w.append(user("task")).unwrap();
+    let first = w
+        .take_sync()
+        .unwrap()
+        .expect("the header and the task are unsynced");
+    assert!(
+        first.dir.is_some(),
+        "a new log's folder entry is synced once"
+    );
+    assert!(
+        w.take_sync().unwrap().is_none(),
+        "nothing was written since"
+    );
+    w.append(user("answer")).unwrap();
+    let second = w.take_sync().unwrap().expect("the answer is unsynced");
+    assert!(second.dir.is_none());
+    // The writer goes on while they run elsewhere.
+    let (a, b) = (
+        std::thread::spawn(move || first.run()),
+        std::thread::spawn(move || second.run()),
+    );
+    a.join().unwrap().unwrap();
+    b.join().unwrap().unwrap();
+    drop(w);
+    let loaded = store.read(&id).unwrap();
+    assert_eq!(loaded.entries.len(), 2);
+    assert!(!loaded.torn_tail);
+}

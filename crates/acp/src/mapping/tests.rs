@@ -1,0 +1,105 @@
+use super::*;
+use serde_json::{Value, json};
+
+fn settings() -> Settings {
+    Settings {
+        mode: Mode::Ask,
+        available_modes: vec![Mode::Plan, Mode::Ask, Mode::Auto],
+        model: "a/m".into(),
+        models: vec![("a/m".into(), "M".into())],
+        effort: Effort::Default,
+        web_search: false,
+        agent: None,
+        agents: vec![],
+    }
+}
+
+#[test]
+fn config_options_are_in_contract_order() {
+    let v = serde_json::to_value(config_options(&settings())).unwrap();
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["mode", "model", "reasoning_effort", "web_search"]);
+    assert_eq!(v[0]["category"], "mode");
+    assert_eq!(v[2]["category"], "thought_level");
+    assert_eq!(v[0]["currentValue"], "ask");
+    assert_eq!(v[0]["options"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn text_chunk_shape() {
+    let u = updates(&Event::AgentMessageChunk { text: "hi".into() }, Takes::BASE);
+    let line = update_line(
+        &SessionId::parse("s1").unwrap(),
+        u.into_iter().next().unwrap(),
+    );
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        v,
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
+    );
+}
+
+#[test]
+fn mode_update_uses_current_mode_id() {
+    let u = updates(&Event::ModeChanged { mode: Mode::Auto }, Takes::BASE);
+    let line = update_line(
+        &SessionId::parse("s").unwrap(),
+        u.into_iter().next().unwrap(),
+    );
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["params"]["update"]["currentModeId"], "auto");
+}
+
+#[test]
+fn what_a_call_shows_has_display_changing_characters_escaped() {
+    let view = ToolCallView {
+        id: "c1".into(),
+        title: "rm x\u{202e}gpj".into(),
+        kind: ToolKind::Edit,
+        status: ToolStatus::Pending,
+        locations: vec![Location {
+            path: "/w/a\u{200b}b".into(),
+            line: None,
+        }],
+        content: vec![
+            ToolContent::Text {
+                text: "ok\r\n\u{1b}[2K".into(),
+            },
+            ToolContent::Diff {
+                path: "/w/a\u{200b}b".into(),
+                old_text: Some("x\u{feff}".into()),
+                new_text: "y\u{2066}".into(),
+            },
+        ],
+        raw_input: Some(json!({"command": "a\u{202e}b", "n": 1})),
+    };
+    let v = serde_json::to_value(tool_call_as_update(&view)).unwrap();
+    assert_eq!(v["title"], "rm x\\u{202e}gpj");
+    assert_eq!(v["locations"][0]["path"], "/w/a\\u{200b}b");
+    assert_eq!(v["content"][0]["content"]["text"], "ok\r\n\\u{1b}[2K");
+    assert_eq!(v["content"][1]["path"], "/w/a\\u{200b}b");
+    assert_eq!(v["content"][1]["oldText"], "x\\u{feff}");
+    assert_eq!(v["content"][1]["newText"], "y\\u{2066}");
+    assert_eq!(v["rawInput"], json!({"command": "a\\u{202e}b", "n": 1}));
+    let card = serde_json::to_value(tool_call(&view)).unwrap();
+    assert_eq!(card["title"], v["title"]);
+}
+
+#[test]
+fn option_parsing() {
+    assert_eq!(
+        parse_option("mode", "plan"),
+        Ok(OptionChange::Mode(Mode::Plan))
+    );
+    assert!(parse_option("mode", "yolo").is_err());
+    assert!(parse_option("colour", "x").is_err());
+    assert_eq!(
+        parse_option("web_search", "on"),
+        Ok(OptionChange::WebSearch(true))
+    );
+}
