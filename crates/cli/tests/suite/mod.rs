@@ -57,6 +57,7 @@ mod store_errors;
 mod subagent_sessions;
 mod subagents;
 mod terminal_view;
+mod titles;
 mod turn_failures;
 mod turn_usage;
 mod turns;

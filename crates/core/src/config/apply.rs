@@ -80,9 +80,7 @@ impl Config {
         if let Some(f) = raw.fs_delegation {
             self.fs_delegation = f;
         }
-        if let Some(t) = raw.titles {
-            self.titles = t;
-        }
+        self.titles = raw.titles.unwrap_or(self.titles);
         if let Some(m) = raw.title_model {
             self.title_model = (!m.trim().is_empty()).then_some(m);
         }

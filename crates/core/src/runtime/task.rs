@@ -329,7 +329,7 @@ impl SessionTask {
             Op::Snapshot { reply } => {
                 // A load answered before the title is written would get its update after the
                 // answer: wait for it (bounded), else give it up.
-                self.settle_title().await;
+                super::title::settle(&mut self.title_job).await;
                 let running = self.running.is_some();
                 let mcp_prompts = self.mcp_prompts();
                 let _ = reply.send(self.core.read(|state| Snapshot {
@@ -460,32 +460,10 @@ impl SessionTask {
 
     /// After the session's first turn: its title is written in the background.
     fn start_title(&mut self) {
-        if self.title_job.is_some() {
-            return;
-        }
-        let Some(text) = self.core.read(super::title::wanted) else {
-            return;
-        };
+        let text = self.core.read(super::title::wanted);
         let rec = self.core.recorder(self.events.clone(), None);
-        self.title_job = Some(tokio::spawn(super::title::generate(
-            self.services.clone(),
-            rec,
-            self.cwd.clone(),
-            text,
-        )));
-    }
-
-    /// Waits (bounded) for a title being written; one not written by then is given up.
-    async fn settle_title(&mut self) {
-        if let Some(job) = self.title_job.as_mut()
-            && !job.is_finished()
-            && tokio::time::timeout(super::title::LOAD_WAIT, &mut *job)
-                .await
-                .is_err()
-        {
-            job.abort();
-            let _ = job.await;
-        }
+        let cwd = self.cwd.clone();
+        super::title::start(&mut self.title_job, text, &self.services, rec, cwd);
     }
 
     /// Ends the queued prompts a cancel ended: none of them started, so nothing is recorded.
@@ -518,7 +496,7 @@ impl SessionTask {
             finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
         }
         self.cancel_queued().await;
-        self.settle_title().await;
+        super::title::settle(&mut self.title_job).await;
         let _ = stopping.await;
         if let Err(e) = self.core.sync() {
             tracing::error!(session = %self.session, error = %e, "could not flush session log on close");

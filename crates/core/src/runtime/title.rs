@@ -153,24 +153,9 @@ pub(super) async fn generate(services: Arc<Services>, rec: Recorder, cwd: PathBu
         }),
         cache_key: None,
     };
-    let mut stream = client.stream(request, CancellationToken::new());
-    let response = tokio::time::timeout(TIMEOUT, async {
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(ModelEvent::Completed(r)) => return Some(r),
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(session = %rec.session_id(), error = %e, "title request failed");
-                    return None;
-                }
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten();
-    let Some(response) = response else { return };
+    let Some(response) = ask(client.as_ref(), request).await else {
+        return;
+    };
     let cost = info.price.map(|p| p.cost(&response.usage));
     if let Err(e) = rec.record_side_usage(&info.id, response.usage, cost) {
         tracing::warn!(session = %rec.session_id(), error = %e, "could not record a title's usage");
@@ -198,6 +183,55 @@ pub(super) async fn generate(services: Arc<Services>, rec: Recorder, cwd: PathBu
         Err(e) => {
             tracing::warn!(session = %rec.session_id(), error = %e, "could not record a title")
         }
+    }
+}
+
+/// The request's complete response, within [`TIMEOUT`].
+async fn ask(
+    client: &dyn crate::model::ModelClient,
+    request: ModelRequest,
+) -> Option<crate::model::ModelResponse> {
+    let mut stream = client.stream(request, CancellationToken::new());
+    let read = async {
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(ModelEvent::Completed(r)) => return Some(r),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "title request failed");
+                    return None;
+                }
+            }
+        }
+        None
+    };
+    tokio::time::timeout(TIMEOUT, read).await.ok().flatten()
+}
+
+/// Starts the title of the session `rec` writes to, when it should get one and none was
+/// started (`job`) in this process.
+pub(super) fn start(
+    job: &mut Option<tokio::task::JoinHandle<()>>,
+    state_text: Option<String>,
+    services: &Arc<Services>,
+    rec: Recorder,
+    cwd: PathBuf,
+) {
+    if job.is_some() {
+        return;
+    }
+    let Some(text) = state_text else { return };
+    *job = Some(tokio::spawn(generate(services.clone(), rec, cwd, text)));
+}
+
+/// Waits (bounded) for a title being written; one not written by then is given up.
+pub(super) async fn settle(job: &mut Option<tokio::task::JoinHandle<()>>) {
+    if let Some(job) = job.as_mut()
+        && !job.is_finished()
+        && tokio::time::timeout(LOAD_WAIT, &mut *job).await.is_err()
+    {
+        job.abort();
+        let _ = job.await;
     }
 }
 

@@ -56,7 +56,7 @@ struct Input {
     tools: Option<Vec<String>>,
     /// The agent to hand it to.
     subagent_type: Option<String>,
-    /// "worktree": in a fresh git worktree; one left with changes is named in the answer.
+    /// "worktree": work in a fresh git worktree (kept and named if it has changes).
     isolation: Option<String>,
 }
 
@@ -155,10 +155,7 @@ pub(crate) async fn run(
     };
     let agent = match choose_agent(env, input.subagent_type.as_deref()) {
         Ok(agent) => agent,
-        Err(msg) => {
-            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
-            return Ok(CallEnd::Done);
-        }
+        Err(msg) => return refuse(rec, id, &msg).await,
     };
     let model = agent
         .and_then(|a| env.agent_models.iter().find(|(n, _)| *n == a.name))
@@ -170,10 +167,7 @@ pub(crate) async fn run(
     };
     let isolated = match isolate(env, id, input.isolation.as_deref()).await {
         Ok(isolated) => isolated,
-        Err(msg) => {
-            finish_call(rec, id, &msg, true, ToolStatus::Failed, None).await?;
-            return Ok(CallEnd::Done);
-        }
+        Err(msg) => return refuse(rec, id, &msg).await,
     };
     let cwd = isolated.as_ref().map_or(env.cwd.clone(), |w| w.cwd.clone());
     let child = match Child::start(rec, env, &view, &model, &input, cwd) {
@@ -187,11 +181,14 @@ pub(crate) async fn run(
     let outcome = child
         .run(rec, env, &model, agent, &allowed, child_turn, cancel)
         .await?;
-    let kept = match &isolated {
-        Some(w) => Some(w.finish().await),
-        None => None,
-    };
+    let kept = futures::future::OptionFuture::from(isolated.as_ref().map(Isolated::finish)).await;
     report(rec, id, &child, outcome, kept).await
+}
+
+/// Ends the call with `msg` for the model: it was not run.
+async fn refuse(rec: &Recorder, id: &str, msg: &str) -> Result<CallEnd, StoreError> {
+    finish_call(rec, id, msg, true, ToolStatus::Failed, None).await?;
+    Ok(CallEnd::Done)
 }
 
 /// The custom agent a call names, or what to tell the model when there is no such agent.
@@ -575,7 +572,7 @@ mod tests {
                     "description": {"type": "string", "description": "A few words for the user."},
                     "prompt": {"type": "string"},
                     "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names (a subset of yours)."},
-                    "isolation": {"type": "string", "enum": ["worktree"], "description": "\"worktree\": in a fresh git worktree; one left with changes is named in the answer."}
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "\"worktree\": work in a fresh git worktree (kept and named if it has changes)."}
                 },
                 "required": ["description", "prompt"]
             })
