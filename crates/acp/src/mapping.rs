@@ -15,15 +15,16 @@ use ferrite_core::content::{
     ToolKind, ToolStatus, UserContent,
 };
 use ferrite_core::display::visible;
-use ferrite_core::events::{CompactionStage, Event, Settings};
+use ferrite_core::events::{CompactionStage, Event};
 use ferrite_core::ids::SessionId;
 use ferrite_core::log::StopReason;
 use ferrite_core::mcp::{McpServerSpec, McpTransport};
-use ferrite_core::modes::{Effort, Mode};
 
 mod advertised;
+mod settings;
 
 pub use advertised::{CHECKLIST_PLAN_ID, Takes, system_prompt};
+pub use settings::{OptionChange, config_options, modes, parse_option};
 
 /// A prompt's blocks in ferrite's terms. Audio is refused: ferrite does not advertise it.
 pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>, String> {
@@ -293,28 +294,10 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::AgentThoughtChunk { text } => vec![U::AgentThoughtChunk(acp::ContentChunk::new(
             text_block(text),
         ))],
-        Event::ToolCall(v)
-            if !takes.subagents
-                && let Some(content) = without_sessions(&v.content) =>
-        {
-            vec![U::ToolCall(tool_call(&ToolCallView {
-                content,
-                ..v.clone()
-            }))]
-        }
-        Event::ToolCall(v) => vec![U::ToolCall(tool_call(v))],
+        Event::ToolCall(v) => vec![U::ToolCall(card(v, takes))],
         // What is only for terminal views (`crate::terminal`) is not sent to other clients.
         Event::ToolCallUpdate(v) if terminal_only(v) => vec![],
-        Event::ToolCallUpdate(v)
-            if !takes.subagents
-                && let Some(content) = v.content.as_deref().and_then(without_sessions) =>
-        {
-            vec![U::ToolCallUpdate(tool_call_update(&ToolCallUpdateView {
-                content: Some(content),
-                ..v.clone()
-            }))]
-        }
-        Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(tool_call_update(v))],
+        Event::ToolCallUpdate(v) => vec![U::ToolCallUpdate(card_update(v, takes))],
         Event::Subagent(v) if takes.subagents => vec![advertised::subagent(v)],
         // Other clients never hear of a child session: they see the parent's card.
         Event::Subagent(_) => vec![],
@@ -323,24 +306,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
             from,
             to,
             content,
-        } if takes.subagents => vec![advertised::session_message(
-            message_id,
-            from,
-            to,
-            content.iter().map(user_block).collect(),
-        )],
-        // Only in the child's own session (loaded by its id). The model wrote the task, so it is
-        // never shown as the user's words: the agent's message, naming where it came from.
-        Event::SessionMessage { from, content, .. } => {
-            let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
-            vec![U::AgentMessageChunk(acp::ContentChunk::new(text_block(
-                &format!(
-                    "Task from the main agent (session {}):\n\n{}\n\n",
-                    from.as_str(),
-                    text.join("\n\n")
-                ),
-            )))]
-        }
+        } => vec![session_message(message_id, from, to, content, takes)],
         Event::Plan { entries } if takes.plans => vec![advertised::checklist(plan(entries))],
         Event::Plan { entries } => vec![U::Plan(plan(entries))],
         Event::PlanProposal { markdown } if takes.plans => vec![advertised::proposal(markdown)],
@@ -360,34 +326,14 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::Usage { used, size, cost } => vec![U::UsageUpdate(
             acp::UsageUpdate::new(*used, *size).cost(cost.map(|c| acp::Cost::new(c, "USD"))),
         )],
-        Event::Notice { text } if takes.notices => {
-            advertised::notice(text, acp::NoticeSeverity::Warning)
-                .into_iter()
-                .collect()
-        }
-        Event::Info { text } if takes.notices => {
-            advertised::notice(text, acp::NoticeSeverity::Info)
-                .into_iter()
-                .collect()
-        }
-        // Marked, so a client can tell it from the conversation (it may come between turns);
-        // a paragraph of its own in a Markdown client, each of its lines one too.
-        Event::Notice { text } | Event::Info { text } => vec![U::AgentMessageChunk(
-            acp::ContentChunk::new(text_block(&format!(
-                "\n\n{}\n\n",
-                ferrite_core::content::markdown_paragraphs(text)
-            )))
-            .meta(notice_meta()),
-        )],
+        Event::Notice { text } => notice(text, acp::NoticeSeverity::Warning, takes),
+        Event::Info { text } => notice(text, acp::NoticeSeverity::Info, takes),
         Event::Compaction { id, stage } if takes.compaction => advertised::compaction(id, stage),
         // As before compactions had updates: a notice when one is done, nothing else.
         Event::Compaction { stage, .. } => match stage {
-            CompactionStage::Completed { notice, .. } => updates(
-                &Event::Notice {
-                    text: notice.clone(),
-                },
-                takes,
-            ),
+            CompactionStage::Completed { notice: text, .. } => {
+                notice(text, acp::NoticeSeverity::Warning, takes)
+            }
             CompactionStage::Started
             | CompactionStage::Failed { .. }
             | CompactionStage::Cancelled => vec![],
@@ -397,6 +343,70 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         )],
         Event::TurnEnded(_) => vec![],
     }
+}
+
+/// A call's card; a client that does not take subagents is not shown `session` content.
+fn card(v: &ToolCallView, takes: Takes) -> acp::ToolCall {
+    match without_sessions(&v.content) {
+        Some(content) if !takes.subagents => tool_call(&ToolCallView {
+            content,
+            ..v.clone()
+        }),
+        _ => tool_call(v),
+    }
+}
+
+/// An update of a call's card, with `session` content only for a client that takes subagents.
+fn card_update(v: &ToolCallUpdateView, takes: Takes) -> acp::ToolCallUpdate {
+    match v.content.as_deref().and_then(without_sessions) {
+        Some(content) if !takes.subagents => tool_call_update(&ToolCallUpdateView {
+            content: Some(content),
+            ..v.clone()
+        }),
+        _ => tool_call_update(v),
+    }
+}
+
+/// A message between sessions: as itself to a client that takes subagents. Otherwise only in
+/// the child's own session (loaded by its id), and since the model wrote the task it is never
+/// shown as the user's words: the agent's message, naming where it came from.
+fn session_message(
+    message_id: &str,
+    from: &SessionId,
+    to: &SessionId,
+    content: &[UserContent],
+    takes: Takes,
+) -> acp::SessionUpdate {
+    if takes.subagents {
+        return advertised::session_message(
+            message_id,
+            from,
+            to,
+            content.iter().map(user_block).collect(),
+        );
+    }
+    let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
+    acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(text_block(&format!(
+        "Task from the main agent (session {}):\n\n{}\n\n",
+        from.as_str(),
+        text.join("\n\n")
+    ))))
+}
+
+/// A notice (or an info line): as a `notice` to a client that takes them; otherwise an agent
+/// message marked, so a client can tell it from the conversation (it may come between turns),
+/// a paragraph of its own in a Markdown client, each of its lines one too.
+fn notice(text: &str, severity: acp::NoticeSeverity, takes: Takes) -> Vec<acp::SessionUpdate> {
+    if takes.notices {
+        return advertised::notice(text, severity).into_iter().collect();
+    }
+    vec![acp::SessionUpdate::AgentMessageChunk(
+        acp::ContentChunk::new(text_block(&format!(
+            "\n\n{}\n\n",
+            ferrite_core::content::markdown_paragraphs(text)
+        )))
+        .meta(notice_meta()),
+    )]
 }
 
 /// The commands as ACP lists them; a hint becomes the unstructured input's hint.
@@ -445,83 +455,6 @@ pub fn stop_reason(s: StopReason) -> acp::StopReason {
     }
 }
 
-pub fn modes(s: &Settings) -> acp::SessionModeState {
-    acp::SessionModeState::new(
-        s.mode.id(),
-        s.available_modes
-            .iter()
-            .map(|m| {
-                acp::SessionMode::new(m.id(), m.name()).description(m.description().to_owned())
-            })
-            .collect(),
-    )
-}
-
-/// `mode`, `model`, `reasoning_effort`, `web_search`, in that order (`docs/acp.md`).
-pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
-    let mode_opts: Vec<acp::SessionConfigSelectOption> = s
-        .available_modes
-        .iter()
-        .map(|m| {
-            acp::SessionConfigSelectOption::new(m.id(), m.name())
-                .description(m.description().to_owned())
-        })
-        .collect();
-    let model_opts: Vec<acp::SessionConfigSelectOption> = s
-        .models
-        .iter()
-        // The value is the id the editor sends back, so it stays as it is; the name is shown.
-        .map(|(id, name)| acp::SessionConfigSelectOption::new(id.clone(), shown(name)))
-        .collect();
-    let effort_opts: Vec<acp::SessionConfigSelectOption> = Effort::ALL
-        .iter()
-        .map(|e| acp::SessionConfigSelectOption::new(e.id(), e.name()))
-        .collect();
-    let web_opts = vec![
-        acp::SessionConfigSelectOption::new("off", "Off"),
-        acp::SessionConfigSelectOption::new("on", "On")
-            .description("The provider's hosted web search".to_owned()),
-    ];
-    let mut options = vec![
-        acp::SessionConfigOption::select("mode", "Mode", s.mode.id(), mode_opts)
-            .category(acp::SessionConfigOptionCategory::Mode),
-        acp::SessionConfigOption::select("model", "Model", s.model.clone(), model_opts)
-            .category(acp::SessionConfigOptionCategory::Model),
-        acp::SessionConfigOption::select(
-            "reasoning_effort",
-            "Reasoning effort",
-            s.effort.id(),
-            effort_opts,
-        )
-        .category(acp::SessionConfigOptionCategory::ThoughtLevel),
-        acp::SessionConfigOption::select(
-            "web_search",
-            "Web search",
-            if s.web_search { "on" } else { "off" },
-            web_opts,
-        ),
-    ];
-    // Only where there are custom agents: other sessions show the options they always did.
-    if !s.agents.is_empty() {
-        let mut agent_opts = vec![
-            acp::SessionConfigSelectOption::new(NO_AGENT, "Ferrite")
-                .description("No custom agent".to_owned()),
-        ];
-        agent_opts.extend(s.agents.iter().map(|(name, description)| {
-            acp::SessionConfigSelectOption::new(name.clone(), shown(name))
-                .description(shown(description))
-        }));
-        let current = s.agent.clone().unwrap_or_else(|| NO_AGENT.to_owned());
-        options.push(acp::SessionConfigOption::select(
-            "agent", "Agent", current, agent_opts,
-        ));
-    }
-    options
-}
-
-/// The `agent` option's value for "no custom agent".
-const NO_AGENT: &str = "default";
-
 /// MCP servers from an ACP request in ferrite's terms. SSE servers are not supported (ferrite
 /// advertises only HTTP); their names are returned so the user can be told.
 pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<String>) {
@@ -555,74 +488,11 @@ pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<Str
     (specs, unsupported)
 }
 
-/// Which option a `session/set_config_option` changes, parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum OptionChange {
-    Mode(Mode),
-    Agent(Option<String>),
-    Model(String),
-    Effort(Effort),
-    WebSearch(bool),
-}
-
-pub fn parse_option(config_id: &str, value: &str) -> Result<OptionChange, String> {
-    match config_id {
-        "mode" => value
-            .parse()
-            .map(OptionChange::Mode)
-            .map_err(|e| e.to_string()),
-        "model" => Ok(OptionChange::Model(value.to_owned())),
-        "agent" => Ok(OptionChange::Agent(
-            (value != NO_AGENT).then(|| value.to_owned()),
-        )),
-        "reasoning_effort" => value
-            .parse()
-            .map(OptionChange::Effort)
-            .map_err(|e| e.to_string()),
-        "web_search" => match value {
-            "on" | "true" => Ok(OptionChange::WebSearch(true)),
-            "off" | "false" => Ok(OptionChange::WebSearch(false)),
-            _ => Err(format!(
-                "unknown web_search value `{value}`; expected on or off"
-            )),
-        },
-        _ => Err(format!("unknown config option `{config_id}`")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrite_core::modes::Mode;
     use serde_json::{Value, json};
-
-    fn settings() -> Settings {
-        Settings {
-            mode: Mode::Ask,
-            available_modes: vec![Mode::Plan, Mode::Ask, Mode::Auto],
-            model: "a/m".into(),
-            models: vec![("a/m".into(), "M".into())],
-            effort: Effort::Default,
-            web_search: false,
-            agent: None,
-            agents: vec![],
-        }
-    }
-
-    #[test]
-    fn config_options_are_in_contract_order() {
-        let v = serde_json::to_value(config_options(&settings())).unwrap();
-        let ids: Vec<&str> = v
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, ["mode", "model", "reasoning_effort", "web_search"]);
-        assert_eq!(v[0]["category"], "mode");
-        assert_eq!(v[2]["category"], "thought_level");
-        assert_eq!(v[0]["currentValue"], "ask");
-        assert_eq!(v[0]["options"].as_array().unwrap().len(), 3);
-    }
 
     #[test]
     fn text_chunk_shape() {
@@ -682,19 +552,5 @@ mod tests {
         assert_eq!(v["rawInput"], json!({"command": "a\\u{202e}b", "n": 1}));
         let card = serde_json::to_value(tool_call(&view)).unwrap();
         assert_eq!(card["title"], v["title"]);
-    }
-
-    #[test]
-    fn option_parsing() {
-        assert_eq!(
-            parse_option("mode", "plan"),
-            Ok(OptionChange::Mode(Mode::Plan))
-        );
-        assert!(parse_option("mode", "yolo").is_err());
-        assert!(parse_option("colour", "x").is_err());
-        assert_eq!(
-            parse_option("web_search", "on"),
-            Ok(OptionChange::WebSearch(true))
-        );
     }
 }
