@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1 as acp;
 use ferrite_core::display::visible;
-use ferrite_core::events::{CompactionStage, Event, Settings};
+use ferrite_core::events::{CompactionStage, Event};
 use ferrite_core::mcp::{McpServerSpec, McpTransport};
-use ferrite_core::modes::{Effort, Mode};
 use ferrite_store::content::{
     Location, PlanEntry, PlanPriority, PlanStatus, ToolCallUpdateView, ToolCallView, ToolContent,
     ToolKind, ToolStatus, UserContent,
@@ -22,8 +21,10 @@ use ferrite_store::ids::SessionId;
 use ferrite_store::log::StopReason;
 
 mod advertised;
+mod settings;
 
 pub use advertised::{CHECKLIST_PLAN_ID, Takes, system_prompt};
+pub use settings::{OptionChange, config_options, modes, parse_option};
 
 /// A prompt's blocks in ferrite's terms. Audio is refused: ferrite does not advertise it.
 pub fn prompt_content(blocks: Vec<acp::ContentBlock>) -> Result<Vec<UserContent>, String> {
@@ -278,70 +279,6 @@ fn plan(entries: &[PlanEntry]) -> acp::Plan {
     )
 }
 
-/// A tool call's card; a client that does not show child sessions gets it without them.
-fn card(v: &ToolCallView, takes: Takes) -> acp::ToolCall {
-    match without_sessions(&v.content) {
-        Some(content) if !takes.subagents => tool_call(&ToolCallView {
-            content,
-            ..v.clone()
-        }),
-        Some(_) | None => tool_call(v),
-    }
-}
-
-/// An update of a card, as [`card`].
-fn card_update(v: &ToolCallUpdateView, takes: Takes) -> acp::ToolCallUpdate {
-    match v.content.as_deref().and_then(without_sessions) {
-        Some(content) if !takes.subagents => tool_call_update(&ToolCallUpdateView {
-            content: Some(content),
-            ..v.clone()
-        }),
-        Some(_) | None => tool_call_update(v),
-    }
-}
-
-/// A message from another session. Without the capability it is only in the child's own
-/// session (loaded by its id); the model wrote the task, so it is never shown as the user's
-/// words: the agent's message, naming where it came from.
-fn session_message(
-    message_id: &str,
-    from: &SessionId,
-    to: &SessionId,
-    content: &[UserContent],
-    takes: Takes,
-) -> acp::SessionUpdate {
-    if takes.subagents {
-        return advertised::session_message(
-            message_id,
-            from,
-            to,
-            content.iter().map(user_block).collect(),
-        );
-    }
-    let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
-    acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(text_block(&format!(
-        "Task from the main agent (session {}):\n\n{}\n\n",
-        from.as_str(),
-        text.join("\n\n")
-    ))))
-}
-
-/// A notice: the advertised update where the client takes them, else an agent message marked
-/// so a client can tell it from the conversation (it may come between turns); a paragraph of
-/// its own in a Markdown client, each of its lines one too.
-fn notice(text: &str, severity: acp::NoticeSeverity, takes: Takes) -> Vec<acp::SessionUpdate> {
-    if takes.notices {
-        return advertised::notice(text, severity).into_iter().collect();
-    }
-    vec![acp::SessionUpdate::AgentMessageChunk(
-        acp::ContentChunk::new(text_block(&format!(
-            "\n\n{}\n\n",
-            ferrite_store::content::markdown_paragraphs(text)
-        )))
-        .meta(notice_meta()),
-    )]
-}
-
 /// The `session/update` updates an event becomes (most become one; a replayed user message with
 /// several blocks becomes several chunks; a turn's end becomes none).
 pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
@@ -394,12 +331,9 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::Compaction { id, stage } if takes.compaction => advertised::compaction(id, stage),
         // As before compactions had updates: a notice when one is done, nothing else.
         Event::Compaction { stage, .. } => match stage {
-            CompactionStage::Completed { notice, .. } => updates(
-                &Event::Notice {
-                    text: notice.clone(),
-                },
-                takes,
-            ),
+            CompactionStage::Completed { notice: text, .. } => {
+                notice(text, acp::NoticeSeverity::Warning, takes)
+            }
             CompactionStage::Started
             | CompactionStage::Failed { .. }
             | CompactionStage::Cancelled => vec![],
@@ -409,6 +343,70 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         )],
         Event::TurnEnded(_) => vec![],
     }
+}
+
+/// A call's card; a client that does not take subagents is not shown `session` content.
+fn card(v: &ToolCallView, takes: Takes) -> acp::ToolCall {
+    match without_sessions(&v.content) {
+        Some(content) if !takes.subagents => tool_call(&ToolCallView {
+            content,
+            ..v.clone()
+        }),
+        _ => tool_call(v),
+    }
+}
+
+/// An update of a call's card, with `session` content only for a client that takes subagents.
+fn card_update(v: &ToolCallUpdateView, takes: Takes) -> acp::ToolCallUpdate {
+    match v.content.as_deref().and_then(without_sessions) {
+        Some(content) if !takes.subagents => tool_call_update(&ToolCallUpdateView {
+            content: Some(content),
+            ..v.clone()
+        }),
+        _ => tool_call_update(v),
+    }
+}
+
+/// A message between sessions: as itself to a client that takes subagents. Otherwise only in
+/// the child's own session (loaded by its id), and since the model wrote the task it is never
+/// shown as the user's words: the agent's message, naming where it came from.
+fn session_message(
+    message_id: &str,
+    from: &SessionId,
+    to: &SessionId,
+    content: &[UserContent],
+    takes: Takes,
+) -> acp::SessionUpdate {
+    if takes.subagents {
+        return advertised::session_message(
+            message_id,
+            from,
+            to,
+            content.iter().map(user_block).collect(),
+        );
+    }
+    let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
+    acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(text_block(&format!(
+        "Task from the main agent (session {}):\n\n{}\n\n",
+        from.as_str(),
+        text.join("\n\n")
+    ))))
+}
+
+/// A notice (or an info line): as a `notice` to a client that takes them; otherwise an agent
+/// message marked, so a client can tell it from the conversation (it may come between turns),
+/// a paragraph of its own in a Markdown client, each of its lines one too.
+fn notice(text: &str, severity: acp::NoticeSeverity, takes: Takes) -> Vec<acp::SessionUpdate> {
+    if takes.notices {
+        return advertised::notice(text, severity).into_iter().collect();
+    }
+    vec![acp::SessionUpdate::AgentMessageChunk(
+        acp::ContentChunk::new(text_block(&format!(
+            "\n\n{}\n\n",
+            ferrite_store::content::markdown_paragraphs(text)
+        )))
+        .meta(notice_meta()),
+    )]
 }
 
 /// The commands as ACP lists them; a hint becomes the unstructured input's hint.
@@ -457,83 +455,6 @@ pub fn stop_reason(s: StopReason) -> acp::StopReason {
     }
 }
 
-pub fn modes(s: &Settings) -> acp::SessionModeState {
-    acp::SessionModeState::new(
-        s.mode.id(),
-        s.available_modes
-            .iter()
-            .map(|m| {
-                acp::SessionMode::new(m.id(), m.name()).description(m.description().to_owned())
-            })
-            .collect(),
-    )
-}
-
-/// `mode`, `model`, `reasoning_effort`, `web_search`, in that order (`docs/acp.md`).
-pub fn config_options(s: &Settings) -> Vec<acp::SessionConfigOption> {
-    let mode_opts: Vec<acp::SessionConfigSelectOption> = s
-        .available_modes
-        .iter()
-        .map(|m| {
-            acp::SessionConfigSelectOption::new(m.id(), m.name())
-                .description(m.description().to_owned())
-        })
-        .collect();
-    let model_opts: Vec<acp::SessionConfigSelectOption> = s
-        .models
-        .iter()
-        // The value is the id the editor sends back, so it stays as it is; the name is shown.
-        .map(|(id, name)| acp::SessionConfigSelectOption::new(id.clone(), shown(name)))
-        .collect();
-    let effort_opts: Vec<acp::SessionConfigSelectOption> = Effort::ALL
-        .iter()
-        .map(|e| acp::SessionConfigSelectOption::new(e.id(), e.name()))
-        .collect();
-    let web_opts = vec![
-        acp::SessionConfigSelectOption::new("off", "Off"),
-        acp::SessionConfigSelectOption::new("on", "On")
-            .description("The provider's hosted web search".to_owned()),
-    ];
-    let mut options = vec![
-        acp::SessionConfigOption::select("mode", "Mode", s.mode.id(), mode_opts)
-            .category(acp::SessionConfigOptionCategory::Mode),
-        acp::SessionConfigOption::select("model", "Model", s.model.clone(), model_opts)
-            .category(acp::SessionConfigOptionCategory::Model),
-        acp::SessionConfigOption::select(
-            "reasoning_effort",
-            "Reasoning effort",
-            s.effort.id(),
-            effort_opts,
-        )
-        .category(acp::SessionConfigOptionCategory::ThoughtLevel),
-        acp::SessionConfigOption::select(
-            "web_search",
-            "Web search",
-            if s.web_search { "on" } else { "off" },
-            web_opts,
-        ),
-    ];
-    // Only where there are custom agents: other sessions show the options they always did.
-    if !s.agents.is_empty() {
-        let mut agent_opts = vec![
-            acp::SessionConfigSelectOption::new(NO_AGENT, "Ferrite")
-                .description("No custom agent".to_owned()),
-        ];
-        agent_opts.extend(s.agents.iter().map(|(name, description)| {
-            acp::SessionConfigSelectOption::new(name.clone(), shown(name))
-                .description(shown(description))
-        }));
-        let current = s.agent.clone().unwrap_or_else(|| NO_AGENT.to_owned());
-        options.push(acp::SessionConfigOption::select(
-            "agent", "Agent", current, agent_opts,
-        ));
-    }
-    options
-}
-
-/// The `agent` option's value for "no custom agent".
-const NO_AGENT: &str = "default";
-
 /// MCP servers from an ACP request in ferrite's terms. SSE servers are not supported (ferrite
 /// advertises only HTTP); their names are returned so the user can be told.
 pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<String>) {
@@ -565,41 +486,6 @@ pub fn mcp_servers(servers: Vec<acp::McpServer>) -> (Vec<McpServerSpec>, Vec<Str
         }
     }
     (specs, unsupported)
-}
-
-/// Which option a `session/set_config_option` changes, parsed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum OptionChange {
-    Mode(Mode),
-    Agent(Option<String>),
-    Model(String),
-    Effort(Effort),
-    WebSearch(bool),
-}
-
-pub fn parse_option(config_id: &str, value: &str) -> Result<OptionChange, String> {
-    match config_id {
-        "mode" => value
-            .parse()
-            .map(OptionChange::Mode)
-            .map_err(|e| e.to_string()),
-        "model" => Ok(OptionChange::Model(value.to_owned())),
-        "agent" => Ok(OptionChange::Agent(
-            (value != NO_AGENT).then(|| value.to_owned()),
-        )),
-        "reasoning_effort" => value
-            .parse()
-            .map(OptionChange::Effort)
-            .map_err(|e| e.to_string()),
-        "web_search" => match value {
-            "on" | "true" => Ok(OptionChange::WebSearch(true)),
-            "off" | "false" => Ok(OptionChange::WebSearch(false)),
-            _ => Err(format!(
-                "unknown web_search value `{value}`; expected on or off"
-            )),
-        },
-        _ => Err(format!("unknown config option `{config_id}`")),
-    }
 }
 
 #[cfg(test)]

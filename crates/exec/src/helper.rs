@@ -214,6 +214,22 @@ pub(crate) fn helper_args(
     args
 }
 
+/// The options that add a path to one of the policy's lists: the option, the message when its
+/// path is missing, the list.
+type PathList = fn(&mut Policy) -> &mut Vec<PathBuf>;
+const PATH_OPTIONS: [(&str, &str, PathList); 4] = [
+    ("--write", "`--write` needs a directory", |p| {
+        &mut p.writable
+    }),
+    ("--hide", "`--hide` needs a path", |p| &mut p.hidden),
+    ("--protect", "`--protect` needs a path", |p| {
+        &mut p.protected
+    }),
+    ("--unix-socket", "`--unix-socket` needs a path", |p| {
+        &mut p.unix_sockets
+    }),
+];
+
 fn parse(args: &[OsString]) -> Result<Invocation, String> {
     let mut rest = args.iter().skip(2);
     let mut parent = None;
@@ -232,6 +248,14 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
         let Some(arg) = rest.next() else {
             return Err("missing `--` before the command".to_owned());
         };
+        let path_option = arg
+            .to_str()
+            .and_then(|a| PATH_OPTIONS.iter().find(|(name, ..)| *name == a));
+        if let Some((_, needs, list)) = path_option {
+            let path = rest.next().ok_or(*needs)?;
+            list(&mut policy).push(PathBuf::from(path));
+            continue;
+        }
         match arg.to_str() {
             Some("--parent") => {
                 let pid = rest.next().ok_or("`--parent` needs a pid")?;
@@ -252,22 +276,6 @@ fn parse(args: &[OsString]) -> Result<Invocation, String> {
                 backend = Some(SandboxBackend::from_arg(name).ok_or("unknown `--sandbox`")?);
             }
             Some("--unrestricted") => unrestricted = true,
-            Some("--write") => {
-                let dir = rest.next().ok_or("`--write` needs a directory")?;
-                policy.writable.push(PathBuf::from(dir));
-            }
-            Some("--hide") => {
-                let path = rest.next().ok_or("`--hide` needs a path")?;
-                policy.hidden.push(PathBuf::from(path));
-            }
-            Some("--protect") => {
-                let path = rest.next().ok_or("`--protect` needs a path")?;
-                policy.protected.push(PathBuf::from(path));
-            }
-            Some("--unix-socket") => {
-                let path = rest.next().ok_or("`--unix-socket` needs a path")?;
-                policy.unix_sockets.push(PathBuf::from(path));
-            }
             Some(supervisor::BROKER_FD_ARG) => {
                 let fd = rest.next().and_then(|n| n.to_str()?.parse::<i32>().ok());
                 broker_fd = Some(

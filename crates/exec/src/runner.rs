@@ -265,22 +265,7 @@ impl ExecRunner {
     ) -> Result<CommandOutput, ExecError> {
         let started = Instant::now();
         let mut command = self.command(&spec)?;
-        let mut sink = OutputSink::create(
-            &spec.spill_dir,
-            self.spill_limit,
-            spec.max_bytes,
-            spec.max_lines,
-            on_output,
-        )
-        .await
-        .map_err(|err| {
-            ExecError::Io(format!(
-                "could not create an output file in {}: {err}",
-                spec.spill_dir.display()
-            ))
-        })?
-        .with_separate_stderr(spec.separate_stderr)
-        .with_budget(spec.spill_budget.clone());
+        let mut sink = self.open_sink(&spec, on_output).await?;
         let mut child = command.spawn().map_err(|err| {
             ExecError::Spawn(format!(
                 "{} in {}: {err}",
@@ -298,75 +283,21 @@ impl ExecRunner {
                 let _ = pipe.write_all(&bytes).await;
             });
         }
+        let missing = || ExecError::Spawn("the command's output pipes are missing".to_owned());
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            return Err(ExecError::Spawn(
-                "the command's output pipes are missing".to_owned(),
-            ));
+            return Err(missing());
         };
-
         let mut guard = DrainOnDrop(Some(Pipes::new(stdout, stderr)));
         let Some(pipes) = guard.0.as_mut() else {
-            return Err(ExecError::Spawn(
-                "the command's output pipes are missing".to_owned(),
-            ));
+            return Err(missing());
         };
-        let timeout = tokio::time::sleep(spec.timeout);
-        tokio::pin!(timeout);
-        let mut stop: Option<Stop> = None;
-        let mut status: Option<std::io::Result<ExitStatus>> = None;
-        let mut kill_at: Option<tokio::time::Instant> = None;
-        let mut drain_until: Option<tokio::time::Instant> = None;
-
-        while status.is_none() || !pipes.closed() {
-            tokio::select! {
-                // Cancel first: it must win over a busy output stream.
-                biased;
-                () = cancel.cancelled(), if stop.is_none() && status.is_none() => {
-                    stop = Some(Stop::Cancelled);
-                    tree.terminate();
-                    kill_at = Some(tokio::time::Instant::now() + KILL_GRACE + SUPERVISOR_SLACK);
-                }
-                () = &mut timeout, if stop.is_none() && status.is_none() => {
-                    stop = Some(Stop::TimedOut);
-                    tree.terminate();
-                    kill_at = Some(tokio::time::Instant::now() + KILL_GRACE + SUPERVISOR_SLACK);
-                }
-                () = sleep_until(kill_at), if kill_at.is_some() && status.is_none() => {
-                    tracing::warn!(command = %spec.command, "the command's supervisor did not stop in time; killing it");
-                    tree.kill_supervisor();
-                    kill_at = None;
-                }
-                exited = child.wait(), if status.is_none() => {
-                    // The supervisor exits last: the whole tree is gone.
-                    status = Some(exited);
-                    tree.disarm();
-                    drain_until = Some(tokio::time::Instant::now() + DRAIN_GRACE);
-                }
-                () = sleep_until(drain_until), if drain_until.is_some() => {
-                    tracing::debug!(
-                        command = %spec.command,
-                        "output pipes still open after the command's supervisor exited; not waiting"
-                    );
-                    break;
-                }
-                chunk = pipes.stdout.read(), if pipes.stdout.open => {
-                    if sink.push(Stream::Stdout, chunk).await == Pushed::SpillLimitReached
-                        && stop.is_none()
-                    {
-                        stop = Some(Stop::OutputLimit);
-                        tree.kill_now();
-                    }
-                }
-                chunk = pipes.stderr.read(), if pipes.stderr.open => {
-                    if sink.push(Stream::Stderr, chunk).await == Pushed::SpillLimitReached
-                        && stop.is_none()
-                    {
-                        stop = Some(Stop::OutputLimit);
-                        tree.kill_now();
-                    }
-                }
-            }
-        }
+        let mut watch = Watch {
+            child: &mut child,
+            tree: &mut tree,
+            pipes,
+            sink: &mut sink,
+        };
+        let (stop, status) = watch.until_done(&spec, &cancel).await;
         tree.disarm();
 
         let status = status
@@ -376,16 +307,8 @@ impl ExecRunner {
             sink.note(output_limit_note(sink.budget_spent(), self.spill_limit));
         }
         let summary = sink.finish().await;
-        if matches!(spec.sandbox, Sandbox::Restricted { .. })
-            && status.code() == Some(i32::from(SETUP_FAILURE_CODE))
-            && let Some(message) =
-                String::from_utf8_lossy(&summary.head).strip_prefix(SETUP_FAILURE_PREFIX)
-        {
-            let reason = message.lines().next().unwrap_or_default();
-            return Err(ExecError::SandboxUnavailable(format!(
-                "This command was not run: the sandbox could not be enforced ({reason}). Switch \
-                 the session to `full` mode to run commands without a sandbox."
-            )));
+        if matches!(spec.sandbox, Sandbox::Restricted { .. }) {
+            sandbox_setup_failure(status, &summary.head)?;
         }
         let exit = match stop {
             Some(Stop::Cancelled) => Exit::Cancelled,
@@ -402,6 +325,127 @@ impl ExecRunner {
             duration: started.elapsed(),
             stderr: summary.stderr,
         })
+    }
+
+    /// Where the command's output goes: streamed to `on_output`, kept within the spec's limits,
+    /// spilled to a file in its `spill_dir`.
+    async fn open_sink<'a>(
+        &self,
+        spec: &CommandSpec,
+        on_output: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> Result<OutputSink<'a>, ExecError> {
+        let sink = OutputSink::create(
+            &spec.spill_dir,
+            self.spill_limit,
+            spec.max_bytes,
+            spec.max_lines,
+            on_output,
+        )
+        .await
+        .map_err(|err| {
+            ExecError::Io(format!(
+                "could not create an output file in {}: {err}",
+                spec.spill_dir.display()
+            ))
+        })?;
+        Ok(sink
+            .with_separate_stderr(spec.separate_stderr)
+            .with_budget(spec.spill_budget.clone()))
+    }
+}
+
+/// A sandboxed command whose helper exited with the setup-failure code and message never ran:
+/// the sandbox could not be put in place.
+fn sandbox_setup_failure(status: ExitStatus, head: &[u8]) -> Result<(), ExecError> {
+    if status.code() == Some(i32::from(SETUP_FAILURE_CODE))
+        && let Some(message) = String::from_utf8_lossy(head).strip_prefix(SETUP_FAILURE_PREFIX)
+    {
+        let reason = message.lines().next().unwrap_or_default();
+        return Err(ExecError::SandboxUnavailable(format!(
+            "This command was not run: the sandbox could not be enforced ({reason}). Switch \
+             the session to `full` mode to run commands without a sandbox."
+        )));
+    }
+    Ok(())
+}
+
+/// One running command: its supervisor, its process tree, its output pipes and where the
+/// output goes.
+struct Watch<'w, 'a> {
+    child: &'w mut tokio::process::Child,
+    tree: &'w mut Tree,
+    pipes: &'w mut Pipes,
+    sink: &'w mut OutputSink<'a>,
+}
+
+impl Watch<'_, '_> {
+    /// Reads the output until the supervisor has exited and both pipes are closed, stopping the
+    /// tree on cancel, timeout or too much output (and killing the supervisor if it does not
+    /// stop in time). Returns why we stopped it, if we did, and its exit status.
+    async fn until_done(
+        &mut self,
+        spec: &CommandSpec,
+        cancel: &CancellationToken,
+    ) -> (Option<Stop>, Option<std::io::Result<ExitStatus>>) {
+        let timeout = tokio::time::sleep(spec.timeout);
+        tokio::pin!(timeout);
+        let mut stop: Option<Stop> = None;
+        let mut status: Option<std::io::Result<ExitStatus>> = None;
+        let mut kill_at: Option<tokio::time::Instant> = None;
+        let mut drain_until: Option<tokio::time::Instant> = None;
+        let grace = || Some(tokio::time::Instant::now() + KILL_GRACE + SUPERVISOR_SLACK);
+
+        while status.is_none() || !self.pipes.closed() {
+            tokio::select! {
+                // Cancel first: it must win over a busy output stream.
+                biased;
+                () = cancel.cancelled(), if stop.is_none() && status.is_none() => {
+                    stop = Some(Stop::Cancelled);
+                    self.tree.terminate();
+                    kill_at = grace();
+                }
+                () = &mut timeout, if stop.is_none() && status.is_none() => {
+                    stop = Some(Stop::TimedOut);
+                    self.tree.terminate();
+                    kill_at = grace();
+                }
+                () = sleep_until(kill_at), if kill_at.is_some() && status.is_none() => {
+                    tracing::warn!(command = %spec.command, "the command's supervisor did not stop in time; killing it");
+                    self.tree.kill_supervisor();
+                    kill_at = None;
+                }
+                exited = self.child.wait(), if status.is_none() => {
+                    // The supervisor exits last: the whole tree is gone.
+                    status = Some(exited);
+                    self.tree.disarm();
+                    drain_until = Some(tokio::time::Instant::now() + DRAIN_GRACE);
+                }
+                () = sleep_until(drain_until), if drain_until.is_some() => {
+                    tracing::debug!(
+                        command = %spec.command,
+                        "output pipes still open after the command's supervisor exited; not waiting"
+                    );
+                    break;
+                }
+                chunk = self.pipes.stdout.read(), if self.pipes.stdout.open => {
+                    if self.sink.push(Stream::Stdout, chunk).await == Pushed::SpillLimitReached
+                        && stop.is_none()
+                    {
+                        stop = Some(Stop::OutputLimit);
+                        self.tree.kill_now();
+                    }
+                }
+                chunk = self.pipes.stderr.read(), if self.pipes.stderr.open => {
+                    if self.sink.push(Stream::Stderr, chunk).await == Pushed::SpillLimitReached
+                        && stop.is_none()
+                    {
+                        stop = Some(Stop::OutputLimit);
+                        self.tree.kill_now();
+                    }
+                }
+            }
+        }
+        (stop, status)
     }
 }
 

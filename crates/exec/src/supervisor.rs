@@ -99,17 +99,7 @@ pub(crate) fn run(
     // arranges.
     let _ = rustix::process::setsid();
     // Blocked before the death signal is armed: its default action would kill us, tree and all.
-    let signals = SignalSet::block(
-        &[
-            Signal::TERM,
-            Signal::INT,
-            Signal::HUP,
-            KILL_NOW,
-            AGENT_DIED,
-            Signal::CHILD,
-        ],
-        tree,
-    );
+    let signals = SignalSet::block(&WATCHED, tree);
     let me = rustix::process::getpid();
     let mut containment = match Containment::prepare(tree, agent, AGENT_DIED, me) {
         Ok(containment) => containment,
@@ -130,16 +120,7 @@ pub(crate) fn run(
         if containment.polls_parent() {
             wait = wait.min(PARENT_POLL);
         }
-        // Everything pending at once: `sigtimedwait` hands out the lowest signal number first,
-        // and the agent's death (SIGUSR2, 12) must not overtake the TERM it sent just before
-        // exiting (SIGTERM, 15) at EOF.
-        let mut pending = Vec::new();
-        if let Some(first) = signals.wait(wait) {
-            pending.push(first);
-            while let Some(more) = signals.wait(Duration::ZERO) {
-                pending.push(more);
-            }
-        }
+        let pending = all_pending(&signals, wait);
         let asked_to_stop = pending
             .iter()
             .any(|s| *s == Signal::TERM || *s == Signal::INT || *s == Signal::HUP);
@@ -169,6 +150,31 @@ pub(crate) fn run(
     }
     containment.kill_all(child, &mut status);
     exit_like(status)
+}
+
+/// The signals the supervisor waits for: asked to stop, to kill now, the agent's death, a child
+/// changed state.
+const WATCHED: [Signal; 6] = [
+    Signal::TERM,
+    Signal::INT,
+    Signal::HUP,
+    KILL_NOW,
+    AGENT_DIED,
+    Signal::CHILD,
+];
+
+/// Waits up to `wait` for a signal, then takes everything pending at once: `sigtimedwait` hands
+/// out the lowest signal number first, and the agent's death (SIGUSR2, 12) must not overtake the
+/// TERM it sent just before exiting (SIGTERM, 15) at EOF.
+fn all_pending(signals: &SignalSet, wait: Duration) -> Vec<Signal> {
+    let mut pending = Vec::new();
+    if let Some(first) = signals.wait(wait) {
+        pending.push(first);
+        while let Some(more) = signals.wait(Duration::ZERO) {
+            pending.push(more);
+        }
+    }
+    pending
 }
 
 /// Starts the second stage, and the connect broker for it when there are socket rules.

@@ -77,34 +77,12 @@ fn cancelled() -> ModelError {
 impl ModelClient for HttpModelClient {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let inner = Arc::clone(&self.inner);
-        // Serialized once; every attempt sends the same bytes. The body keeps the request's
-        // messages for the next one (`body::Pool`) and hands back the previous request's.
-        // On a long session freeing those (tens of thousands of strings) takes milliseconds:
-        // that happens on a blocking thread while the body goes out, not on the way to the
-        // provider.
-        let body = crate::encode::encode(crate::body::pool(), inner.api, request).map(|encoded| {
-            tracing::debug!(
-                bytes = encoded.body.len(),
-                kept = encoded.kept,
-                "request body (bytes of the history kept from the last one)"
-            );
-            let unused = encoded.unused;
-            match tokio::runtime::Handle::try_current() {
-                Ok(rt) if encoded.body.len() > LARGE_BODY => {
-                    rt.spawn_blocking(move || drop(unused));
-                }
-                _ => drop(unused),
-            }
-            encoded.body
-        });
+        let body = encode_body(inner.api, request);
         Box::pin(async_stream::stream! {
             let body = match body {
                 Ok(body) => body,
                 Err(e) => {
-                    yield Err(ModelError::new(
-                        ModelErrorKind::InvalidResponse,
-                        format!("could not encode the request: {e}"),
-                    ));
+                    yield Err(e);
                     return;
                 }
             };
@@ -113,104 +91,18 @@ impl ModelClient for HttpModelClient {
                 // One attempt: the labelled block ends with the reason it failed; success
                 // returns from the whole stream.
                 let failure: Failure = 'attempt: {
-                    let response = tokio::select! {
-                        biased;
-                        () = cancel.cancelled() => {
-                            yield Err(cancelled());
-                            return;
-                        }
-                        r = tokio::time::timeout(inner.options.idle_timeout, inner.send(body.clone())) => r,
+                    let response = match inner.open(&body, &cancel).await {
+                        Ok(response) => response,
+                        Err(failure) => break 'attempt failure,
                     };
-                    let response = match response {
-                        Err(_) => break 'attempt Failure::mid_stream(
-                            ModelError::new(
-                                ModelErrorKind::IdleTimeout,
-                                format!(
-                                    "{} did not answer within {} s",
-                                    inner.label,
-                                    inner.options.idle_timeout.as_secs_f64()
-                                ),
-                            ),
-                            false,
-                        ),
-                        Ok(Err(failure)) => break 'attempt failure,
-                        Ok(Ok(response)) => response,
-                    };
-                    if !response.status().is_success() {
-                        let status = response.status().as_u16();
-                        let headers = response.headers().clone();
-                        let text = tokio::select! {
-                            biased;
-                            () = cancel.cancelled() => {
-                                yield Err(cancelled());
-                                return;
-                            }
-                            t = tokio::time::timeout(inner.options.idle_timeout, read_limited(response)) => t.unwrap_or_default(),
-                        };
-                        let error = error::from_status(status, &text, &inner.label, inner.api_key.as_deref());
-                        let retry = retry::should_retry_status(status, &headers, &error.kind);
-                        break 'attempt Failure { error, retry, after: retry::retry_after(&headers) };
-                    }
-
-                    let is_json = response
-                        .headers()
-                        .get(reqwest::header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .is_some_and(|v| v.contains("json"));
-                    if is_json {
-                        // A server that ignored `stream: true`, or a proxy's error page: show
-                        // what it said rather than a bare "stream ended".
-                        let text = tokio::select! {
-                            biased;
-                            () = cancel.cancelled() => {
-                                yield Err(cancelled());
-                                return;
-                            }
-                            t = tokio::time::timeout(inner.options.idle_timeout, read_limited(response)) => t.unwrap_or_default(),
-                        };
-                        break 'attempt Failure::fatal(error::unexpected_json(&text, &inner.label, inner.api_key.as_deref()));
-                    }
-
-                    let mut bytes = response.bytes_stream();
-                    let mut sse = SseParser::new();
-                    let mut decoder = decoder_for(inner.api, &inner.label);
-                    let mut out = Vec::new();
-                    let mut yielded = false;
-                    loop {
-                        let next = tokio::select! {
-                            biased;
-                            () = cancel.cancelled() => {
-                                yield Err(cancelled());
-                                return;
-                            }
-                            n = tokio::time::timeout(inner.options.idle_timeout, bytes.next()) => n,
-                        };
-                        let step = match next {
-                            Err(_) => Err(ModelError::new(
-                                ModelErrorKind::IdleTimeout,
-                                format!(
-                                    "{} sent nothing for {} s",
-                                    inner.label,
-                                    inner.options.idle_timeout.as_secs_f64()
-                                ),
-                            )),
-                            Ok(Some(Ok(chunk))) => feed(&mut sse, decoder.as_mut(), &chunk, &mut out),
-                            Ok(Some(Err(e))) => Err(error::cut(
-                                &inner.label,
-                                &format!("when the connection broke: {}", describe(&e)),
-                            )),
-                            Ok(None) => decoder.on_eof(&mut out),
-                        };
-                        for event in out.drain(..) {
-                            yielded = true;
-                            yield Ok(event);
-                        }
-                        match step {
-                            Err(e) => break 'attempt Failure::mid_stream(e, yielded),
-                            Ok(()) if decoder.is_done() => return,
-                            Ok(()) => {}
+                    let mut events = std::pin::pin!(inner.read(response, &cancel));
+                    while let Some(event) = events.next().await {
+                        match event {
+                            Ok(event) => yield Ok(event),
+                            Err(failure) => break 'attempt failure,
                         }
                     }
+                    return;
                 };
 
                 if !failure.retry || attempt >= inner.options.max_retries {
@@ -221,33 +113,191 @@ impl ModelClient for HttpModelClient {
                     .after
                     .unwrap_or_else(|| retry::backoff(&inner.options, attempt));
                 attempt += 1;
-                tracing::warn!(
-                    provider = %inner.label,
-                    attempt,
-                    delay_ms = delay.as_millis() as u64,
-                    error = %failure.error.message,
-                    "retrying model request"
-                );
-                yield Ok(ModelEvent::Retrying {
-                    attempt,
-                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    reason: failure.error.message.clone(),
-                    max_attempts: inner.options.max_retries.saturating_add(1),
-                });
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => {
-                        yield Err(cancelled());
-                        return;
-                    }
-                    () = tokio::time::sleep(delay) => {}
+                yield Ok(inner.retrying(attempt, delay, &failure.error));
+                if or_cancel(&cancel, tokio::time::sleep(delay)).await.is_err() {
+                    yield Err(cancelled());
+                    return;
                 }
             }
         })
     }
 }
 
+/// Serializes the request once; every attempt sends the same bytes. The body keeps the
+/// request's messages for the next one (`body::Pool`) and hands back the previous request's.
+/// On a long session freeing those (tens of thousands of strings) takes milliseconds: that
+/// happens on a blocking thread while the body goes out, not on the way to the provider.
+fn encode_body(api: ApiKind, request: ModelRequest) -> Result<Bytes, ModelError> {
+    let encoded = crate::encode::encode(crate::body::pool(), api, request).map_err(|e| {
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            format!("could not encode the request: {e}"),
+        )
+    })?;
+    tracing::debug!(
+        bytes = encoded.body.len(),
+        kept = encoded.kept,
+        "request body (bytes of the history kept from the last one)"
+    );
+    let unused = encoded.unused;
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) if encoded.body.len() > LARGE_BODY => {
+            rt.spawn_blocking(move || drop(unused));
+        }
+        _ => drop(unused),
+    }
+    Ok(encoded.body)
+}
+
+/// `future`, unless `cancel` fires first (checked first: a cancelled turn sends nothing more).
+async fn or_cancel<F: std::future::Future>(
+    cancel: &CancellationToken,
+    future: F,
+) -> Result<F::Output, Failure> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(Failure::fatal(cancelled())),
+        output = future => Ok(output),
+    }
+}
+
 impl Inner {
+    /// Sends the body and checks the answer is an event stream: a failed status or a JSON
+    /// body ends the attempt with what the server said.
+    async fn open(
+        &self,
+        body: &Bytes,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, Failure> {
+        let response = or_cancel(
+            cancel,
+            tokio::time::timeout(self.options.idle_timeout, self.send(body.clone())),
+        )
+        .await?
+        .map_err(|_| Failure::mid_stream(self.idle_timeout("did not answer within"), false))??;
+        if !response.status().is_success() {
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let text = self.read_error_body(response, cancel).await?;
+            let error = error::from_status(status, &text, &self.label, self.api_key.as_deref());
+            let retry = retry::should_retry_status(status, &headers, &error.kind);
+            return Err(Failure {
+                error,
+                retry,
+                after: retry::retry_after(&headers),
+            });
+        }
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("json"));
+        if is_json {
+            // A server that ignored `stream: true`, or a proxy's error page: show what it
+            // said rather than a bare "stream ended".
+            let text = self.read_error_body(response, cancel).await?;
+            return Err(Failure::fatal(error::unexpected_json(
+                &text,
+                &self.label,
+                self.api_key.as_deref(),
+            )));
+        }
+        Ok(response)
+    }
+
+    /// The response's events through the API's decoder; the stream ends when the decoder is
+    /// done, or with the failure that cut it short.
+    fn read<'a>(
+        &'a self,
+        response: reqwest::Response,
+        cancel: &'a CancellationToken,
+    ) -> impl futures::Stream<Item = Result<ModelEvent, Failure>> + 'a {
+        async_stream::stream! {
+            let mut bytes = response.bytes_stream();
+            let mut sse = SseParser::new();
+            let mut decoder = decoder_for(self.api, &self.label);
+            let mut out = Vec::new();
+            let mut yielded = false;
+            loop {
+                let next = match or_cancel(
+                    cancel,
+                    tokio::time::timeout(self.options.idle_timeout, bytes.next()),
+                )
+                .await
+                {
+                    Ok(next) => next,
+                    Err(failure) => {
+                        yield Err(failure);
+                        return;
+                    }
+                };
+                let step = match next {
+                    Err(_) => Err(self.idle_timeout("sent nothing for")),
+                    Ok(Some(Ok(chunk))) => feed(&mut sse, decoder.as_mut(), &chunk, &mut out),
+                    Ok(Some(Err(e))) => Err(error::cut(
+                        &self.label,
+                        &format!("when the connection broke: {}", describe(&e)),
+                    )),
+                    Ok(None) => decoder.on_eof(&mut out),
+                };
+                for event in out.drain(..) {
+                    yielded = true;
+                    yield Ok(event);
+                }
+                match step {
+                    Err(e) => {
+                        yield Err(Failure::mid_stream(e, yielded));
+                        return;
+                    }
+                    Ok(()) if decoder.is_done() => return,
+                    Ok(()) => {}
+                }
+            }
+        }
+    }
+
+    /// An error status's or a JSON answer's body, for the message (empty if it stalls).
+    async fn read_error_body(
+        &self,
+        response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> Result<String, Failure> {
+        let text = or_cancel(
+            cancel,
+            tokio::time::timeout(self.options.idle_timeout, read_limited(response)),
+        )
+        .await?;
+        Ok(text.unwrap_or_default())
+    }
+
+    fn idle_timeout(&self, what: &str) -> ModelError {
+        ModelError::new(
+            ModelErrorKind::IdleTimeout,
+            format!(
+                "{} {what} {} s",
+                self.label,
+                self.options.idle_timeout.as_secs_f64()
+            ),
+        )
+    }
+
+    /// The event that tells the user another attempt follows, and the log line for it.
+    fn retrying(&self, attempt: u32, delay: Duration, error: &ModelError) -> ModelEvent {
+        tracing::warn!(
+            provider = %self.label,
+            attempt,
+            delay_ms = delay.as_millis() as u64,
+            error = %error.message,
+            "retrying model request"
+        );
+        ModelEvent::Retrying {
+            attempt,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            reason: error.message.clone(),
+            max_attempts: self.options.max_retries.saturating_add(1),
+        }
+    }
+
     async fn send(&self, body: Bytes) -> Result<reqwest::Response, Failure> {
         self.http
             .post(&self.url)

@@ -23,18 +23,24 @@ fn reasoning(text: &str, data: Value) -> AssistantPart {
     }
 }
 
-/// A conversation with every kind of part, including ones each API must drop or rewrite.
-pub(crate) fn rich() -> ModelRequest {
-    let call = |id: &str, arguments: &str| AssistantPart::ToolCall {
+fn call(id: &str, arguments: &str) -> AssistantPart {
+    AssistantPart::ToolCall {
         id: id.into(),
         name: "read".into(),
         arguments: arguments.into(),
-    };
-    let result = |id: &str, content: &str, is_error: bool| ToolResultPart {
+    }
+}
+
+fn result(id: &str, content: &str, is_error: bool) -> ToolResultPart {
+    ToolResultPart {
         call_id: id.into(),
         content: content.into(),
         is_error,
-    };
+    }
+}
+
+/// A conversation with every kind of part, including ones each API must drop or rewrite.
+pub(crate) fn rich() -> ModelRequest {
     ModelRequest {
         model: "m-1".into(),
         system: "You are \"Ferrite\".\nBe brief.".into(),
@@ -49,45 +55,7 @@ pub(crate) fn rich() -> ModelRequest {
                 ],
             },
             Message::Assistant {
-                content: vec![
-                    reasoning(
-                        "signed thought",
-                        json!({"provider": "anthropic", "signature": "sig-1"}),
-                    ),
-                    reasoning(
-                        "",
-                        json!({"provider": "anthropic", "redacted_data": "opaque-bytes"}),
-                    ),
-                    reasoning(
-                        "encrypted thought",
-                        json!({"provider": "openai-responses", "item": {
-                            "type": "reasoning", "id": "rs_1",
-                            "encrypted_content": "enc-1",
-                            "summary": [{"type": "summary_text", "text": "s"}]}}),
-                    ),
-                    reasoning(
-                        "chat thought",
-                        json!({"provider": "openai-chat", "field": "reasoning_content"}),
-                    ),
-                    reasoning("unsigned thought", json!({"provider": "elsewhere"})),
-                    AssistantPart::Text {
-                        text: String::new(),
-                    },
-                    AssistantPart::Text {
-                        text: "I will read two files.".into(),
-                    },
-                    AssistantPart::Opaque {
-                        provider: "anthropic".into(),
-                        data: json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}}),
-                    },
-                    AssistantPart::Opaque {
-                        provider: "openai-responses".into(),
-                        data: json!({"type": "web_search_call", "id": "ws_1", "status": "completed"}),
-                    },
-                    call("call_1", r#"{"path":"a.rs"}"#),
-                    call("call_2", "{not json"),
-                ]
-                .into(),
+                content: every_assistant_part().into(),
             },
             Message::ToolResults {
                 results: vec![
@@ -98,7 +66,9 @@ pub(crate) fn rich() -> ModelRequest {
             Message::User {
                 content: vec![text("thanks"), text("and now?")],
             },
-            Message::Assistant { content: vec![].into() },
+            Message::Assistant {
+                content: vec![].into(),
+            },
             Message::Assistant {
                 content: vec![call("call_3", "")].into(),
             },
@@ -106,18 +76,7 @@ pub(crate) fn rich() -> ModelRequest {
                 results: vec![result("call_3", "done", false)],
             },
         ],
-        tools: vec![
-            ToolSpec {
-                name: "read".into(),
-                description: "Read a file".into(),
-                input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
-            },
-            ToolSpec {
-                name: "bash".into(),
-                description: "Run a command".into(),
-                input_schema: json!({"type": "object"}),
-            },
-        ],
+        tools: two_tools(),
         effort: Effort::Medium,
         reasoning: true,
         adaptive_thinking: false,
@@ -125,6 +84,65 @@ pub(crate) fn rich() -> ModelRequest {
         max_output_tokens: Some(32_000),
         cache_key: Some("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into()),
     }
+}
+
+/// An assistant turn with reasoning from each provider (signed, redacted, encrypted, chat,
+/// foreign), an empty and a plain text, each provider's server-side tool use, and two calls
+/// (one whose arguments are not JSON).
+fn every_assistant_part() -> Vec<AssistantPart> {
+    vec![
+        reasoning(
+            "signed thought",
+            json!({"provider": "anthropic", "signature": "sig-1"}),
+        ),
+        reasoning(
+            "",
+            json!({"provider": "anthropic", "redacted_data": "opaque-bytes"}),
+        ),
+        reasoning(
+            "encrypted thought",
+            json!({"provider": "openai-responses", "item": {
+                "type": "reasoning", "id": "rs_1",
+                "encrypted_content": "enc-1",
+                "summary": [{"type": "summary_text", "text": "s"}]}}),
+        ),
+        reasoning(
+            "chat thought",
+            json!({"provider": "openai-chat", "field": "reasoning_content"}),
+        ),
+        reasoning("unsigned thought", json!({"provider": "elsewhere"})),
+        AssistantPart::Text {
+            text: String::new(),
+        },
+        AssistantPart::Text {
+            text: "I will read two files.".into(),
+        },
+        AssistantPart::Opaque {
+            provider: "anthropic".into(),
+            data: json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}}),
+        },
+        AssistantPart::Opaque {
+            provider: "openai-responses".into(),
+            data: json!({"type": "web_search_call", "id": "ws_1", "status": "completed"}),
+        },
+        call("call_1", r#"{"path":"a.rs"}"#),
+        call("call_2", "{not json"),
+    ]
+}
+
+fn two_tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "read".into(),
+            description: "Read a file".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        },
+        ToolSpec {
+            name: "bash".into(),
+            description: "Run a command".into(),
+            input_schema: json!({"type": "object"}),
+        },
+    ]
 }
 
 /// The least a request can be: no system prompt, no tools, no effort, no known limit.

@@ -1,6 +1,6 @@
 //! One connected MCP server: its client, its tools, its process group, and whether it is alive.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -133,6 +133,75 @@ pub(crate) enum CallError {
     Failed(String),
 }
 
+/// A server started (`connect`): its client, its process group, its stderr.
+type Started = (
+    RunningService<RoleClient, Client>,
+    Option<ProcessGroupGuard>,
+    Arc<Stderr>,
+);
+
+/// Starts a local server and shakes hands with it over its stdio.
+async fn start_stdio(
+    info: Client,
+    spec: &McpServerSpec,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<Started, StartError> {
+    let (transport, stderr) = spawn(command, args, env, &spec.env_remove, spec.cwd.as_deref())?;
+    // The group guard exists before the handshake, so a server that never answers is killed
+    // with its children when the caller's timeout drops this future.
+    let group = transport.id().and_then(ProcessGroupGuard::new);
+    let stderr_log = Arc::new(Stderr::new(stderr.is_some()));
+    if let Some(stderr) = stderr {
+        tokio::spawn(stderr_log.clone().read(spec.name.clone(), stderr));
+    }
+    match info.serve(transport).await {
+        Ok(running) => Ok((running, group, stderr_log)),
+        Err(e) => Err(stderr_log
+            .explain(&format!("initialize failed: {e}"))
+            .await
+            .into()),
+    }
+}
+
+/// Shakes hands with a remote server over streamable HTTP. The OAuth client only once a token
+/// is stored: until then a server is reached (and fails) exactly as one that knows nothing of
+/// OAuth, and its 401 with a challenge is what starts a sign-in. Credentials in the headers are
+/// the user's choice: no OAuth then.
+async fn start_http(
+    info: Client,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    oauth: Option<&OAuthConfig>,
+) -> Result<RunningService<RoleClient, Client>, StartError> {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url).custom_headers(header_map(headers)?);
+    let oauth = oauth.filter(|_| !crate::oauth::has_authorization(headers));
+    let served = match oauth {
+        Some(oauth) if crate::oauth::has_token(oauth, url) => {
+            let client = crate::oauth::client(oauth, url).await?;
+            info.serve(StreamableHttpClientTransport::with_client(client, config))
+                .await
+        }
+        _ => {
+            info.serve(StreamableHttpClientTransport::from_config(config))
+                .await
+        }
+    };
+    match served {
+        Ok(running) => Ok(running),
+        Err(e) if oauth.is_some() && e.is_authorization_required() => {
+            Err(StartError::Unauthorized {
+                url: url.to_owned(),
+                challenge: e.auth_challenge().map(str::to_owned),
+                failure: format!("initialize failed: {e}"),
+            })
+        }
+        Err(e) => Err(format!("initialize failed: {e}").into()),
+    }
+}
+
 impl Server {
     /// Starts the server and lists its tools. The caller bounds this with the startup timeout;
     /// dropping the future kills whatever was started.
@@ -156,56 +225,10 @@ impl Server {
         };
         let (running, group, stderr_log) = match &spec.transport {
             McpTransport::Stdio { command, args, env } => {
-                let (transport, stderr) =
-                    spawn(command, args, env, &spec.env_remove, spec.cwd.as_deref())?;
-                // The group guard exists before the handshake, so a server that never answers
-                // is killed with its children when the caller's timeout drops this future.
-                let group = transport.id().and_then(ProcessGroupGuard::new);
-                let stderr_log = Arc::new(Stderr::new(stderr.is_some()));
-                if let Some(stderr) = stderr {
-                    tokio::spawn(stderr_log.clone().read(spec.name.clone(), stderr));
-                }
-                let running = match info.serve(transport).await {
-                    Ok(running) => running,
-                    Err(e) => {
-                        return Err(stderr_log
-                            .explain(&format!("initialize failed: {e}"))
-                            .await
-                            .into());
-                    }
-                };
-                (running, group, stderr_log)
+                start_stdio(info, spec, command, args, env).await?
             }
             McpTransport::Http { url, headers } => {
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(header_map(headers)?);
-                // The OAuth client only once a token is stored: until then a server is reached
-                // (and fails) exactly as one that knows nothing of OAuth, and its 401 with a
-                // challenge is what starts a sign-in.
-                // Credentials in the headers are the user's choice: no OAuth then.
-                let oauth = oauth.filter(|_| !crate::oauth::has_authorization(headers));
-                let served = match oauth {
-                    Some(oauth) if crate::oauth::has_token(oauth, url) => {
-                        let client = crate::oauth::client(oauth, url).await?;
-                        info.serve(StreamableHttpClientTransport::with_client(client, config))
-                            .await
-                    }
-                    _ => {
-                        info.serve(StreamableHttpClientTransport::from_config(config))
-                            .await
-                    }
-                };
-                let running = match served {
-                    Ok(running) => running,
-                    Err(e) if oauth.is_some() && e.is_authorization_required() => {
-                        return Err(StartError::Unauthorized {
-                            url: url.clone(),
-                            challenge: e.auth_challenge().map(str::to_owned),
-                            failure: format!("initialize failed: {e}"),
-                        });
-                    }
-                    Err(e) => return Err(format!("initialize failed: {e}").into()),
-                };
+                let running = start_http(info, url, headers, oauth).await?;
                 (running, None, Arc::new(Stderr::new(false)))
             }
         };

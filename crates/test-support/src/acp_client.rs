@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 
 use crate::acp_order::OrderCheck;
@@ -24,6 +24,9 @@ pub struct AcpClient {
     stdin: Option<ChildStdin>,
     rx: mpsc::UnboundedReceiver<Value>,
     backlog: VecDeque<Value>,
+    /// Answers `collect_until_answer` met while it waited for another one: they are in what it
+    /// returned (their order matters to a test), and kept here for a later wait for their id.
+    answered: HashMap<String, Value>,
     next_id: i64,
     methods: Arc<Mutex<HashMap<String, String>>>,
     order: Arc<Mutex<OrderCheck>>,
@@ -110,86 +113,20 @@ impl AcpClient {
         let stdout = child.stdout.take().expect("stdout");
         let stderr_pipe = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::unbounded_channel();
-        let methods: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-        let order: Arc<Mutex<OrderCheck>> = Arc::default();
-        let violations: Arc<Mutex<Vec<String>>> = Arc::default();
+        let checks = Checks::default();
         let stderr: Arc<Mutex<String>> = Arc::default();
-        {
-            let methods = methods.clone();
-            let order = order.clone();
-            let violations = violations.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stdout).lines();
-                loop {
-                    let line = match lines.next_line().await {
-                        Ok(Some(l)) => l,
-                        Ok(None) => break,
-                        Err(e) => {
-                            violations
-                                .lock()
-                                .unwrap()
-                                .push(format!("stdout is not UTF-8 lines: {e}"));
-                            break;
-                        }
-                    };
-                    let msg: Value = match serde_json::from_str(&line) {
-                        Ok(v @ Value::Object(_)) => v,
-                        _ => {
-                            violations
-                                .lock()
-                                .unwrap()
-                                .push(format!("not a JSON object on stdout: {line:.200}"));
-                            continue;
-                        }
-                    };
-                    let request_method = if msg.get("method").is_none() {
-                        msg.get("id")
-                            .and_then(|id| methods.lock().unwrap().remove(&id.to_string()))
-                    } else {
-                        None
-                    };
-                    if let Err(e) = schema().check_agent_message(&msg, request_method.as_deref()) {
-                        violations
-                            .lock()
-                            .unwrap()
-                            .push(format!("{e}\n  in: {line:.400}"));
-                    }
-                    for e in order.lock().unwrap().agent_sent(&msg) {
-                        violations
-                            .lock()
-                            .unwrap()
-                            .push(format!("ordering: {e}\n  in: {line:.400}"));
-                    }
-                    if tx.send(msg).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        {
-            let stderr = stderr.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut pipe = stderr_pipe;
-                let mut chunk = [0u8; 8192];
-                while let Ok(n) = pipe.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    *stderr.lock().unwrap() = String::from_utf8_lossy(&buf).into_owned();
-                }
-            });
-        }
+        tokio::spawn(checks.clone().read_stdout(stdout, tx));
+        tokio::spawn(keep_stderr(stderr_pipe, stderr.clone()));
         Self {
             child,
             stdin,
             rx,
             backlog: VecDeque::new(),
+            answered: HashMap::new(),
             next_id: 1,
-            methods,
-            order,
-            violations,
+            methods: checks.methods,
+            order: checks.order,
+            violations: checks.violations,
             stderr,
         }
     }
@@ -218,6 +155,8 @@ impl AcpClient {
 
     /// Sends a request under an id of the caller's choosing (a string id, say).
     pub async fn send_request_as(&mut self, id: Value, method: &str, params: Value) -> Value {
+        // An id used again: an answer kept from its earlier use is not this request's.
+        self.answered.remove(&id.to_string());
         self.methods
             .lock()
             .unwrap()
@@ -258,25 +197,29 @@ impl AcpClient {
         answer
     }
 
-    /// Every message that arrives before the answer to `id`, and the answer.
+    /// Every message that arrives before the answer to `id`, and the answer. Answers to other
+    /// requests among them stay to be found by a later wait for their id.
     pub async fn collect_until_answer(&mut self, id: &Value) -> (Vec<Value>, Answer) {
+        if let Some(m) = self.answered.remove(&id.to_string()) {
+            return (Vec::new(), Answer::from_message(&m));
+        }
         let mut before = Vec::new();
-        // Earlier messages in the backlog come first.
-        while let Some(m) = self.backlog.pop_front() {
+        loop {
+            // Earlier messages in the backlog come first.
+            let m = match self.backlog.pop_front() {
+                Some(m) => m,
+                None => self.recv(DEFAULT_TIMEOUT).await.unwrap_or_else(|| {
+                    panic!(
+                        "no answer to request {id} within {DEFAULT_TIMEOUT:?}; stderr:\n{}",
+                        self.stderr()
+                    )
+                }),
+            };
             if is_answer_to(&m, id) {
                 return (before, Answer::from_message(&m));
             }
-            before.push(m);
-        }
-        loop {
-            let m = self.recv(DEFAULT_TIMEOUT).await.unwrap_or_else(|| {
-                panic!(
-                    "no answer to request {id} within {DEFAULT_TIMEOUT:?}; stderr:\n{}",
-                    self.stderr()
-                )
-            });
-            if is_answer_to(&m, id) {
-                return (before, Answer::from_message(&m));
+            if let Some(other) = answer_id(&m) {
+                self.answered.insert(other.to_string(), m.clone());
             }
             before.push(m);
         }
@@ -369,7 +312,84 @@ impl AcpClient {
 }
 
 fn is_answer_to(m: &Value, id: &Value) -> bool {
-    m.get("method").is_none() && m.get("id") == Some(id)
+    answer_id(m) == Some(id)
+}
+
+/// The id a message answers, if it is an answer (not a request or a notification).
+fn answer_id(m: &Value) -> Option<&Value> {
+    m.get("method").is_none().then(|| m.get("id")).flatten()
+}
+
+/// What the stdout reader checks every line against, shared with the client.
+#[derive(Clone, Default)]
+struct Checks {
+    /// The method of each request the client sent, by id, until its answer came.
+    methods: Arc<Mutex<HashMap<String, String>>>,
+    order: Arc<Mutex<OrderCheck>>,
+    violations: Arc<Mutex<Vec<String>>>,
+}
+
+impl Checks {
+    /// Reads the agent's stdout line by line, checks each and hands it to the client.
+    async fn read_stdout(self, stdout: ChildStdout, tx: mpsc::UnboundedSender<Value>) {
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            let line = match lines.next_line().await {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(e) => {
+                    self.violation(format!("stdout is not UTF-8 lines: {e}"));
+                    break;
+                }
+            };
+            if let Some(msg) = self.check(&line)
+                && tx.send(msg).is_err()
+            {
+                break;
+            }
+        }
+    }
+
+    /// One line: a JSON object, valid for its method's schema, in an allowed order.
+    fn check(&self, line: &str) -> Option<Value> {
+        let msg: Value = match serde_json::from_str(line) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => {
+                self.violation(format!("not a JSON object on stdout: {line:.200}"));
+                return None;
+            }
+        };
+        let request_method = if msg.get("method").is_none() {
+            msg.get("id")
+                .and_then(|id| self.methods.lock().unwrap().remove(&id.to_string()))
+        } else {
+            None
+        };
+        if let Err(e) = schema().check_agent_message(&msg, request_method.as_deref()) {
+            self.violation(format!("{e}\n  in: {line:.400}"));
+        }
+        for e in self.order.lock().unwrap().agent_sent(&msg) {
+            self.violation(format!("ordering: {e}\n  in: {line:.400}"));
+        }
+        Some(msg)
+    }
+
+    fn violation(&self, text: String) {
+        self.violations.lock().unwrap().push(text);
+    }
+}
+
+/// Keeps everything the agent wrote to stderr, for failure messages.
+async fn keep_stderr(mut pipe: ChildStderr, stderr: Arc<Mutex<String>>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    while let Ok(n) = pipe.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        *stderr.lock().unwrap() = String::from_utf8_lossy(&buf).into_owned();
+    }
 }
 
 impl Drop for AcpClient {
@@ -408,4 +428,58 @@ pub fn agent_text(messages: &[Value]) -> String {
         .filter(|(k, _)| k == "agent_message_chunk")
         .filter_map(|(_, u)| u["content"]["text"].as_str().map(str::to_owned))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client whose agent messages come from the test: `true` stands in for the agent.
+    fn client_fed_by(rx: mpsc::UnboundedReceiver<Value>) -> AcpClient {
+        let checks = Checks::default();
+        AcpClient {
+            child: Command::new("true").spawn().expect("spawn true"),
+            stdin: None,
+            rx,
+            backlog: VecDeque::new(),
+            answered: HashMap::new(),
+            next_id: 1,
+            methods: checks.methods,
+            order: checks.order,
+            violations: checks.violations,
+            stderr: Arc::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_met_while_waiting_for_another_is_found_by_a_later_wait() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut client = client_fed_by(rx);
+        let update = json!({"jsonrpc": "2.0", "method": "session/update", "params": {}});
+        let first = json!({"jsonrpc": "2.0", "id": 1, "result": {"n": 1}});
+        let second = json!({"jsonrpc": "2.0", "id": 2, "result": {"n": 2}});
+        for m in [&update, &first, &second] {
+            tx.send(m.clone()).unwrap();
+        }
+        let (before, answer) = client.collect_until_answer(&json!(2)).await;
+        assert_eq!(before, vec![update, first]);
+        assert_eq!(answer.ok(), json!({"n": 2}));
+        assert_eq!(client.wait_answer(&json!(1)).await.ok(), json!({"n": 1}));
+        // Handed out once: nothing else is left over.
+        assert!(client.drain(Duration::from_millis(10)).await.is_empty());
+        assert!(client.answered.is_empty());
+    }
+
+    #[tokio::test]
+    async fn answers_in_the_backlog_are_kept_the_same_way() {
+        let (_tx, rx) = mpsc::unbounded_channel();
+        let mut client = client_fed_by(rx);
+        client.backlog.extend([
+            json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32000, "message": "no"}}),
+            json!({"jsonrpc": "2.0", "id": 8, "result": null}),
+        ]);
+        let (before, _) = client.collect_until_answer(&json!(8)).await;
+        assert_eq!(before.len(), 1);
+        assert_eq!(client.wait_answer(&json!(7)).await.code(), -32000);
+    }
 }

@@ -1,34 +1,6 @@
 use super::*;
+use ferrite_core::modes::Mode;
 use serde_json::{Value, json};
-
-fn settings() -> Settings {
-    Settings {
-        mode: Mode::Ask,
-        available_modes: vec![Mode::Plan, Mode::Ask, Mode::Auto],
-        model: "a/m".into(),
-        models: vec![("a/m".into(), "M".into())],
-        effort: Effort::Default,
-        web_search: false,
-        agent: None,
-        agents: vec![],
-    }
-}
-
-#[test]
-fn config_options_are_in_contract_order() {
-    let v = serde_json::to_value(config_options(&settings())).unwrap();
-    let ids: Vec<&str> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["mode", "model", "reasoning_effort", "web_search"]);
-    assert_eq!(v[0]["category"], "mode");
-    assert_eq!(v[2]["category"], "thought_level");
-    assert_eq!(v[0]["currentValue"], "ask");
-    assert_eq!(v[0]["options"].as_array().unwrap().len(), 3);
-}
 
 #[test]
 fn text_chunk_shape() {
@@ -88,18 +60,4 @@ fn what_a_call_shows_has_display_changing_characters_escaped() {
     assert_eq!(v["rawInput"], json!({"command": "a\\u{202e}b", "n": 1}));
     let card = serde_json::to_value(tool_call(&view)).unwrap();
     assert_eq!(card["title"], v["title"]);
-}
-
-#[test]
-fn option_parsing() {
-    assert_eq!(
-        parse_option("mode", "plan"),
-        Ok(OptionChange::Mode(Mode::Plan))
-    );
-    assert!(parse_option("mode", "yolo").is_err());
-    assert!(parse_option("colour", "x").is_err());
-    assert_eq!(
-        parse_option("web_search", "on"),
-        Ok(OptionChange::WebSearch(true))
-    );
 }

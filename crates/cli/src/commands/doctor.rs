@@ -18,10 +18,35 @@ use ferrite_core::trust::Approved;
 
 pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    let mut problems = 0;
     writeln!(out, "FERRITE_HOME: {}", home.display())?;
     let cwd = std::env::current_dir().ok();
-    let config = match Config::load(home, cwd.as_deref()) {
+    let (config, creds, mut problems) = write_own_files(&mut out, home, cwd.as_deref())?;
+    let catalog = Catalog::build(&config, env, &creds);
+    problems += super::reachability::write_providers_and_default(&mut out, &catalog, &config, env)?;
+    write_commands(&mut out)?;
+    if let Some(cwd) = cwd.as_deref() {
+        write_hooks(&mut out, home, env, &config, cwd)?;
+    }
+    write_remote_mcp(&mut out, home, &config)?;
+
+    if problems == 0 {
+        writeln!(out, "\nAll good.")?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        writeln!(out, "\n{problems} problem(s) found.")?;
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// Ferrite's own files: the config (defaults when it does not load), the permission rules
+/// stored for `cwd`, the credentials; with the number of them that failed to load.
+fn write_own_files(
+    out: &mut impl Write,
+    home: &Path,
+    cwd: Option<&Path>,
+) -> std::io::Result<(Config, Credentials, usize)> {
+    let mut problems = 0;
+    let config = match Config::load(home, cwd) {
         Ok(c) => {
             writeln!(out, "config: ok")?;
             for w in &c.warnings {
@@ -35,7 +60,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             Config::default()
         }
     };
-    if let Some(cwd) = cwd.as_deref() {
+    if let Some(cwd) = cwd {
         match StoredRules::load(home, cwd) {
             Ok(_) => writeln!(out, "permission rules stored for this directory: ok")?,
             Err(e) => {
@@ -52,8 +77,11 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             Credentials::default()
         }
     };
-    let catalog = Catalog::build(&config, env, &creds);
-    problems += super::reachability::write_providers_and_default(&mut out, &catalog, &config, env)?;
+    Ok((config, creds, problems))
+}
+
+/// How commands run here: the shell, the sandbox and what it cannot guarantee.
+fn write_commands(out: &mut impl Write) -> std::io::Result<()> {
     let (support, risks, shell, sockets) = match std::env::current_exe() {
         Ok(exe) => {
             let runner = ferrite_exec::ExecRunner::new(exe);
@@ -109,18 +137,7 @@ pub fn run(home: &Path, env: &Env) -> anyhow::Result<ExitCode> {
             "  commands in `auto` and `plan` mode will be refused; `ask` runs them unsandboxed after approval"
         )?;
     }
-    if let Some(cwd) = cwd.as_deref() {
-        write_hooks(&mut out, home, env, &config, cwd)?;
-    }
-    write_remote_mcp(&mut out, home, &config)?;
-
-    if problems == 0 {
-        writeln!(out, "\nAll good.")?;
-        Ok(ExitCode::SUCCESS)
-    } else {
-        writeln!(out, "\n{problems} problem(s) found.")?;
-        Ok(ExitCode::FAILURE)
-    }
+    Ok(())
 }
 
 /// What the workspace of `cwd` brings (hooks, with the user's; agents, with the user's) as a

@@ -356,6 +356,117 @@ fn summary_text(item: &Value) -> String {
     parts.join("\n\n")
 }
 
+/// One method per event kind `on_event` dispatches on.
+impl Decoder {
+    fn text_delta(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let delta = self.parse::<Delta>(data)?;
+        if delta.delta.is_empty() {
+            return Ok(());
+        }
+        if let Item::Message { text, .. } = self.item(delta.output_index, || Item::Message {
+            text: String::new(),
+            refusal: false,
+        }) {
+            text.push_str(&delta.delta);
+        }
+        out.push(ModelEvent::TextDelta(delta.delta));
+        Ok(())
+    }
+
+    fn reasoning_delta(&mut self, data: &str, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let delta = self.parse::<Delta>(data)?;
+        if delta.delta.is_empty() {
+            return Ok(());
+        }
+        let slot = self.item(delta.output_index, || Item::Reasoning {
+            text: String::new(),
+            summary_index: None,
+            item: None,
+        });
+        if let Item::Reasoning {
+            text,
+            summary_index,
+            ..
+        } = slot
+        {
+            let mut chunk = delta.delta;
+            // Summary parts are separate paragraphs.
+            if delta.summary_index.is_some()
+                && *summary_index != delta.summary_index
+                && !text.is_empty()
+            {
+                chunk.insert_str(0, "\n\n");
+            }
+            *summary_index = delta.summary_index.or(*summary_index);
+            text.push_str(&chunk);
+            out.push(ModelEvent::ReasoningDelta(chunk));
+        }
+        Ok(())
+    }
+
+    fn arguments_delta(&mut self, data: &str) -> Result<(), ModelError> {
+        let delta = self.parse::<Delta>(data)?;
+        if let Item::Call { arguments, .. } = self.item(delta.output_index, || Item::Call {
+            call_id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        }) {
+            arguments.push_str(&delta.delta);
+        }
+        Ok(())
+    }
+
+    fn arguments_done(&mut self, data: &str) -> Result<(), ModelError> {
+        let done = self.parse::<ArgumentsDone>(data)?;
+        if let (Item::Call { arguments, .. }, Some(full)) =
+            (self.item(done.output_index, || Item::Other), done.arguments)
+        {
+            *arguments = full;
+        }
+        Ok(())
+    }
+
+    /// `response.completed`, or `response.incomplete`: a legitimate end with partial output,
+    /// whose reason becomes the stop kind.
+    fn finished(
+        &mut self,
+        data: &str,
+        incomplete: bool,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let body = self.parse::<ResponseEvent>(data)?.response;
+        let stop =
+            incomplete.then(
+                || match body.incomplete_details.and_then(|d| d.reason).as_deref() {
+                    Some("content_filter") => StopKind::Refusal,
+                    _ => StopKind::MaxTokens,
+                },
+            );
+        let response = self.complete(body.usage, stop);
+        out.push(ModelEvent::Completed(response));
+        self.done = true;
+        Ok(())
+    }
+
+    fn failed(&self, data: &str) -> ModelError {
+        let detail = self
+            .parse::<ResponseEvent>(data)
+            .ok()
+            .and_then(|e| e.response.error)
+            .unwrap_or_default();
+        let code = detail.code.map(CodeValue::into_string).or(detail.kind);
+        error::from_event(code, detail.message, &self.label, None)
+    }
+
+    /// Seen both nested (`{"error":{code,message}}`) and flat (`{code,message}`).
+    fn error_event(&self, data: &str) -> ModelError {
+        let (code, message) = serde_json::from_str::<ErrorBody>(data)
+            .map(ErrorBody::into_parts)
+            .unwrap_or((None, None));
+        error::from_event(code, message, &self.label, None)
+    }
+}
+
 impl StreamDecoder for Decoder {
     fn on_event(
         &mut self,
@@ -364,112 +475,28 @@ impl StreamDecoder for Decoder {
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
         match event_type(name, data).as_ref() {
-            "response.output_text.delta" => {
-                let delta = self.parse::<Delta>(data)?;
-                if delta.delta.is_empty() {
-                    return Ok(());
-                }
-                if let Item::Message { text, .. } =
-                    self.item(delta.output_index, || Item::Message {
-                        text: String::new(),
-                        refusal: false,
-                    })
-                {
-                    text.push_str(&delta.delta);
-                }
-                out.push(ModelEvent::TextDelta(delta.delta));
-            }
+            "response.output_text.delta" => self.text_delta(data, out),
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let delta = self.parse::<Delta>(data)?;
-                if delta.delta.is_empty() {
-                    return Ok(());
-                }
-                let slot = self.item(delta.output_index, || Item::Reasoning {
-                    text: String::new(),
-                    summary_index: None,
-                    item: None,
-                });
-                if let Item::Reasoning {
-                    text,
-                    summary_index,
-                    ..
-                } = slot
-                {
-                    let mut chunk = delta.delta;
-                    // Summary parts are separate paragraphs.
-                    if delta.summary_index.is_some()
-                        && *summary_index != delta.summary_index
-                        && !text.is_empty()
-                    {
-                        chunk.insert_str(0, "\n\n");
-                    }
-                    *summary_index = delta.summary_index.or(*summary_index);
-                    text.push_str(&chunk);
-                    out.push(ModelEvent::ReasoningDelta(chunk));
-                }
+                self.reasoning_delta(data, out)
             }
-            "response.function_call_arguments.delta" => {
-                let delta = self.parse::<Delta>(data)?;
-                if let Item::Call { arguments, .. } = self.item(delta.output_index, || Item::Call {
-                    call_id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                }) {
-                    arguments.push_str(&delta.delta);
-                }
-            }
-            "response.function_call_arguments.done" => {
-                let done = self.parse::<ArgumentsDone>(data)?;
-                if let (Item::Call { arguments, .. }, Some(full)) =
-                    (self.item(done.output_index, || Item::Other), done.arguments)
-                {
-                    *arguments = full;
-                }
-            }
+            "response.function_call_arguments.delta" => self.arguments_delta(data),
+            "response.function_call_arguments.done" => self.arguments_done(data),
             "response.output_item.added" => {
                 let event = self.parse::<ItemEvent>(data)?;
                 self.item_added(event, out);
+                Ok(())
             }
             "response.output_item.done" => {
                 let event = self.parse::<ItemEvent>(data)?;
                 self.item_done(event, out);
+                Ok(())
             }
-            "response.completed" => {
-                let body = self.parse::<ResponseEvent>(data)?.response;
-                let response = self.complete(body.usage, None);
-                out.push(ModelEvent::Completed(response));
-                self.done = true;
-            }
-            "response.incomplete" => {
-                // A legitimate end with partial output: the reason becomes the stop kind.
-                let body = self.parse::<ResponseEvent>(data)?.response;
-                let stop = match body.incomplete_details.and_then(|d| d.reason).as_deref() {
-                    Some("content_filter") => StopKind::Refusal,
-                    _ => StopKind::MaxTokens,
-                };
-                let response = self.complete(body.usage, Some(stop));
-                out.push(ModelEvent::Completed(response));
-                self.done = true;
-            }
-            "response.failed" => {
-                let detail = self
-                    .parse::<ResponseEvent>(data)
-                    .ok()
-                    .and_then(|e| e.response.error)
-                    .unwrap_or_default();
-                let code = detail.code.map(CodeValue::into_string).or(detail.kind);
-                return Err(error::from_event(code, detail.message, &self.label, None));
-            }
-            "error" => {
-                // Seen both nested (`{"error":{code,message}}`) and flat (`{code,message}`).
-                let (code, message) = serde_json::from_str::<ErrorBody>(data)
-                    .map(ErrorBody::into_parts)
-                    .unwrap_or((None, None));
-                return Err(error::from_event(code, message, &self.label, None));
-            }
-            _ => {}
+            "response.completed" => self.finished(data, false, out),
+            "response.incomplete" => self.finished(data, true, out),
+            "response.failed" => Err(self.failed(data)),
+            "error" => Err(self.error_event(data)),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     fn on_eof(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {

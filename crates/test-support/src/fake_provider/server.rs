@@ -240,19 +240,8 @@ async fn handle(
             r#"{"error":{"message":"fake provider: body cut"}}"#,
         );
     };
-    // A benchmark queues the answers of the calls to come (a parent's, then its subagent's).
     if path == "/_fake/push" && method == Method::POST {
-        return match serde_json::from_slice::<super::Script>(&body) {
-            Ok(script) => {
-                lock(&state).queue.push_back(script.into());
-                http_reply(200, &[], "{}")
-            }
-            Err(e) => http_reply(
-                400,
-                &[],
-                &serde_json::json!({"error": e.to_string()}).to_string(),
-            ),
-        };
+        return push_script(&state, &body);
     }
     let request_end_ns = now_ns();
     let api = WireApi::from_path(&path);
@@ -260,10 +249,6 @@ async fn handle(
     let parsed = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
     let (reply, sent) = {
         let mut shared = lock(&state);
-        let is_listing = matches!(
-            (method.as_str(), path.as_str()),
-            ("GET", "/api/tags") | ("POST", "/api/show")
-        ) || (method == Method::GET && path.ends_with("/models"));
         let listing = listing_answer(
             shared.listing.as_ref(),
             &shared.vision,
@@ -271,59 +256,25 @@ async fn handle(
             &path,
             &parsed,
         );
-        let recorded = RecordedRequest {
-            method: method.to_string(),
-            path: path.clone(),
-            headers: headers
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.as_str().to_owned(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect(),
-            body: parsed,
-            api,
-        };
-        let is_title = !is_listing && String::from_utf8_lossy(&body).contains(TITLE_MARKER);
-        if is_listing {
-            shared.listing_requests.push(recorded);
-        } else if is_title {
-            shared.title_requests.push(recorded);
-        } else {
-            shared.requests.push(recorded);
-        }
+        // Title requests are kept and answered apart (`TITLE_MARKER`).
+        let is_title = String::from_utf8_lossy(&body).contains(TITLE_MARKER);
+        shared.record(
+            recorded_request(&method, &path, &headers, parsed, api),
+            is_title,
+        );
         if let Some(answer) = listing {
             return answer;
         }
         // Only a model call takes a queued reply: a listing or a stray path must not eat one.
         if api.is_some() {
-            shared.timings.push(Timing {
+            let timing = Timing {
                 path: path.clone(),
                 request_start_ns,
                 request_end_ns,
                 request_bytes: body.len(),
                 reply_end_ns: None,
-            });
-            // Taken under the same lock as the push: requests arrive concurrently.
-            let sent = Sent {
-                state: Arc::clone(&state),
-                index: shared.timings.len() - 1,
-                stamp: shared.stamp,
             };
-            let reply = if is_title {
-                // About the real count: a token per 4 bytes of the body.
-                let tokens = (body.len() / 4) as u64;
-                Some(shared.titles.pop_front().unwrap_or_else(|| {
-                    super::Script::new()
-                        .text("Fake session title")
-                        .usage(tokens, 5, 0)
-                        .into()
-                }))
-            } else {
-                shared.queue.pop_front().or_else(|| shared.fallback.clone())
-            };
+            let (reply, sent) = shared.take_reply(&state, timing, is_title.then_some(body.len()));
             (reply, Some(sent))
         } else {
             (None, None)
@@ -338,6 +289,94 @@ async fn handle(
             ),
         );
     };
+    send_reply(api, reply, sent)
+}
+
+/// A benchmark queues the answers of the calls to come (a parent's, then its subagent's).
+fn push_script(state: &SharedState, body: &[u8]) -> Response {
+    match serde_json::from_slice::<super::Script>(body) {
+        Ok(script) => {
+            lock(state).queue.push_back(script.into());
+            http_reply(200, &[], "{}")
+        }
+        Err(e) => http_reply(
+            400,
+            &[],
+            &serde_json::json!({"error": e.to_string()}).to_string(),
+        ),
+    }
+}
+
+fn recorded_request(
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: Value,
+    api: Option<WireApi>,
+) -> RecordedRequest {
+    RecordedRequest {
+        method: method.to_string(),
+        path: path.to_owned(),
+        headers: headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body,
+        api,
+    }
+}
+
+impl Shared {
+    /// Logs a request: a model listing and a title request apart from the model calls.
+    fn record(&mut self, recorded: RecordedRequest, is_title: bool) {
+        let is_listing = matches!(
+            (recorded.method.as_str(), recorded.path.as_str()),
+            ("GET", "/api/tags") | ("POST", "/api/show")
+        ) || (recorded.method == "GET" && recorded.path.ends_with("/models"));
+        if is_listing {
+            self.listing_requests.push(recorded);
+        } else if is_title {
+            self.title_requests.push(recorded);
+        } else {
+            self.requests.push(recorded);
+        }
+    }
+
+    /// The next queued reply (or the fallback) for a model call, with its timing recorded; a
+    /// title request (`title_bytes`: its body's size) takes the next title reply, or a default
+    /// title. Taken under the same lock as the push: requests arrive concurrently.
+    fn take_reply(
+        &mut self,
+        state: &SharedState,
+        timing: Timing,
+        title_bytes: Option<usize>,
+    ) -> (Option<Reply>, Sent) {
+        self.timings.push(timing);
+        let sent = Sent {
+            state: Arc::clone(state),
+            index: self.timings.len() - 1,
+            stamp: self.stamp,
+        };
+        let reply = match title_bytes {
+            // About the real count: a token per 4 bytes of the body.
+            Some(bytes) => Some(self.titles.pop_front().unwrap_or_else(|| {
+                super::Script::new()
+                    .text("Fake session title")
+                    .usage((bytes / 4) as u64, 5, 0)
+                    .into()
+            })),
+            None => self.queue.pop_front().or_else(|| self.fallback.clone()),
+        };
+        (reply, sent)
+    }
+}
+
+fn send_reply(api: WireApi, reply: Option<Reply>, sent: Sent) -> Response {
     match reply {
         None => sent.now(http_reply(
             500,
