@@ -105,12 +105,13 @@ async fn the_command_list_follows_the_files() {
             "compact",
             "undo",
             "checkpoints",
+            "title",
             "init",
             "review",
             "explain"
         ]
     );
-    let explain = &first["params"]["update"]["availableCommands"][5];
+    let explain = &first["params"]["update"]["availableCommands"][6];
     assert_eq!(explain["description"], "Explain code");
     assert_eq!(explain["input"]["hint"], "<path>");
 
