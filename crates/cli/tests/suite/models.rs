@@ -220,7 +220,7 @@ async fn cost_is_reported_and_survives_a_reload() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(&format!("cost ${expected:.4}")), "{text}");
+    assert!(text.contains(&format!("cost ${amount:.4}")), "{text}");
 }
 
 #[tokio::test]

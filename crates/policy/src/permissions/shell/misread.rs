@@ -60,7 +60,8 @@ pub(super) fn misread(root: Node<'_>, src: &str, grammar: Grammar) -> Result<Rea
                     &mut reading.glued,
                 )?;
                 covered_to = covered_to.max(node.end_byte());
-                if node.is_named() {
+                // A `$` the grammar leaves unnamed is part of the word too (`>esac]]$X\rm`).
+                if node.is_named() || parent.is_some_and(|p| WORD_PARTS.contains(&p.kind())) {
                     words.leaf(node, &parents, bytes)?;
                 }
             }
@@ -413,7 +414,9 @@ fn check_span(node: Node<'_>, text: &str, src: &[u8], grammar: Grammar) -> Resul
                 .to_owned(),
         ),
         "test_command"
-            if text.starts_with('[') && !text.starts_with("[[") && newline_inside(node, src) =>
+            if text.starts_with('[')
+                && !text.starts_with("[[")
+                && newline_inside_test(node, src) =>
         {
             Err(
                 "Ferrite's grammar reads one `[` test across a line break where bash reads two"
@@ -666,6 +669,23 @@ fn newline_inside(command: Node<'_>, src: &[u8]) -> bool {
             }
         }
         prev_end = Some(child.end_byte());
+    }
+    false
+}
+
+/// Whether an unescaped line break separates two parts of a `[` test, its operands and
+/// operators included (`[ \\⏎-f x ]`: bash ends the `[` command at the break and runs `-f`).
+fn newline_inside_test(test: Node<'_>, src: &[u8]) -> bool {
+    let mut stack = vec![test];
+    while let Some(node) = stack.pop() {
+        if newline_inside(node, src) {
+            return true;
+        }
+        let mut cursor = node.walk();
+        stack.extend(
+            node.children(&mut cursor)
+                .filter(|c| c.kind().ends_with("_expression")),
+        );
     }
     false
 }
