@@ -103,6 +103,11 @@ pub trait LanguageServers: Send + Sync {
         path: Option<&'a Path>,
     ) -> BoxFuture<'a, Vec<FileReport>>;
 
+    /// Whether any server could start here: one is configured and on, its program is on `PATH`
+    /// and it may run at this trust. Where none can, the `diagnostics` tool is not offered (its
+    /// definition would cost every request for nothing).
+    fn can_run(&self, config: &LspConfig, trusted: bool) -> bool;
+
     /// Stops every server (session close, EOF). Idempotent.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }
