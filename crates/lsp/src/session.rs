@@ -367,13 +367,19 @@ impl LanguageServers for Servers {
         Box::pin(self.diagnostics_inner(scope, path))
     }
 
-    fn can_run(&self, config: &LspConfig, trusted: bool) -> bool {
+    fn can_run(&self, config: &LspConfig, trusted: bool, roots: &[PathBuf]) -> bool {
         config.enabled
             && registry::servers(config).iter().any(|def| {
-                def.command
-                    .first()
-                    .and_then(|p| registry::find_program(p))
-                    .is_some_and(|program| registry::launch(def, &program, trusted).is_ok())
+                let marked = def.root_markers.is_empty()
+                    || roots
+                        .iter()
+                        .any(|r| def.root_markers.iter().any(|m| r.join(m).exists()));
+                marked
+                    && def
+                        .command
+                        .first()
+                        .and_then(|p| registry::find_program(p))
+                        .is_some_and(|program| registry::launch(def, &program, trusted).is_ok())
             })
     }
 

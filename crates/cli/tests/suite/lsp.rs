@@ -174,6 +174,11 @@ async fn an_edit_gets_the_errors_it_brought_and_the_fix_clears_them() {
         )],
     )
     .await;
+    let offered = tool_names(&r.fake.requests()[0].body);
+    assert!(
+        offered.iter().any(|t| t == "diagnostics"),
+        "a server can run: the tool is offered: {offered:?}"
+    );
     let text = result_of(&r, 1);
     assert!(text.starts_with("Edited a.py"), "{text}");
     assert!(

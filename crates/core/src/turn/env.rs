@@ -331,7 +331,7 @@ impl CallEnv {
             .base
             .lsp
             .as_ref()
-            .is_some_and(|l| l.servers.can_run(&l.config, l.trusted))
+            .is_some_and(|l| l.servers.can_run(&l.config, l.trusted, &self.roots))
         {
             specs.retain(|s| s.name != crate::tools::DIAGNOSTICS);
         }
