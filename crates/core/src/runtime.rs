@@ -449,10 +449,9 @@ impl Runtime {
     /// most 100 characters; an empty one is refused), kept for good. A session not open here
     /// gets it appended to its log.
     pub async fn set_title(&self, id: &SessionId, title: &str) -> Result<String, RuntimeError> {
-        let title = crate::log::title_from(&[crate::content::UserContent::Text {
-            text: title.into(),
-        }])
-        .ok_or_else(|| RuntimeError::Invalid("the title is empty".into()))?;
+        let title =
+            crate::log::title_from(&[crate::content::UserContent::Text { text: title.into() }])
+                .ok_or_else(|| RuntimeError::Invalid("the title is empty".into()))?;
         if let Some(h) = self.get(id) {
             h.change(crate::events::SettingChange::Title(title.clone()))
                 .await?;

@@ -193,7 +193,10 @@ impl ScriptedModel {
 impl ModelClient for ScriptedModel {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         // A session-title request is answered aside: the script is the turns'.
-        if request.system.starts_with(crate::fake_provider::TITLE_MARKER) {
+        if request
+            .system
+            .starts_with(crate::fake_provider::TITLE_MARKER)
+        {
             let reply = Reply::new().text("Scripted session title").usage(200, 5);
             return Box::pin(futures::stream::iter(
                 reply

@@ -49,15 +49,27 @@ pub(super) fn wanted(state: &SessionState) -> Option<String> {
         EntryKind::UserMessage { content } => Some(content),
         _ => None,
     })?;
-    let text: Vec<&str> = content.iter().filter_map(UserContent::display_text).collect();
-    let text: String = text.join(" ").trim().chars().take(FIRST_MESSAGE_CHARS).collect();
+    let text: Vec<&str> = content
+        .iter()
+        .filter_map(UserContent::display_text)
+        .collect();
+    let text: String = text
+        .join(" ")
+        .trim()
+        .chars()
+        .take(FIRST_MESSAGE_CHARS)
+        .collect();
     (!text.is_empty()).then_some(text)
 }
 
 /// The model that writes titles: `title_model` when set and usable; else, of the usable models
 /// with a known price, the cheapest for a title request (non-reasoning models first: reasoning
 /// would cost more than the title); else the session's own model.
-pub fn choose(config: &Config, catalog: &Catalog, session_model: Option<&str>) -> Option<ModelInfo> {
+pub fn choose(
+    config: &Config,
+    catalog: &Catalog,
+    session_model: Option<&str>,
+) -> Option<ModelInfo> {
     let usable = |id: &str| {
         catalog
             .resolve(id)
@@ -96,7 +108,9 @@ pub fn check(answer: &str) -> Option<String> {
     let markup = |c: char| "<>*_`#[]{}|\\~".contains(c);
     let fine = !t.is_empty()
         && t.chars().count() <= MAX_CHARS
-        && !t.chars().any(|c| c.is_control() || markup(c) || crate::display::changes_display(c));
+        && !t
+            .chars()
+            .any(|c| c.is_control() || markup(c) || crate::display::changes_display(c));
     fine.then(|| t.to_owned())
 }
 
@@ -132,7 +146,11 @@ pub(super) async fn generate(services: Arc<Services>, rec: Recorder, cwd: PathBu
         reasoning: info.reasoning.is_reasoner(),
         adaptive_thinking: info.reasoning == ReasoningStyle::Adaptive,
         web_search: false,
-        max_output_tokens: Some(if info.reasoning.is_reasoner() { 2_048 } else { 64 }),
+        max_output_tokens: Some(if info.reasoning.is_reasoner() {
+            2_048
+        } else {
+            64
+        }),
         cache_key: None,
     };
     let mut stream = client.stream(request, CancellationToken::new());
@@ -177,7 +195,9 @@ pub(super) async fn generate(services: Arc<Services>, rec: Recorder, cwd: PathBu
     match rec.record_unless(entry, |s| s.title_by.is_some()) {
         Ok(true) => rec.emit(Event::TitleChanged { title }).await,
         Ok(false) => {}
-        Err(e) => tracing::warn!(session = %rec.session_id(), error = %e, "could not record a title"),
+        Err(e) => {
+            tracing::warn!(session = %rec.session_id(), error = %e, "could not record a title")
+        }
     }
 }
 
@@ -187,7 +207,10 @@ mod tests {
 
     #[test]
     fn only_a_short_plain_line_is_a_title() {
-        assert_eq!(check(" \"Fix the login bug.\"\n").as_deref(), Some("Fix the login bug"));
+        assert_eq!(
+            check(" \"Fix the login bug.\"\n").as_deref(),
+            Some("Fix the login bug")
+        );
         assert_eq!(check("Fix the login bug\nSure!"), None);
         assert_eq!(check("**Fix** it"), None);
         assert_eq!(check("<b>x</b>"), None);

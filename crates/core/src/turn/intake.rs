@@ -68,9 +68,8 @@ pub(super) fn record_prompt(
         checkpoint_command: crate::checkpointing::command::requested(content),
         title: title_command(content),
     };
-    let own_command = intake.compact.is_some()
-        || intake.checkpoint_command.is_some()
-        || intake.title.is_some();
+    let own_command =
+        intake.compact.is_some() || intake.checkpoint_command.is_some() || intake.title.is_some();
     rec.record(match own_command {
         false => EntryKind::UserMessage { content: expanded },
         true => EntryKind::Command { content: expanded },
