@@ -218,17 +218,7 @@ impl Actor {
             )));
             return;
         };
-        let pull = if self.launch.tsserver_pull {
-            Pull::TsServer
-        } else if lsp_pull {
-            Pull::Lsp
-        } else {
-            Pull::Push
-        };
-        // A pulled report says which version it is for; a push that does not would be taken
-        // for one on the content last sent (typescript-language-server's first push after a
-        // change holds the syntax errors only).
-        self.docs.set_pulled(pull != Pull::Push);
+        let pull = self.pull(lsp_pull);
         let _ = self.phase.send(Phase::Ready);
         loop {
             tokio::select! {
@@ -254,6 +244,22 @@ impl Actor {
                 }
             }
         }
+    }
+
+    /// How its diagnostics are had (`lsp_pull`: it offers `textDocument/diagnostic`).
+    fn pull(&self, lsp_pull: bool) -> Pull {
+        let pull = if self.launch.tsserver_pull {
+            Pull::TsServer
+        } else if lsp_pull {
+            Pull::Lsp
+        } else {
+            Pull::Push
+        };
+        // A pulled report says which version it is for; a push that does not would be taken
+        // for one on the content last sent (typescript-language-server's first push after a
+        // change holds the syntax errors only).
+        self.docs.set_pulled(pull != Pull::Push);
+        pull
     }
 
     /// `initialize` and `initialized`; `Some(pull)`: whether it takes pull diagnostics.

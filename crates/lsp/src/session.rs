@@ -390,3 +390,19 @@ impl LanguageServers for Servers {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_wait_longer_each_time_up_to_a_minute_or_restart_ms() {
+        let mut config = LspConfig::default();
+        let secs = |c: &LspConfig, n| backoff(c, n).as_secs();
+        assert_eq!([1, 2, 3].map(|n| secs(&config, n)), [2, 4, 8]);
+        assert_eq!(secs(&config, 40), 60);
+        config.restart_ms = 3_600_000;
+        assert_eq!(secs(&config, 1), 3600);
+        assert_eq!(secs(&config, 5), 3600);
+    }
+}

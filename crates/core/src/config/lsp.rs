@@ -180,6 +180,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.lsp.wait_ms, 900);
+        assert_eq!(c.lsp.restart_ms, DEFAULT_RESTART_MS);
+        assert_eq!(user("[lsp]\nrestart_ms = 10\n").unwrap().lsp.restart_ms, 10);
+        let err = user("[lsp]\nrestart_ms = 99999999\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lsp.restart_ms"), "{err}");
         let ruff = &c.lsp.servers["ruff"];
         assert_eq!(ruff.command.as_deref().unwrap()[0], "ruff");
         let err = user("[lsp]\nwait = 3\n").unwrap_err().to_string();
