@@ -10,8 +10,9 @@ call is a `write`; each prompt is timed from `session/prompt` to its answer:
   first    the first write of a file with a type error: the server starts cold and the result
            holds the error (`wait_ms = 30000`, so the edit waits for it): first-diagnostics latency
   clean    a later write of clean content (server warm), result "reports no errors"
-Reported: medians of first - off (first-diagnostics latency) and clean - off (the cost a clean
-edit pays), and of off itself. Binaries: FERRITE_BIN / FAKE_PROVIDER_BIN, else a release build.
+  warm_off `lsp.enabled = false` again, after those: a warm write alone
+Reported: medians of first - off (first-diagnostics latency) and clean - warm_off (the cost a
+clean edit pays), and of off itself. Binaries: FERRITE_BIN / FAKE_PROVIDER_BIN, else a release build.
 """
 
 import json
@@ -79,8 +80,13 @@ def one_run(ferrite: Path, origin: str, name: str) -> dict:
             f.write("max_turn_requests = 1\n[lsp]\nwait_ms = 30000\n")
         first = timed_write(agent, origin, sid, file, broken)
         clean_t = timed_write(agent, origin, sid, file, clean)
+        with open(cfg, "w") as f:
+            f.write("max_turn_requests = 1\n[lsp]\nenabled = false\n")
+        # The baseline a warm edit is compared with: the session's first prompt pays for more
+        # than the write (the model connection, the first log writes).
+        warm_off = timed_write(agent, origin, sid, "off2" + file, clean)
         agent.close()
-        return {"off": off, "first": first, "clean": clean_t}
+        return {"off": off, "first": first, "clean": clean_t, "warm_off": warm_off}
     finally:
         agent.kill()
         rm(home)
@@ -94,7 +100,7 @@ def main() -> None:
             runs = [one_run(ferrite, provider.origin, name) for _ in range(RUNS)]
             off = median([r["off"] for r in runs])
             first = median([r["first"] - r["off"] for r in runs])
-            clean = median([r["clean"] - r["off"] for r in runs])
+            clean = median([r["clean"] - r["warm_off"] for r in runs])
             print(f"{name:11} first diagnostics {fmt_ms(first):>9}   clean edit +{fmt_ms(clean):>8}"
                   f"   (write alone {fmt_ms(off)}, {RUNS} runs, medians)")
 

@@ -16,7 +16,9 @@ use serde::Deserialize;
 
 use crate::modes::Mode;
 use file::{parse_raw, read_raw, read_workspace_raw};
-pub use lsp::{DEFAULT_WAIT_MS, LspConfig, LspServerConfig, MAX_WAIT_MS};
+pub use lsp::{
+    DEFAULT_RESTART_MS, DEFAULT_WAIT_MS, LspConfig, LspServerConfig, MAX_BACKOFF_MS, MAX_WAIT_MS,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -103,6 +103,13 @@ pub trait LanguageServers: Send + Sync {
         path: Option<&'a Path>,
     ) -> BoxFuture<'a, Vec<FileReport>>;
 
+    /// Whether a server could start for this workspace: one is on, a workspace root holds one
+    /// of its root markers (`Cargo.toml`, `pyproject.toml`, ...; a user's server without
+    /// markers counts everywhere), its program is on `PATH` and it may run at this trust. Where
+    /// none can, the `diagnostics` tool is not offered (its definition would cost every request
+    /// for nothing).
+    fn can_run(&self, config: &LspConfig, trusted: bool, roots: &[PathBuf]) -> bool;
+
     /// Stops every server (session close, EOF). Idempotent.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use lsp_types::{Diagnostic, DiagnosticSeverity, Url};
 use tokio::sync::watch;
@@ -47,6 +48,8 @@ const KEPT_REPORTS: usize = 4;
 pub(crate) struct Docs {
     inner: Mutex<(u64, HashMap<Url, Doc>)>,
     reported: watch::Sender<u64>,
+    /// Reports are pulled: pushes without a version are not for the content last sent.
+    pulled: AtomicBool,
 }
 
 impl Default for Docs {
@@ -54,6 +57,7 @@ impl Default for Docs {
         Docs {
             inner: Mutex::new((0, HashMap::new())),
             reported: watch::channel(0).0,
+            pulled: AtomicBool::new(false),
         }
     }
 }
@@ -107,6 +111,14 @@ impl Docs {
             }
         });
         self.reported.send_modify(|n| *n += 1);
+    }
+
+    pub fn set_pulled(&self, pulled: bool) {
+        self.pulled.store(pulled, Ordering::Relaxed);
+    }
+
+    pub fn pulled(&self) -> bool {
+        self.pulled.load(Ordering::Relaxed)
     }
 
     pub fn subscribe(&self) -> watch::Receiver<u64> {

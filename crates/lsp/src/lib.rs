@@ -9,6 +9,7 @@ mod registry;
 mod rpc;
 mod server;
 mod session;
+mod tsserver;
 
 use std::sync::Arc;
 

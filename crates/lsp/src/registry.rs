@@ -70,10 +70,11 @@ fn builtins() -> Vec<ServerDef> {
     ]
 }
 
-/// The servers in use: built-ins changed by `[lsp.servers.NAME]`, the user's own added, the
-/// ones turned off left out.
+/// The servers in use: built-ins changed by `[lsp.servers.NAME]`, the user's own added before
+/// them (a user who adds a server for a language wants it used), the ones turned off left out.
 pub(crate) fn servers(config: &LspConfig) -> Vec<ServerDef> {
     let mut all = builtins();
+    let builtin_count = all.len();
     for (name, c) in &config.servers {
         let i = match all.iter().position(|d| d.name == *name) {
             Some(i) => i,
@@ -105,6 +106,7 @@ pub(crate) fn servers(config: &LspConfig) -> Vec<ServerDef> {
             d.root_markers = markers.clone();
         }
     }
+    all.rotate_left(builtin_count);
     all.retain(|d| {
         config
             .servers
@@ -179,6 +181,9 @@ fn is_executable(path: &Path) -> bool {
 pub(crate) struct Launch {
     pub init_options: Value,
     pub settings: Value,
+    /// Diagnostics asked of tsserver through `typescript.tsserverRequest` (`tsserver.rs`):
+    /// typescript-language-server neither pulls nor says which version it pushes on.
+    pub tsserver_pull: bool,
 }
 
 /// How a server starts in a workspace of this trust (`docs/lsp.md`): the settings that keep it
@@ -195,6 +200,7 @@ pub(crate) fn launch(def: &ServerDef, program: &Path, trusted: bool) -> Result<L
     }
     match def.name.as_str() {
         "pyright" => Ok(Launch {
+            tsserver_pull: false,
             init_options: Value::Null,
             settings: json!({"python": {"analysis": {
                 "diagnosticMode": "openFilesOnly",
@@ -214,11 +220,13 @@ pub(crate) fn launch(def: &ServerDef, program: &Path, trusted: bool) -> Result<L
                 init["tsserver"] = json!({"path": tsserver});
             }
             Ok(Launch {
+                tsserver_pull: def.command[0] == "typescript-language-server",
                 init_options: init,
                 settings: Value::Null,
             })
         }
         "rust-analyzer" if trusted => Ok(Launch {
+            tsserver_pull: false,
             init_options: json!({"checkOnSave": false}),
             settings: Value::Null,
         }),
@@ -233,6 +241,7 @@ pub(crate) fn launch(def: &ServerDef, program: &Path, trusted: bool) -> Result<L
             refuse("the repository's compile commands name the compiler it queries")
         }
         _ => Ok(Launch {
+            tsserver_pull: false,
             init_options: Value::Null,
             settings: Value::Null,
         }),
@@ -300,12 +309,12 @@ mod tests {
         let names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(
             names,
-            ["rust-analyzer", "pyright", "typescript", "gopls", "zls"]
+            ["zls", "rust-analyzer", "pyright", "typescript", "gopls"]
         );
-        let pyright = &all[1];
+        let pyright = &all[2];
         assert_eq!(pyright.command[0], "basedpyright-langserver");
         assert!(!pyright.builtin && pyright.root_markers.contains(&"pyproject.toml".into()));
-        assert!(!all[4].builtin);
+        assert!(!all[0].builtin);
     }
 
     #[test]

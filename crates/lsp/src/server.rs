@@ -57,6 +57,17 @@ pub(crate) struct Start<'a> {
 }
 
 /// The handle on a running server. Dropping it stops the server.
+/// How the errors of a document are had after a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pull {
+    /// `textDocument/diagnostic`.
+    Lsp,
+    /// tsserver's `semanticDiagnosticsSync` and `syntacticDiagnosticsSync`.
+    TsServer,
+    /// The server pushes them.
+    Push,
+}
+
 pub(crate) struct Server {
     pub name: String,
     cmds: mpsc::UnboundedSender<Cmd>,
@@ -69,7 +80,18 @@ impl Server {
         let (cmds, cmd_rx) = mpsc::unbounded_channel();
         let (phase_tx, phase) = watch::channel(Phase::Starting);
         let docs = Arc::new(Docs::default());
+        // Made here, outside the sandbox: where a protected path lies in the temp directory
+        // (FERRITE_HOME under /tmp), the sandbox grants the temp directory's existing children
+        // but nothing new directly in it (`ferrite-exec`'s `sandbox/carve.rs`), and servers
+        // make their temp and cache directories at start (typescript-language-server fails
+        // `initialize` without one).
         let cache = std::env::temp_dir().join("ferrite-lsp-cache");
+        let tmp = std::env::temp_dir().join("ferrite-lsp-tmp");
+        for dir in [&cache, &tmp] {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                tracing::debug!(dir = %dir.display(), "cannot make a language server directory: {e}");
+            }
+        }
         let spec = ServiceSpec {
             program: start.program.to_owned(),
             args: start.args.to_vec(),
@@ -77,6 +99,7 @@ impl Server {
             sandbox: start.sandbox,
             env_remove: start.env_remove,
             env: vec![
+                ("TMPDIR".into(), tmp.to_string_lossy().into_owned()),
                 (
                     "XDG_CACHE_HOME".into(),
                     cache.to_string_lossy().into_owned(),
@@ -188,13 +211,14 @@ impl Actor {
             r = tokio::time::timeout(INITIALIZE_TIMEOUT, self.initialize(&conn)) => r.ok().flatten(),
             _ = service.wait() => None,
         };
-        let Some(pull) = initialized else {
+        let Some(lsp_pull) = initialized else {
             let _ = self.phase.send(Phase::Exited(format!(
                 "{} did not start (it exited or did not answer `initialize`)",
                 self.name
             )));
             return;
         };
+        let pull = self.pull(lsp_pull);
         let _ = self.phase.send(Phase::Ready);
         loop {
             tokio::select! {
@@ -220,6 +244,22 @@ impl Actor {
                 }
             }
         }
+    }
+
+    /// How its diagnostics are had (`lsp_pull`: it offers `textDocument/diagnostic`).
+    fn pull(&self, lsp_pull: bool) -> Pull {
+        let pull = if self.launch.tsserver_pull {
+            Pull::TsServer
+        } else if lsp_pull {
+            Pull::Lsp
+        } else {
+            Pull::Push
+        };
+        // A pulled report says which version it is for; a push that does not would be taken
+        // for one on the content last sent (typescript-language-server's first push after a
+        // change holds the syntax errors only).
+        self.docs.set_pulled(pull != Pull::Push);
+        pull
     }
 
     /// `initialize` and `initialized`; `Some(pull)`: whether it takes pull diagnostics.
@@ -262,7 +302,7 @@ impl Actor {
         Some(pull)
     }
 
-    fn send(&self, conn: &Connection, cmd: Cmd, pull: bool) {
+    fn send(&self, conn: &Connection, cmd: Cmd, pull: Pull) {
         let (uri, version) = match cmd {
             Cmd::Open {
                 uri,
@@ -285,7 +325,11 @@ impl Actor {
             }
             Cmd::Shutdown(_) => return,
         };
-        if pull {
+        if pull == Pull::TsServer {
+            crate::tsserver::pull(conn, self.docs.clone(), uri, version);
+            return;
+        }
+        if pull == Pull::Lsp {
             let answer = conn.request(
                 "textDocument/diagnostic",
                 json!({"textDocument": {"uri": uri}}),
@@ -330,7 +374,9 @@ async fn answer(
             Incoming::Notification { method, params }
                 if method == "textDocument/publishDiagnostics" =>
             {
-                if let Ok(p) = serde_json::from_value::<PublishDiagnosticsParams>(params) {
+                if let Ok(p) = serde_json::from_value::<PublishDiagnosticsParams>(params)
+                    && (p.version.is_some() || !docs.pulled())
+                {
                     docs.report(&p.uri, p.version, p.diagnostics);
                 }
             }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use ferrite_core::config::{LspConfig, MAX_BACKOFF_MS};
 use ferrite_core::exec::Sandbox;
 use ferrite_core::lsp::{
     Before, Diagnostic, FileReport, FileState, LanguageServers, LspScope, NoticeSink,
@@ -20,9 +21,6 @@ use crate::docs::Report;
 use crate::registry::{self, ServerDef};
 use crate::server::{Phase, Server, Start};
 
-/// The longest wait between restarts of a server that keeps crashing.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
-
 /// What a server was started with: another scope needs another server.
 #[derive(Debug, Clone, PartialEq)]
 struct Terms {
@@ -34,7 +32,8 @@ struct Terms {
 struct Slot {
     server: Arc<Server>,
     terms: Terms,
-    /// Crashes so far; the next start waits `2^(crashes-1)` s (the first restart is at once).
+    /// Restarts so far; the next one waits `restart_ms * 2^(crashes-1)` (the first restart is
+    /// at once).
     crashes: u32,
     not_before: Instant,
     told: bool,
@@ -74,16 +73,15 @@ impl Servers {
             return Pick::None;
         };
         let defs = registry::servers(&scope.config);
-        let Some(def) = defs
+        // The first server of the language whose program is there.
+        let Some((def, program)) = defs
             .iter()
-            .find(|d| d.languages.iter().any(|l| l == language))
+            .filter(|d| d.languages.iter().any(|l| l == language))
+            .find_map(|d| Some((d, registry::find_program(d.command.first()?)?)))
         else {
             return Pick::None;
         };
         let Some(root) = registry::root_for(path, &def.root_markers, &scope.roots) else {
-            return Pick::None;
-        };
-        let Some(program) = def.command.first().and_then(|p| registry::find_program(p)) else {
             return Pick::None;
         };
         let launch = match registry::launch(def, &program, scope.trusted) {
@@ -122,8 +120,7 @@ impl Servers {
                         );
                     }
                     slot.crashes += 1;
-                    let delay = Duration::from_secs(1 << slot.crashes.min(6)).min(MAX_BACKOFF);
-                    slot.not_before = now + delay;
+                    slot.not_before = now + backoff(&scope.config, slot.crashes);
                     slot.server = Arc::new(self.start(def, &program, &root, scope, launch));
                     return Pick::Server(slot.server.clone(), language);
                 }
@@ -271,6 +268,14 @@ impl Servers {
     }
 }
 
+/// The wait before the restart after `restarts` of them: `restart_ms`, doubled each time, up to
+/// a minute (or `restart_ms`, if longer).
+fn backoff(config: &LspConfig, restarts: u32) -> Duration {
+    let base = config.restart_ms;
+    let grown = base.saturating_mul(1 << restarts.saturating_sub(1).min(16));
+    Duration::from_millis(grown.min(MAX_BACKOFF_MS.max(base)))
+}
+
 fn unavailable(path: &Path, server: String, why: String) -> FileReport {
     FileReport {
         path: path.to_owned(),
@@ -362,10 +367,42 @@ impl LanguageServers for Servers {
         Box::pin(self.diagnostics_inner(scope, path))
     }
 
+    fn can_run(&self, config: &LspConfig, trusted: bool, roots: &[PathBuf]) -> bool {
+        config.enabled
+            && registry::servers(config).iter().any(|def| {
+                let marked = def.root_markers.is_empty()
+                    || roots
+                        .iter()
+                        .any(|r| def.root_markers.iter().any(|m| r.join(m).exists()));
+                marked
+                    && def
+                        .command
+                        .first()
+                        .and_then(|p| registry::find_program(p))
+                        .is_some_and(|program| registry::launch(def, &program, trusted).is_ok())
+            })
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let servers: Vec<Arc<Server>> = self.slots().drain().map(|(_, s)| s.server).collect();
             futures::future::join_all(servers.iter().map(|s| s.shutdown())).await;
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_wait_longer_each_time_up_to_a_minute_or_restart_ms() {
+        let mut config = LspConfig::default();
+        let secs = |c: &LspConfig, n| backoff(c, n).as_secs();
+        assert_eq!([1, 2, 3].map(|n| secs(&config, n)), [2, 4, 8]);
+        assert_eq!(secs(&config, 40), 60);
+        config.restart_ms = 3_600_000;
+        assert_eq!(secs(&config, 1), 3600);
+        assert_eq!(secs(&config, 5), 3600);
     }
 }

@@ -81,13 +81,14 @@ pub(super) async fn lsp_rig(config: &str, trusted: bool, env: &[(&str, &str)]) -
     r
 }
 
-/// The config of the fake server for Python files, logging its pids to `pids`.
+/// The config of the fake server for Python files, logging its pids to `pids`. The wait before
+/// a second restart is an hour: whether a restart waits never depends on how fast the test runs.
 fn fake_config(args: &[&str], pids: &Path, wait_ms: u64) -> String {
     let mut command = vec![fake_server().display().to_string()];
     command.extend(args.iter().map(|a| (*a).to_owned()));
     command.extend(["--pid-file".to_owned(), pids.display().to_string()]);
     format!(
-        "[lsp]\nwait_ms = {wait_ms}\n[lsp.servers.fake]\ncommand = {}\nlanguages = [\"python\"]\n",
+        "[lsp]\nwait_ms = {wait_ms}\nrestart_ms = 3600000\n[lsp.servers.fake]\ncommand = {}\nlanguages = [\"python\"]\n",
         serde_json::to_string(&command).unwrap()
     )
 }
@@ -108,7 +109,16 @@ pub(super) async fn turn(r: &mut Rig, calls: Vec<(&str, &str, Value)>) -> Vec<Va
 pub(super) fn result_of(r: &Rig, n: usize) -> String {
     let (text, is_error) = tool_results(&r.fake.requests()[n].body).remove(0);
     assert!(!is_error, "{text}");
-    serde_json::from_str::<String>(&text).unwrap_or(text)
+    // A string, or the content blocks (`[{"type": "text", "text": ...}]`) as JSON.
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Ok(Value::String(s)) => s,
+        _ => text,
+    }
 }
 
 /// The text of the final `tool_call_update` of `call` the editor was sent.
@@ -135,7 +145,7 @@ fn pids(file: &Path) -> Vec<u32> {
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.split(' ').nth(2).is_some_and(|state| state == "Z"))
+        .is_ok_and(|s| s.split(' ').nth(2).is_none_or(|state| state != "Z"))
 }
 
 async fn gone(pid: u32) -> bool {
@@ -164,6 +174,11 @@ async fn an_edit_gets_the_errors_it_brought_and_the_fix_clears_them() {
         )],
     )
     .await;
+    let offered = tool_names(&r.fake.requests()[0].body);
+    assert!(
+        offered.iter().any(|t| t == "diagnostics"),
+        "a server can run: the tool is offered: {offered:?}"
+    );
     let text = result_of(&r, 1);
     assert!(text.starts_with("Edited a.py"), "{text}");
     assert!(
@@ -286,7 +301,7 @@ async fn a_server_killed_mid_turn_is_restarted_and_the_user_told_once() {
     assert!(result_of(&r, 4).contains("fake stopped unexpectedly"));
     let backoff = result_of(&r, 5);
     assert!(
-        backoff.contains("it restarts in"),
+        backoff.contains("it restarts in 3600 s"),
         "the second restart waits: {backoff}"
     );
     let told: Vec<&Value> = seen

@@ -148,8 +148,10 @@ async fn a_repository_typescript_runs_nowhere_untrusted_and_only_sandboxed_when_
         "the repository's code ran untrusted"
     );
 
-    // Trusted: the repository's TypeScript is what the server runs, in the sandbox.
+    // Trusted: the repository's TypeScript is what the server runs, in the sandbox. It answers
+    // nothing, so the edit waits its whole bound: a short one (what it ran is the point here).
     trust(&r.world);
+    r.world.write_config("[lsp]\nwait_ms = 2000\n");
     let seen = turn(
         &mut r,
         vec![(

@@ -44,7 +44,9 @@ async fn first_request(world: &World) -> Value {
 /// within the budget. After an intended change, set `FIXED` to the count the failure prints.
 #[tokio::test]
 async fn the_fixed_part_of_a_request_is_pinned_and_within_budget() {
-    const FIXED: usize = 1311;
+    // 1,311 before `task`'s `isolation` argument (worktrees); `diagnostics` is not offered where
+    // no language server can run (`docs/lsp.md`), as here.
+    const FIXED: usize = 1365;
     let world = World::new();
     let body = first_request(&world).await;
     let tools = tool_names(&body);

@@ -15,6 +15,7 @@ use super::{Config, ConfigError};
 pub(super) struct RawLsp {
     enabled: Option<bool>,
     wait_ms: Option<u64>,
+    restart_ms: Option<u64>,
     #[serde(default)]
     servers: BTreeMap<String, LspServerConfig>,
 }
@@ -39,6 +40,9 @@ pub struct LspConfig {
     pub enabled: bool,
     /// How long an edit waits for its diagnostics.
     pub wait_ms: u64,
+    /// The wait before a crashed server's second restart (the first is at once), doubled for
+    /// each further one up to [`MAX_BACKOFF_MS`] (or this, if longer).
+    pub restart_ms: u64,
     /// The user's servers and changes to the built-in ones, by name; the workspace's only ever
     /// say `enabled = false`.
     pub servers: BTreeMap<String, LspServerConfig>,
@@ -49,6 +53,7 @@ impl Default for LspConfig {
         Self {
             enabled: true,
             wait_ms: DEFAULT_WAIT_MS,
+            restart_ms: DEFAULT_RESTART_MS,
             servers: BTreeMap::new(),
         }
     }
@@ -57,6 +62,12 @@ impl Default for LspConfig {
 pub const DEFAULT_WAIT_MS: u64 = 1500;
 /// The longest wait accepted: an edit is never held up longer.
 pub const MAX_WAIT_MS: u64 = 30_000;
+pub const DEFAULT_RESTART_MS: u64 = 2000;
+/// The longest wait between restarts of a server that keeps crashing (unless `restart_ms` is
+/// longer).
+pub const MAX_BACKOFF_MS: u64 = 60_000;
+/// The longest `restart_ms` accepted: an hour.
+const MAX_RESTART_MS: u64 = 3_600_000;
 
 fn check_wait(wait: u64) -> Result<(), String> {
     if wait > MAX_WAIT_MS {
@@ -92,6 +103,14 @@ impl Config {
             check_wait(w).map_err(invalid)?;
             self.lsp.wait_ms = w;
         }
+        if let Some(r) = raw.restart_ms {
+            if r > MAX_RESTART_MS {
+                return Err(invalid(format!(
+                    "`lsp.restart_ms` accepts 0 to {MAX_RESTART_MS}"
+                )));
+            }
+            self.lsp.restart_ms = r;
+        }
         for (name, server) in raw.servers {
             check_server(&name, &server).map_err(invalid)?;
             self.lsp.servers.insert(name, server);
@@ -120,6 +139,11 @@ impl Config {
                 message,
             })?;
             self.lsp.wait_ms = self.lsp.wait_ms.min(w);
+        }
+        if raw.restart_ms.is_some() {
+            self.warnings.push(format!(
+                "{shown}: `lsp.restart_ms` ignored: only the user config sets it"
+            ));
         }
         for (name, server) in raw.servers {
             let off = LspServerConfig {
@@ -156,6 +180,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.lsp.wait_ms, 900);
+        assert_eq!(c.lsp.restart_ms, DEFAULT_RESTART_MS);
+        assert_eq!(user("[lsp]\nrestart_ms = 10\n").unwrap().lsp.restart_ms, 10);
+        let err = user("[lsp]\nrestart_ms = 99999999\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lsp.restart_ms"), "{err}");
         let ruff = &c.lsp.servers["ruff"];
         assert_eq!(ruff.command.as_deref().unwrap()[0], "ruff");
         let err = user("[lsp]\nwait = 3\n").unwrap_err().to_string();

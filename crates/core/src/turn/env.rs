@@ -346,6 +346,15 @@ impl CallEnv {
             use crate::tools::{BASH_KILL, BASH_OUTPUT};
             specs.retain(|s| s.name != BASH_OUTPUT && s.name != BASH_KILL);
         }
+        // `diagnostics` only where a language server can run.
+        if !self
+            .base
+            .lsp
+            .as_ref()
+            .is_some_and(|l| l.servers.can_run(&l.config, l.trusted, &self.roots))
+        {
+            specs.retain(|s| s.name != crate::tools::DIAGNOSTICS);
+        }
         specs
     }
 
