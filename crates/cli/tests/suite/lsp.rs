@@ -41,13 +41,48 @@ pub(super) fn npm_servers() -> PathBuf {
         PathBuf::from,
     );
     let bin = dir.join("node_modules/.bin");
-    assert!(
-        bin.join("pyright-langserver").exists() && bin.join("typescript-language-server").exists(),
-        "the language servers are not installed in {}: run the `npm install --prefix \
-         target/lsp-servers ...` line of .ci/run",
-        dir.display()
-    );
+    let installed = || {
+        bin.join("pyright-langserver").exists() && bin.join("typescript-language-server").exists()
+    };
+    // The README's test command installs them itself, once per test process (npm, pinned).
+    static INSTALL: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    if !installed() {
+        let done = INSTALL.get_or_init(|| install_servers(&dir));
+        assert!(
+            done.is_ok(),
+            "the language servers could not be installed in {}: {done:?}",
+            dir.display()
+        );
+    }
+    assert!(installed(), "no language servers in {}", bin.display());
     std::fs::canonicalize(bin).unwrap()
+}
+
+/// The language servers the real-server tests drive, pinned.
+const NPM_SERVERS: &[&str] = &[
+    "pyright@1.1.414",
+    "typescript-language-server@5.1.3",
+    "typescript@5.9.3",
+];
+
+fn install_servers(dir: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--prefix",
+        ])
+        .arg(dir)
+        .args(NPM_SERVERS)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("npm: {e}"))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
 }
 
 /// `PATH` with the npm servers first.
