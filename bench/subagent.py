@@ -2,6 +2,7 @@
 """What a `task` call costs Ferrite itself, apart from the model.
 
     python3 bench/subagent.py                 # STEPS=3 tool calls in the subagent, RUNS=15
+    STEPS=0 python3 bench/subagent.py         # a `task` that does nothing against a plain turn
     FERRITE_BIN=... OLD_BIN=... python3 bench/subagent.py   # two binaries, interleaved
 
 One agent, one session (mode `auto`), in a workspace of a few files. Each run queues, through
