@@ -258,6 +258,7 @@ mod tests {
     fn results_are_paired_and_missing_ones_synthesized() {
         let mut s = state();
         s.apply(EntryKind::UserMessage {
+            id: None,
             content: vec![UserContent::Text { text: "go".into() }],
         });
         s.apply(EntryKind::Assistant {
