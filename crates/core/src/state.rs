@@ -116,6 +116,14 @@ impl SessionState {
                     *self.cost_usd.get_or_insert(0.0) += c;
                 }
             }
+            EntryKind::Rewind { message_id } => {
+                let at = self.history.iter().position(
+                    |k| matches!(k, EntryKind::UserMessage { id: Some(id), .. } if *id == message_id),
+                );
+                if let Some(at) = at {
+                    self.history.truncate(at);
+                }
+            }
             EntryKind::Plan { entries } => {
                 self.plan = entries.clone();
                 self.history.push(EntryKind::Plan { entries });

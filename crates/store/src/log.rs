@@ -211,6 +211,12 @@ pub enum EntryKind {
         title: String,
         running: bool,
     },
+    /// The history is cut just before the user message `message_id` (`docs/sessions.md`,
+    /// Rewind): what came from it on is no longer live (neither replayed nor sent to the
+    /// model); the entries stay in the log.
+    Rewind {
+        message_id: String,
+    },
     TurnEnd {
         stop: StopReason,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -89,7 +89,8 @@ impl<'a> Builder<'a> {
             | EntryKind::Agent { .. }
             | EntryKind::Title { .. }
             | EntryKind::Directories { .. }
-            | EntryKind::SystemPrompt { .. } => {}
+            | EntryKind::SystemPrompt { .. }
+            | EntryKind::Rewind { .. } => {}
         }
     }
 

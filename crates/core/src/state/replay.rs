@@ -122,7 +122,8 @@ impl<'a> Replay<'a> {
             | EntryKind::Agent { .. }
             | EntryKind::Title { .. }
             | EntryKind::Directories { .. }
-            | EntryKind::SystemPrompt { .. } => {}
+            | EntryKind::SystemPrompt { .. }
+            | EntryKind::Rewind { .. } => {}
         }
     }
 
