@@ -137,7 +137,16 @@ async fn prompt_files_that_link_out_are_neither_listed_nor_run() {
         .collect();
     assert_eq!(
         names,
-        ["compact", "undo", "checkpoints", "init", "review", "ok"]
+        [
+            "compact",
+            "undo",
+            "checkpoints",
+            "rewind",
+            "title",
+            "init",
+            "review",
+            "ok"
+        ]
     );
     assert_no_secret("the command list", &list.to_string());
     for command in ["/fix", "/mine", "/env", "/hang"] {
