@@ -135,7 +135,7 @@ fn pids(file: &Path) -> Vec<u32> {
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.split(' ').nth(2).is_some_and(|state| state == "Z"))
+        .is_ok_and(|s| s.split(' ').nth(2).is_none_or(|state| state != "Z"))
 }
 
 async fn gone(pid: u32) -> bool {
