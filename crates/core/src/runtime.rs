@@ -275,21 +275,7 @@ impl Runtime {
     ) -> Opened {
         let id = state.id.clone();
         let notices = NoticeGate::new(self.events.clone(), id.clone());
-        let extra_tools = match (&self.services.mcp, mcp_servers.is_empty()) {
-            (Some(launcher), false) => {
-                let gate = notices.clone();
-                let sink: crate::mcp::NoticeSink = Arc::new(move |text: String| gate.notice(text));
-                let browser = self.services.elicitor.get().map(|elicitor| {
-                    Arc::new(browser::SessionBrowser {
-                        elicitor: elicitor.clone(),
-                        session: id.clone(),
-                        gate: notices.clone(),
-                    }) as Arc<dyn crate::mcp::Browser>
-                });
-                Some(launcher.launch(mcp_servers, sink, browser))
-            }
-            _ => None,
-        };
+        let extra_tools = self.launch_mcp(&id, &notices, mcp_servers);
         let parent = state.parent.clone();
         let title = state.title.clone();
         let cwd = state.cwd.clone();
@@ -344,6 +330,29 @@ impl Runtime {
             ),
             cwd,
         }
+    }
+
+    /// The session's MCP servers, started in the background (none without a launcher).
+    fn launch_mcp(
+        &self,
+        id: &SessionId,
+        notices: &NoticeGate,
+        mcp_servers: Vec<McpServerSpec>,
+    ) -> Option<Arc<dyn crate::mcp::ToolProvider>> {
+        let launcher = self.services.mcp.as_ref()?;
+        if mcp_servers.is_empty() {
+            return None;
+        }
+        let gate = notices.clone();
+        let sink: crate::mcp::NoticeSink = Arc::new(move |text: String| gate.notice(text));
+        let browser = self.services.elicitor.get().map(|elicitor| {
+            Arc::new(browser::SessionBrowser {
+                elicitor: elicitor.clone(),
+                session: id.clone(),
+                gate: notices.clone(),
+            }) as Arc<dyn crate::mcp::Browser>
+        });
+        Some(launcher.launch(mcp_servers, sink, browser))
     }
 
     /// Starts model discovery in the background (at most once a minute; see [`discovery`]):

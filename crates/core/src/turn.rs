@@ -165,16 +165,10 @@ async fn run_stages(
         Err(_) => Err("the config or the permission rules could not be read".into()),
     };
     let own = OwnFiles::new(&services.home, &start.roots, deny).with_user_home(services.env.home());
-    let content = match mcp_intake::expand(rec, &start, &own, &req.content, cancel).await? {
-        Ok(content) => content,
+    let intake = match take_in(rec, &start, &own, &req.content, cancel).await? {
+        Ok(intake) => intake,
         Err(outcome) => return Ok(outcome),
     };
-    let intake = intake::record_prompt(&own, rec, &content, &start)?;
-    intake::name_session(rec, &req.content, &start, &intake).await?;
-    if let Some(text) = &intake.title {
-        intake::retitle(rec, text).await?;
-        return Ok(TurnOutcome::ended(crate::log::StopReason::EndTurn));
-    }
     let resolve::Settings { config, rules } = match settings {
         Ok(s) => s,
         Err(outcome) => return Ok(outcome),
@@ -233,6 +227,28 @@ async fn run_stages(
     };
     let limits = Limits::of_turn(&config);
     request_loop(rec, &model, &env, &system, limits, steering, cancel).await
+}
+
+/// The prompt taken in: its MCP resources expanded, logged, the session named; `/title TEXT`
+/// is answered here (the turn ends without the model).
+async fn take_in(
+    rec: &Recorder,
+    start: &TurnStart,
+    own: &OwnFiles,
+    content: &[UserContent],
+    cancel: &CancellationToken,
+) -> Result<Stage<intake::Intake>, StoreError> {
+    let expanded = match mcp_intake::expand(rec, start, own, content, cancel).await? {
+        Ok(expanded) => expanded,
+        Err(outcome) => return Ok(Err(outcome)),
+    };
+    let intake = intake::record_prompt(own, rec, &expanded, start)?;
+    intake::name_session(rec, content, start, &intake).await?;
+    if let Some(text) = &intake.title {
+        intake::retitle(rec, text).await?;
+        return Ok(Err(TurnOutcome::ended(StopReason::EndTurn)));
+    }
+    Ok(Ok(intake))
 }
 
 /// The model does not take images: it is told in the request, and the user must hear it too.

@@ -140,8 +140,10 @@ async fn run_edits_by_default_and_reports_each_outcome() {
     let ls_result = tool_results(&fake.requests()[2].body);
     assert!(ls_result[0].0.contains("hello.txt"), "{ls_result:?}");
     let last = stderr.lines().last().unwrap_or_default();
+    // The turn's three requests, and the session's generated title (`titles.rs`).
+    let calls = fake.requests().len() + fake.title_requests().len();
     assert!(
-        last.starts_with("usage: 3 model call(s)") && last.contains("cost $"),
+        last.starts_with(&format!("usage: {calls} model call(s)")) && last.contains("cost $"),
         "the last line is the usage: {stderr}"
     );
     assert!(stderr.contains("session: "), "{stderr}");

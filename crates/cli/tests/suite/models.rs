@@ -206,7 +206,12 @@ async fn cost_is_reported_and_survives_a_reload() {
     assert_eq!(usage.len(), 1, "{after:?}");
     assert_eq!(usage[0]["used"], 1_100_000);
     let amount = usage[0]["cost"]["amount"].as_f64().unwrap();
-    assert!((amount - expected).abs() < 1e-9, "{amount}");
+    // Plus the generated title's request, a few hundred tokens (`titles.rs` checks its cost),
+    // when it was written before the first process ended.
+    assert!(
+        amount >= expected - 1e-9 && amount - expected < 0.01,
+        "{amount}"
+    );
 
     let out = std::process::Command::new(BIN)
         .args(["sessions", "show", &r.sid])

@@ -49,6 +49,16 @@ pub(super) fn check_rules(raw: &RawPermissions, path: &Path) -> Result<(), Confi
     Ok(())
 }
 
+/// `workspace_models`: each entry a model id `provider/model` or a pattern `provider/*`.
+fn workspace_models(list: Vec<String>) -> Result<Vec<String>, String> {
+    match list.iter().find(|m| !is_model_pattern(m)) {
+        Some(bad) => Err(format!(
+            "`workspace_models` entry {bad:?} must be a model id `provider/model` or `provider/*`"
+        )),
+        None => Ok(list),
+    }
+}
+
 impl Config {
     pub(super) fn apply_user(&mut self, raw: RawConfig, path: &Path) -> Result<(), ConfigError> {
         self.apply_user_only(&raw, path)?;
@@ -60,13 +70,7 @@ impl Config {
             self.model = Some(m);
         }
         if let Some(list) = raw.workspace_models {
-            if let Some(bad) = list.iter().find(|m| !is_model_pattern(m)) {
-                return Err(invalid(format!(
-                    "`workspace_models` entry {bad:?} must be a model id `provider/model` or \
-                     `provider/*`"
-                )));
-            }
-            self.workspace_models = list;
+            self.workspace_models = workspace_models(list).map_err(invalid)?;
         }
         if let Some(m) = raw.max_mode {
             self.max_mode = m;

@@ -444,9 +444,14 @@ impl SessionTask {
                 TurnOutcome::ended(StopReason::Cancelled)
             }
         };
+        // A cancelled or failed turn earns no title: nothing may follow a cancelled prompt's
+        // answer (ACP), and the next turn that ends well starts one.
+        let titled = outcome.stop == StopReason::EndTurn && outcome.failure.is_none();
         finish_turn(&self.core, &self.events, &self.session, &r, outcome).await;
         drop(r);
-        self.start_title();
+        if titled {
+            self.start_title();
+        }
         self.cancel_queued().await;
         super::memory::turn_ended(self.services.release_memory);
         // The next prompt in line (its start counts as activity, so nothing is released).

@@ -157,7 +157,7 @@ pub(super) async fn generate(services: Arc<Services>, rec: Recorder, cwd: PathBu
         return;
     };
     let cost = info.price.map(|p| p.cost(&response.usage));
-    if let Err(e) = rec.record_side_usage(&info.id, response.usage, cost) {
+    if let Err(e) = rec.record_side_usage(&info.id, response.usage, cost, false) {
         tracing::warn!(session = %rec.session_id(), error = %e, "could not record a title's usage");
     }
     let answer: String = response

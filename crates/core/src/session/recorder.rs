@@ -243,22 +243,29 @@ impl Recorder {
         drop(core);
         // A subagent's spending counts in its parent's cost too.
         if let Some(relay) = &self.relay {
-            relay.parent.record_side_usage(model, usage, cost_usd)?;
+            relay
+                .parent
+                .record_side_usage(model, usage, cost_usd, true)?;
         }
         Ok(cost)
     }
 
-    /// Records the usage of a call made beside the conversation (a subagent's): it counts in
-    /// the cost and leaves the context as it is.
+    /// Records the usage of a call made beside the conversation (a subagent's, a title's): it
+    /// counts in the cost and leaves the context as it is. `in_turn`: it counts in the running
+    /// turn's usage too (a subagent works within its parent's turn; a title is written after
+    /// a turn ended and belongs to none).
     pub fn record_side_usage(
         &self,
         model: &str,
         usage: Usage,
         cost_usd: Option<f64>,
+        in_turn: bool,
     ) -> Result<(), StoreError> {
         let mut core = self.session.lock();
         let context_tokens = core.state.context_tokens;
-        core.turn_usage.add(&usage);
+        if in_turn {
+            core.turn_usage.add(&usage);
+        }
         core.record(EntryKind::Usage {
             model: model.to_owned(),
             usage: Box::new(usage),

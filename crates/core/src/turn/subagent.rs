@@ -313,24 +313,7 @@ impl Child {
         cancel: &CancellationToken,
     ) -> Result<Nested, StoreError> {
         self.announce(rec, true).await?;
-        // Decided once, when the relay was made: the editor shows the child or it does not.
-        let shown_card = self
-            .rec
-            .relay()
-            .filter(|r| r.shown())
-            .map(|r| r.card().id.clone());
-        if let Some(card) = shown_card {
-            // The card points at the child's session from the start.
-            rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
-                id: card,
-                status: Some(ToolStatus::InProgress),
-                content: Some(vec![ToolContent::Session {
-                    session: self.id.clone(),
-                }]),
-                ..Default::default()
-            }))
-            .await;
-        }
+        self.point_card_at_child(rec).await;
         self.rec.emit(self.task.clone()).await;
         // The child's own cancel: the parent's cancels it too; `session/cancel` of the child
         // only it.
@@ -384,6 +367,27 @@ impl Child {
         drop(running);
         self.announce(rec, false).await?;
         Ok(self.nested(outcome, cancel))
+    }
+
+    /// The card points at the child's session from the start, where the editor shows the
+    /// child (decided once, when the relay was made).
+    async fn point_card_at_child(&self, rec: &Recorder) {
+        let shown_card = self
+            .rec
+            .relay()
+            .filter(|r| r.shown())
+            .map(|r| r.card().id.clone());
+        if let Some(card) = shown_card {
+            rec.emit(Event::ToolCallUpdate(ToolCallUpdateView {
+                id: card,
+                status: Some(ToolStatus::InProgress),
+                content: Some(vec![ToolContent::Session {
+                    session: self.id.clone(),
+                }]),
+                ..Default::default()
+            }))
+            .await;
+        }
     }
 
     /// Records and shows the child's state on the parent.

@@ -61,6 +61,9 @@ impl Rig {
 
     pub async fn with_runner(runner: FakeRunner) -> Rig {
         let home = tempfile::tempdir().unwrap();
+        // The rig's tests follow one turn's events to its end and then expect quiet; a title
+        // written after the first turn (covered by the binary's tests, `titles.rs`) is off.
+        std::fs::write(home.path().join("config.toml"), "titles = false\n").unwrap();
         let ws = tempfile::tempdir().unwrap();
         Rig::open(home, ws, ScriptedModel::new(), Arc::new(runner)).await
     }

@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use super::{Entry, EntryKind, FORMAT_VERSION, Header, StoreError, title_from};
 use crate::ids::SessionId;
+use crate::private_fs;
 
 /// A session log read from disk.
 #[derive(Debug, Clone)]
@@ -470,7 +471,7 @@ impl LogWriter {
         if let EntryKind::Title { title, .. } = &entry.kind {
             // The session's title now, for listings (a later title than the head's).
             let path = self.path.with_extension("title");
-            if let Err(e) = std::fs::write(&path, title) {
+            if let Err(e) = private_fs::write_atomic(&path, title.as_bytes()) {
                 tracing::warn!(path = %path.display(), error = %e, "could not note a session's title");
             }
         }
@@ -483,11 +484,10 @@ impl LogWriter {
     /// before.
     fn note_roots(&self, dirs: &[PathBuf]) {
         let path = roots_path(&self.path);
-        let tmp = path.with_extension("roots.tmp");
+        // Private like everything under FERRITE_HOME (the paths name the user's folders).
         let written = serde_json::to_vec(dirs)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| std::fs::rename(&tmp, &path));
+            .and_then(|bytes| private_fs::write_atomic(&path, &bytes));
         if let Err(e) = written {
             tracing::warn!(path = %path.display(), error = %e, "could not note a session's roots");
         }
