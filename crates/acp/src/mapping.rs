@@ -284,9 +284,17 @@ fn plan(entries: &[PlanEntry]) -> acp::Plan {
 pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
     use acp::SessionUpdate as U;
     match event {
-        Event::UserMessage { content } => content
+        Event::UserMessage {
+            message_id,
+            content,
+        } => content
             .iter()
-            .map(|c| U::UserMessageChunk(acp::ContentChunk::new(user_block(c))))
+            .map(|c| {
+                U::UserMessageChunk(
+                    acp::ContentChunk::new(user_block(c))
+                        .message_id(message_id.clone().map(acp::MessageId::new)),
+                )
+            })
             .collect(),
         Event::AgentMessageChunk { text } => vec![U::AgentMessageChunk(acp::ContentChunk::new(
             text_block(text),

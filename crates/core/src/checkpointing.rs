@@ -4,6 +4,7 @@
 //! is `ferrite_store::checkpoints`'.
 
 pub(crate) mod command;
+mod rewind;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

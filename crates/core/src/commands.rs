@@ -62,6 +62,11 @@ const BUILTINS: &[Builtin] = &[
         hint: None,
     },
     Builtin {
+        name: "rewind",
+        description: "List your messages; `/rewind N` goes back to before message N, files too",
+        hint: Some("[N]"),
+    },
+    Builtin {
         name: "title",
         description: "Rename the session (a generated title never replaces yours)",
         hint: Some("TEXT"),
@@ -475,6 +480,7 @@ mod tests {
                 "compact",
                 "undo",
                 "checkpoints",
+                "rewind",
                 "title",
                 "init",
                 "review",

@@ -15,6 +15,8 @@ use crate::modes::{Effort, Mode};
 pub enum Event {
     /// Only in replays: live prompts are already on the client's screen.
     UserMessage {
+        /// The message's stable id (the log's), sent as `messageId`.
+        message_id: Option<String>,
         content: Vec<UserContent>,
     },
     AgentMessageChunk {

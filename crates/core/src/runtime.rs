@@ -513,7 +513,7 @@ fn fork_title(entries: &[crate::log::Entry]) -> Option<String> {
         })
         .or_else(|| {
             entries.iter().find_map(|e| match &e.kind {
-                EntryKind::UserMessage { content } => crate::log::title_from(content),
+                EntryKind::UserMessage { content, .. } => crate::log::title_from(content),
                 _ => None,
             })
         });

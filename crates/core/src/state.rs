@@ -116,6 +116,14 @@ impl SessionState {
                     *self.cost_usd.get_or_insert(0.0) += c;
                 }
             }
+            EntryKind::Rewind { message_id } => {
+                let at = self.history.iter().position(
+                    |k| matches!(k, EntryKind::UserMessage { id: Some(id), .. } if *id == message_id),
+                );
+                if let Some(at) = at {
+                    self.history.truncate(at);
+                }
+            }
             EntryKind::Plan { entries } => {
                 self.plan = entries.clone();
                 self.history.push(EntryKind::Plan { entries });
@@ -258,6 +266,7 @@ mod tests {
     fn results_are_paired_and_missing_ones_synthesized() {
         let mut s = state();
         s.apply(EntryKind::UserMessage {
+            id: None,
             content: vec![UserContent::Text { text: "go".into() }],
         });
         s.apply(EntryKind::Assistant {

@@ -100,6 +100,7 @@ async fn tell_ended(
             ended.id, ended.how
         );
         rec.record(crate::log::EntryKind::UserMessage {
+            id: None,
             content: vec![UserContent::Text {
                 text: note.as_str().into(),
             }],
@@ -132,11 +133,16 @@ async fn take_steering(
 ) -> Result<(), StoreError> {
     for content in messages {
         let content = crate::attachments::expand_links(content, roots);
+        let id = Some(ferrite_store::ids::new_message_id());
         rec.record(crate::log::EntryKind::UserMessage {
+            id: id.clone(),
             content: content.clone(),
         })?;
-        rec.emit(crate::events::Event::UserMessage { content })
-            .await;
+        rec.emit(crate::events::Event::UserMessage {
+            message_id: id,
+            content,
+        })
+        .await;
     }
     Ok(())
 }
@@ -386,6 +392,7 @@ async fn request_loop(
                     hooks::on_stop(rec, env, limits.stop_event, &mut stop_continues, cancel).await
             {
                 rec.record(crate::log::EntryKind::UserMessage {
+                    id: None,
                     content: vec![UserContent::Text { text: note.into() }],
                 })?;
                 continue;

@@ -42,6 +42,11 @@ impl SessionId {
     }
 }
 
+/// A fresh id for a user message (`EntryKind::UserMessage::id`): time-ordered and unique.
+pub fn new_message_id() -> String {
+    format!("msg-{}", uuid::Uuid::now_v7().as_simple())
+}
+
 impl TryFrom<String> for SessionId {
     type Error = InvalidSessionId;
     fn try_from(value: String) -> Result<Self, Self::Error> {

@@ -102,6 +102,11 @@ pub enum StopReason {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryKind {
     UserMessage {
+        /// The message's stable id (`docs/sessions.md`, Rewind): sent as `messageId` on its
+        /// chunks. Absent on older logs and on Ferrite's own notes; replay then names the
+        /// message by its entry's place in the log.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
         content: Vec<UserContent>,
     },
     /// One complete (or, when cancelled, partial) assistant message from one model call.
@@ -205,6 +210,12 @@ pub enum EntryKind {
         session: SessionId,
         title: String,
         running: bool,
+    },
+    /// The history is cut just before the user message `message_id` (`docs/sessions.md`,
+    /// Rewind): what came from it on is no longer live (neither replayed nor sent to the
+    /// model); the entries stay in the log.
+    Rewind {
+        message_id: String,
     },
     TurnEnd {
         stop: StopReason,

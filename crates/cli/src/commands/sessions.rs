@@ -86,7 +86,7 @@ pub fn show(home: &Path, id: &str) -> anyhow::Result<ExitCode> {
     }
     for event in state.replay() {
         match event {
-            Event::UserMessage { content } => {
+            Event::UserMessage { content, .. } => {
                 let text: Vec<&str> = content.iter().filter_map(|c| c.display_text()).collect();
                 writeln!(out, "\n> {}", text.join(" "))?;
             }

@@ -16,7 +16,7 @@ use super::permissions::{Rig, start};
 use super::turns::{Api, provider_env};
 
 /// Every file under `dir` (but FERRITE_HOME's): relative path → (bytes, mode).
-fn tree(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+pub(super) fn tree(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {

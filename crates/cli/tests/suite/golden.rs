@@ -15,11 +15,18 @@ use super::inproc::Editor;
 
 /// Compares the editor's transcript since `from` with `tests/golden/<name>.txt`.
 fn check(e: &Editor, session: Option<&str>, from: usize, name: &str) {
-    let swaps = [
+    let mut swaps = vec![
         (session.unwrap_or("<no session>").to_owned(), "<session>"),
         (e.home.path().display().to_string(), "<home>"),
         (e.ws.path().display().to_string(), "<ws>"),
     ];
+    // A user message's id is fresh each run (`messageId` on its chunks).
+    for line in &e.transcript[from..] {
+        let m: serde_json::Value = serde_json::from_str(&line[2..]).unwrap();
+        if let Some(id) = m["params"]["update"]["messageId"].as_str() {
+            swaps.push((id.to_owned(), "<message>"));
+        }
+    }
     let text = transcript::render(&e.transcript[from..], &swaps);
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")

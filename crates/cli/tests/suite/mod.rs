@@ -48,6 +48,7 @@ mod registry_login;
 mod rendering;
 mod request_tokens;
 mod retries;
+mod rewind;
 mod rules;
 mod sandbox_escape;
 mod session_setup;

@@ -141,6 +141,7 @@ async fn prompt_files_that_link_out_are_neither_listed_nor_run() {
             "compact",
             "undo",
             "checkpoints",
+            "rewind",
             "title",
             "init",
             "review",

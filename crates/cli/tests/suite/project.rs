@@ -105,13 +105,14 @@ async fn the_command_list_follows_the_files() {
             "compact",
             "undo",
             "checkpoints",
+            "rewind",
             "title",
             "init",
             "review",
             "explain"
         ]
     );
-    let explain = &first["params"]["update"]["availableCommands"][6];
+    let explain = &first["params"]["update"]["availableCommands"][7];
     assert_eq!(explain["description"], "Explain code");
     assert_eq!(explain["input"]["hint"], "<path>");
 

@@ -66,6 +66,7 @@ async fn new_session_answers_modes_and_options_then_commands() {
             "compact",
             "undo",
             "checkpoints",
+            "rewind",
             "title",
             "init",
             "review",

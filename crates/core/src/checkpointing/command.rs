@@ -26,6 +26,9 @@ pub(crate) enum Command {
     List,
     /// `/undo` with an argument that is not a count.
     BadUndo(String),
+    /// `/rewind` (`None`: list the messages) or `/rewind N`; `Err`: an argument that is no
+    /// message number.
+    Rewind(Result<Option<usize>, String>),
 }
 
 /// `Some` when the prompt is `/undo`, `/undo N` or `/checkpoints`.
@@ -36,6 +39,9 @@ pub(crate) fn requested(content: &[UserContent]) -> Option<Command> {
     };
     if text == "/checkpoints" {
         return Some(Command::List);
+    }
+    if let Some(rewind) = super::rewind::requested(text) {
+        return Some(Command::Rewind(rewind));
     }
     let rest = text.strip_prefix("/undo")?;
     if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
@@ -81,7 +87,19 @@ pub(crate) async fn run(
                 config,
                 cancel,
             };
-            ctx.run(n).await?
+            ctx.run(n, None).await?
+        }
+        Command::Rewind(arg) => {
+            let ctx = Undo {
+                services,
+                rec,
+                store,
+                home,
+                roots,
+                config,
+                cancel,
+            };
+            super::rewind::run(ctx, arg).await?
         }
     };
     // Logged, so `session/load` replays the answer after the command, as it was shown.
@@ -117,9 +135,9 @@ fn list_text(all: &[Manifest], root: &Path) -> String {
     out
 }
 
-struct Undo<'a> {
+pub(super) struct Undo<'a> {
     services: &'a Services,
-    rec: &'a Recorder,
+    pub(super) rec: &'a Recorder,
     store: Store,
     home: PathBuf,
     roots: Vec<PathBuf>,
@@ -141,7 +159,12 @@ struct Decided {
 }
 
 impl Undo<'_> {
-    async fn run(self, n: usize) -> Result<(StopReason, String), StoreError> {
+    /// Reverts the newest `n` checkpoints (`/undo N`), or exactly those of `only` (a rewind).
+    pub(super) async fn run(
+        self,
+        n: usize,
+        only: Option<&[u64]>,
+    ) -> Result<(StopReason, String), StoreError> {
         let store = self.store.clone();
         let (all, dropped) = blocking(move || Ok((store.list(), store.dropped())))
             .await
@@ -155,7 +178,14 @@ impl Undo<'_> {
             };
             return Ok((StopReason::EndTurn, text));
         }
-        let undone: Vec<Manifest> = all[all.len().saturating_sub(n)..].to_vec();
+        let undone: Vec<Manifest> = match only {
+            Some(ids) => all
+                .iter()
+                .filter(|m| ids.contains(&m.id))
+                .cloned()
+                .collect(),
+            None => all[all.len().saturating_sub(n)..].to_vec(),
+        };
         let ids: Vec<u64> = undone.iter().map(|m| m.id).collect();
         let reach = Reach {
             roots: self.roots.clone(),

@@ -46,7 +46,7 @@ pub(super) fn wanted(state: &SessionState) -> Option<String> {
         return None;
     }
     let content = state.history.iter().find_map(|e| match e {
-        EntryKind::UserMessage { content } => Some(content),
+        EntryKind::UserMessage { content, .. } => Some(content),
         _ => None,
     })?;
     let text: Vec<&str> = content

@@ -60,7 +60,7 @@ impl<'a> Builder<'a> {
                     text: format!("Summary of the conversation so far (earlier messages were compacted):\n\n{summary}").into(),
                 }],
             }),
-            EntryKind::UserMessage { content } | EntryKind::SessionMessage { content, .. } => {
+            EntryKind::UserMessage { content, .. } | EntryKind::SessionMessage { content, .. } => {
                 self.user(user_parts(content))
             }
             EntryKind::HookContext { event, context } => self.user(vec![UserPart::Text {
@@ -89,7 +89,8 @@ impl<'a> Builder<'a> {
             | EntryKind::Agent { .. }
             | EntryKind::Title { .. }
             | EntryKind::Directories { .. }
-            | EntryKind::SystemPrompt { .. } => {}
+            | EntryKind::SystemPrompt { .. }
+            | EntryKind::Rewind { .. } => {}
         }
     }
 

@@ -61,9 +61,8 @@ impl SessionState {
 impl<'a> Replay<'a> {
     fn entry(&mut self, i: usize, kind: &'a EntryKind) {
         match kind {
-            EntryKind::UserMessage { content } | EntryKind::Command { content } => {
-                self.user(content)
-            }
+            EntryKind::UserMessage { id, content } => self.user(id.clone(), content),
+            EntryKind::Command { content } => self.user(None, content),
             EntryKind::Compaction { summary } => self.compaction(summary),
             EntryKind::Assistant { content } => self.assistant(content),
             EntryKind::ToolCall { name, call } if name == crate::tools::UPDATE_PLAN => {
@@ -123,7 +122,8 @@ impl<'a> Replay<'a> {
             | EntryKind::Agent { .. }
             | EntryKind::Title { .. }
             | EntryKind::Directories { .. }
-            | EntryKind::SystemPrompt { .. } => {}
+            | EntryKind::SystemPrompt { .. }
+            | EntryKind::Rewind { .. } => {}
         }
     }
 
@@ -133,9 +133,10 @@ impl<'a> Replay<'a> {
         })
     }
 
-    fn user(&mut self, content: &[UserContent]) {
+    fn user(&mut self, message_id: Option<String>, content: &[UserContent]) {
         self.after_text = false;
         self.out.push(Event::UserMessage {
+            message_id,
             content: content.to_vec(),
         })
     }

@@ -71,7 +71,10 @@ pub(super) fn record_prompt(
     let own_command =
         intake.compact.is_some() || intake.checkpoint_command.is_some() || intake.title.is_some();
     rec.record(match own_command {
-        false => EntryKind::UserMessage { content: expanded },
+        false => EntryKind::UserMessage {
+            id: Some(ferrite_store::ids::new_message_id()),
+            content: expanded,
+        },
         true => EntryKind::Command { content: expanded },
     })?;
     Ok(intake)

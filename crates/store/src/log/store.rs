@@ -407,7 +407,7 @@ fn summarize(path: &Path) -> Result<Option<SessionSummary>, std::io::Error> {
                 prompted = true;
                 break;
             }
-            Ok(EntryKind::UserMessage { content }) => {
+            Ok(EntryKind::UserMessage { content, .. }) => {
                 prompted = true;
                 title = title_from(&content);
                 if title.is_some() {

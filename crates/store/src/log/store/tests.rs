@@ -11,6 +11,7 @@ fn header(id: &SessionId) -> Header {
 
 fn user(text: &str) -> EntryKind {
     EntryKind::UserMessage {
+        id: None,
         content: vec![UserContent::Text { text: text.into() }],
     }
 }
