@@ -172,8 +172,10 @@ impl Servers {
     ) -> Option<FileReport> {
         let deadline = tokio::time::Instant::now() + scope.wait();
         let (server, language) = match self.pick(scope, path) {
-            Pick::None => return None,
-            Pick::Refused(server, why) => return Some(unavailable(path, server, why)),
+            // A server this workspace's trust does not allow says nothing after each edit: the
+            // same sentence on every edit of the file would only cost the model tokens (the
+            // `diagnostics` tool, offered where a server can run, says why).
+            Pick::None | Pick::Refused(..) => return None,
             Pick::Server(s, l) => (s, l),
         };
         let uri = Url::from_file_path(path).ok()?;
