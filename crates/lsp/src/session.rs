@@ -48,7 +48,10 @@ pub(crate) struct Servers {
 /// Which server handles a file, and where.
 enum Pick {
     None,
+    /// Not allowed in this workspace (its trust): the server's name, and why.
     Refused(String, String),
+    /// The server stopped and waits out its restart delay: the server's name, and why.
+    Waiting(String, String),
     Server(Arc<Server>, &'static str),
 }
 
@@ -114,7 +117,7 @@ impl Servers {
                     let now = Instant::now();
                     if now < slot.not_before {
                         let secs = (slot.not_before - now).as_secs() + 1;
-                        return Pick::Refused(
+                        return Pick::Waiting(
                             def.name.clone(),
                             format!("{why}; it restarts in {secs} s"),
                         );
@@ -176,6 +179,7 @@ impl Servers {
             // same sentence on every edit of the file would only cost the model tokens (the
             // `diagnostics` tool, offered where a server can run, says why).
             Pick::None | Pick::Refused(..) => return None,
+            Pick::Waiting(server, why) => return Some(unavailable(path, server, why)),
             Pick::Server(s, l) => (s, l),
         };
         let uri = Url::from_file_path(path).ok()?;
@@ -223,7 +227,9 @@ impl Servers {
         let deadline = tokio::time::Instant::now() + scope.wait();
         let (server, language) = match self.pick(scope, path) {
             Pick::None => return vec![],
-            Pick::Refused(server, why) => return vec![unavailable(path, server, why)],
+            Pick::Refused(server, why) | Pick::Waiting(server, why) => {
+                return vec![unavailable(path, server, why)];
+            }
             Pick::Server(s, l) => (s, l),
         };
         let Ok(uri) = Url::from_file_path(path) else {
