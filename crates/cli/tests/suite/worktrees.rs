@@ -262,3 +262,59 @@ async fn a_task_in_a_worktree_works_there_and_its_worktree_is_kept_only_with_cha
     std::fs::remove_dir_all(&trees).unwrap();
     stop(c).await;
 }
+
+/// The model can write the repository's `.git` (a hook, a config) in auto mode: what git runs
+/// while Ferrite makes and removes a subagent's worktree is confined like a command (found in
+/// review: `git worktree add` ran unsandboxed, so a `post-checkout` hook escaped the sandbox).
+#[tokio::test]
+async fn a_repository_hook_runs_confined_when_a_worktree_is_made() {
+    let world = World::new();
+    let ws = world.ws();
+    repo(&ws);
+    // Outside the workspace and outside the temporary folder (which commands may write).
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let escaped = outside.path().join("escaped");
+    let hook = ws.join(".git/hooks/post-checkout");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\necho ran > hook-ran\necho out > '{}'\nexit 0\n",
+            escaped.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fake = FakeProvider::start().await.unwrap();
+    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
+    c.initialize().await;
+    let parent = sid(&c.new_session(&ws).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": parent, "modeId": "auto"}),
+    )
+    .await
+    .ok();
+    fake.push(task("t1", "Look around.", &["ls"]));
+    fake.push(Script::new().text("Nothing to do."));
+    fake.push(Script::new().text("Fine."));
+    let id = c
+        .send_request("session/prompt", text_prompt(&parent, "look"))
+        .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    let wt = ws
+        .with_file_name(format!(
+            "{}.worktrees",
+            ws.file_name().unwrap().to_string_lossy()
+        ))
+        .join("task-t1");
+    // The hook ran (its mark makes the worktree one with changes, so it is kept) ...
+    assert_eq!(
+        std::fs::read_to_string(wt.join("hook-ran")).unwrap(),
+        "ran\n"
+    );
+    // ... and could not write outside what a sandboxed command may.
+    assert!(!escaped.exists(), "the hook wrote outside the sandbox");
+}

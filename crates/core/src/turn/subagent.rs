@@ -25,7 +25,7 @@ use crate::hooks::HookEvent;
 use crate::ids::SessionId;
 use crate::log::{EntryKind, Header, StopReason, StoreError};
 use crate::model::ToolSpec;
-use crate::modes::Effort;
+use crate::modes::{Effort, Mode};
 use crate::session::{Recorder, Relay, Session};
 use crate::state::SessionState;
 
@@ -165,7 +165,7 @@ pub(crate) async fn run(
         Some(a) => agent_tools(env, a, input.tools.as_deref()),
         None => allowed_tools(env, input.tools.as_deref()),
     };
-    let isolated = match isolate(env, id, input.isolation.as_deref()).await {
+    let isolated = match isolate(env, id, env.mode(rec), input.isolation.as_deref()).await {
         Ok(isolated) => isolated,
         Err(msg) => return refuse(rec, id, &msg).await,
     };
@@ -214,11 +214,12 @@ fn choose_agent<'a>(env: &'a CallEnv, name: Option<&str>) -> Result<Option<&'a A
 async fn isolate(
     env: &CallEnv,
     id: &str,
+    mode: Mode,
     isolation: Option<&str>,
 ) -> Result<Option<Isolated>, String> {
     match isolation {
         None => Ok(None),
-        Some(worktree::WORKTREE) => Isolated::create(env, id)
+        Some(worktree::WORKTREE) => Isolated::create(env, id, mode)
             .await
             .map(Some)
             .map_err(|e| format!("No worktree could be made for the subagent: {e}")),

@@ -1,8 +1,10 @@
 //! `task` with `isolation: "worktree"`: the subagent works in a fresh git worktree of the
 //! session's repository (detached at `HEAD`), so its edits never touch the parent's files.
-//! The worktree is made with `git worktree add` through the command port (Ferrite's own
-//! command, unsandboxed: it writes the repository's `.git`), beside the main worktree in
-//! `<repo>.worktrees/task-<n>`. When the subagent ends, a worktree without changes (nothing in
+//! The worktree is made with `git worktree add` through the command port, beside the main
+//! worktree in `<repo>.worktrees/task-<n>`. Ferrite's own git commands run in the command
+//! sandbox of the call's mode (network off, writes only in the repository, its `.git` and
+//! `<repo>.worktrees`): git runs what the repository's `.git` names (hooks such as
+//! `post-checkout`, `core.fsmonitor`, filters), and the model may have written those files. When the subagent ends, a worktree without changes (nothing in
 //! `git status`, `HEAD` where it started) is removed; one with changes is kept and named in the
 //! result (`docs/sessions.md`, "Worktrees").
 
@@ -13,6 +15,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::exec::{CommandRunner, CommandSpec, Exit, Sandbox};
+use crate::modes::Mode;
 use crate::worktrees::Repo;
 
 use super::super::env::CallEnv;
@@ -31,6 +34,8 @@ pub(super) struct Isolated {
     /// The parent session's worktree, where `git worktree` runs.
     repo: PathBuf,
     runner: Arc<dyn CommandRunner>,
+    /// What Ferrite's git commands may do (see the module's comment).
+    sandbox: Sandbox,
     spill_dir: PathBuf,
 }
 
@@ -42,8 +47,12 @@ pub(super) enum Kept {
 }
 
 impl Isolated {
-    /// Makes the worktree, or says why it cannot be made (for the model).
-    pub async fn create(env: &CallEnv, tag: &str) -> Result<Isolated, String> {
+    /// Makes the worktree for a call running in `mode`, or says why it cannot be made (for
+    /// the model).
+    pub async fn create(env: &CallEnv, tag: &str, mode: Mode) -> Result<Isolated, String> {
+        if mode == Mode::Plan {
+            return Err("a worktree cannot be made in plan mode, where nothing is written".into());
+        }
         let repo = Repo::of(&env.cwd).ok_or_else(|| {
             format!(
                 "`isolation: \"worktree\"` needs a git repository; {} is not in one.",
@@ -67,6 +76,18 @@ impl Isolated {
             .parent()
             .unwrap_or(&main)
             .join(format!("{name}.worktrees"));
+        // Made here: the sandbox can only let git write in a folder that exists.
+        std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let sandbox = match mode {
+            Mode::Full => Sandbox::None,
+            _ => Sandbox::for_mode(
+                Mode::Auto,
+                &[repo.current.clone(), main.join(".git"), parent.clone()],
+                (&env.home, &env.protected.sandbox_paths()),
+                &env.base.deny_read,
+                false,
+            ),
+        };
         let root = free_path(&parent, tag);
         let mut me = Isolated {
             cwd: if repo.subdir.as_os_str().is_empty() {
@@ -78,6 +99,7 @@ impl Isolated {
             start: String::new(),
             repo: repo.current.clone(),
             runner,
+            sandbox,
             spill_dir: env.base.spill_dir.clone(),
         };
         let add = format!(
@@ -120,7 +142,7 @@ impl Isolated {
             command: script.to_owned(),
             cwd: dir.to_path_buf(),
             timeout: Duration::from_secs(60),
-            sandbox: Sandbox::None,
+            sandbox: self.sandbox.clone(),
             spill_dir: self.spill_dir.clone(),
             env_remove: vec![],
             max_bytes: 16 * 1024,
