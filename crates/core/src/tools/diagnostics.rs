@@ -6,14 +6,14 @@ use std::path::Path;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::content::{ToolContent, ToolKind};
 use crate::lsp::{Before, LspCall, card, diagnostics_text};
 use crate::model::ToolSpec;
 use crate::paths::resolve;
 use crate::tools::output::parse_input;
-use crate::tools::write::path_description;
+use crate::tools::write::optional_path_description;
 use crate::tools::{
     Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };
@@ -50,13 +50,7 @@ impl Tool for Diagnostics {
     }
 
     fn describe(&self, input: &Value, cwd: &Path) -> CallDescription {
-        if input.get("path").and_then(Value::as_str).is_some() {
-            path_description("Diagnostics of", input, cwd)
-        } else {
-            let mut d = path_description("Diagnostics of", &json!({"path": "."}), cwd);
-            d.title = "Diagnostics of the workspace".into();
-            d
-        }
+        optional_path_description("Diagnostics of", "Diagnostics of the workspace", input, cwd)
     }
 
     fn access(&self, input: &Value, cwd: &Path) -> Access {

@@ -6,14 +6,14 @@ use futures::future::BoxFuture;
 use ignore::WalkBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::content::ToolKind;
 use crate::model::ToolSpec;
 use crate::paths::{display, resolve};
 use crate::tools::grep::search_root;
 use crate::tools::output::{blocking, cap, parse_input, place};
-use crate::tools::write::path_description;
+use crate::tools::write::optional_path_description;
 use crate::tools::{
     Access, CallDescription, ReadDeny, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };
@@ -53,13 +53,7 @@ impl Tool for Ls {
     }
 
     fn describe(&self, input: &Value, cwd: &Path) -> CallDescription {
-        if input.get("path").and_then(Value::as_str).is_some() {
-            path_description("List", input, cwd)
-        } else {
-            let mut d = path_description("List", &json!({"path": "."}), cwd);
-            d.title = "List the working directory".into();
-            d
-        }
+        optional_path_description("List", "List the working directory", input, cwd)
     }
 
     fn access(&self, input: &Value, cwd: &Path) -> Access {
@@ -153,6 +147,7 @@ fn list(dir: &Path, shown: &str, limit: usize, deny: &ReadDeny) -> Result<String
 mod tests {
     use super::*;
     use crate::tools::output::testing::TestEnv;
+    use serde_json::json;
 
     #[tokio::test]
     async fn lists_sorted_with_dirs_marked_and_ignored_left_out() {

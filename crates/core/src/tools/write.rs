@@ -199,6 +199,22 @@ pub(crate) fn path_description(verb: &str, input: &Value, cwd: &Path) -> CallDes
     }
 }
 
+/// [`path_description`] for a tool whose `path` is optional: without one, `whole` names what it
+/// works on, and the location is the working directory.
+pub(crate) fn optional_path_description(
+    verb: &str,
+    whole: &str,
+    input: &Value,
+    cwd: &Path,
+) -> CallDescription {
+    if input.get("path").and_then(Value::as_str).is_some() {
+        return path_description(verb, input, cwd);
+    }
+    let mut d = path_description(verb, &serde_json::json!({"path": "."}), cwd);
+    d.title = whole.to_owned();
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

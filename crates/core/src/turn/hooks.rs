@@ -161,7 +161,8 @@ fn ran_of(out: crate::exec::CommandOutput, hook: &Hook) -> Ran {
     }
 }
 
-fn single_quoted(text: &str) -> String {
+/// `text` as one POSIX shell word.
+pub(super) fn single_quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 

@@ -186,5 +186,5 @@ fn free_path(parent: &Path, tag: &str) -> PathBuf {
 
 /// `p` as one POSIX shell word.
 fn quote(p: &Path) -> String {
-    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
+    super::super::hooks::single_quoted(&p.to_string_lossy())
 }
