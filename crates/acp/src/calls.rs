@@ -58,6 +58,14 @@ impl Caller {
         self.pump.send(item).is_ok()
     }
 
+    /// Returns once every event the core queued before this call has been written.
+    pub async fn after_queued_events(&self) {
+        let (done, written) = tokio::sync::oneshot::channel();
+        if self.to_pump(Outbound::Barrier { done }) {
+            let _ = written.await;
+        }
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }

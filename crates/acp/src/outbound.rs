@@ -10,4 +10,9 @@ pub(crate) enum Outbound {
     Withdraw { id: Value },
     /// A notification about the session (`elicitation/complete`).
     Notify { line: String },
+    /// Nothing to write: answered once every event queued before it has been written (so a
+    /// handler that writes directly, like `session/load`'s replay, comes after them).
+    Barrier {
+        done: tokio::sync::oneshot::Sender<()>,
+    },
 }

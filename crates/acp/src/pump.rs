@@ -121,6 +121,9 @@ impl Running {
                 pump.out.line(line).await;
             }
             Outbound::Notify { line } => pump.out.line(line).await,
+            Outbound::Barrier { done } => {
+                let _ = done.send(());
+            }
         }
     }
 }

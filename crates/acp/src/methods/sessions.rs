@@ -207,6 +207,9 @@ async fn open(s: &Server, p: OpenParams, replay: bool) -> Result<(Opened, Vec<St
     let setup = Setup::parse(p.additional_directories, p.system_prompt)?;
     let (servers, unsupported) = mapping::mcp_servers(p.mcp_servers);
     let opened = s.runtime.open_session(&sid, replay, servers).await?;
+    // An event the session sent while it was opened (a title written during the wait) goes out
+    // before the replay and the answer, not after them.
+    s.caller.after_queued_events().await;
     Ok((setup.apply(s, opened).await?, unsupported))
 }
 
