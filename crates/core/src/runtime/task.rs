@@ -288,10 +288,16 @@ impl SessionTask {
                 reply,
                 ended,
             } => {
+                let inbox = crate::steering::Inbox::default();
+                if options.rewind.is_some() {
+                    // A rewind reads no message: steering meanwhile is told to send a prompt,
+                    // which then waits behind the rewind.
+                    inbox.close();
+                }
                 let req = TurnRequest {
                     content,
                     options,
-                    inbox: crate::steering::Inbox::default(),
+                    inbox,
                     background: self.background.clone(),
                     lsp: self.ctx.lsp.clone(),
                 };
