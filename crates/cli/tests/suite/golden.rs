@@ -23,8 +23,10 @@ fn check(e: &Editor, session: Option<&str>, from: usize, name: &str) {
     // A user message's id is fresh each run (`messageId` on its chunks).
     for line in &e.transcript[from..] {
         let m: serde_json::Value = serde_json::from_str(&line[2..]).unwrap();
-        if let Some(id) = m["params"]["update"]["messageId"].as_str() {
-            swaps.push((id.to_owned(), "<message>"));
+        for id in [&m["params"]["update"]["messageId"], &m["params"]["messageId"]] {
+            if let Some(id) = id.as_str() {
+                swaps.push((id.to_owned(), "<message>"));
+            }
         }
     }
     let text = transcript::render(&e.transcript[from..], &swaps);
@@ -132,4 +134,56 @@ async fn golden_load_replays_the_conversation() {
     let id = e.send("session/load", params).await;
     e.answer(&id).await;
     check(&e, Some(&session), from, "load_replays_the_conversation");
+}
+
+/// Answers the turn's permission requests with `allow_once` until prompt `id` is answered.
+async fn allow_until_answered(e: &mut Editor, id: &serde_json::Value) {
+    loop {
+        let m = e.next().await;
+        if m["method"] == "session/request_permission" {
+            let answer = json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}});
+            e.respond(&m, answer).await;
+        }
+        if m.get("id") == Some(id) && m.get("method").is_none() {
+            return;
+        }
+    }
+}
+
+#[tokio::test]
+async fn golden_rewind_with_files() {
+    let model = ScriptedModel::new();
+    model.push(Reply::new().text("Hi."));
+    model.push(Reply::new().text("I'll write it.").tool_call(
+        "w1",
+        "write",
+        json!({"path": "notes.txt", "content": "hello\n"}),
+    ));
+    model.push(Reply::new().text("Done."));
+    let mut e = Editor::start(&model).await;
+    let session = e.new_session().await;
+    let id = e.prompt(&session, "hello").await;
+    e.answer(&id).await;
+    let id = e.prompt(&session, "write notes.txt").await;
+    allow_until_answered(&mut e, &id).await;
+    assert!(e.ws.path().join("notes.txt").exists());
+    // The editor learns its messages' ids from a load.
+    let cwd = e.ws.path().to_owned();
+    let params = json!({"sessionId": session, "cwd": cwd, "mcpServers": []});
+    let id = e.send("session/load", params).await;
+    let (replayed, _) = e.answer(&id).await;
+    let second = replayed
+        .iter()
+        .filter_map(|m| m["params"]["update"]["messageId"].as_str())
+        .last()
+        .unwrap()
+        .to_owned();
+    // What follows a load's answer (usage, title, commands) is not part of the rewind.
+    while e.next().await["params"]["update"]["sessionUpdate"] != "available_commands_update" {}
+    let from = e.transcript.len();
+    let params = json!({"sessionId": session, "messageId": second, "restoreFiles": true});
+    let id = e.send("_session/rewind", params).await;
+    e.answer(&id).await;
+    assert!(!e.ws.path().join("notes.txt").exists(), "the write undone");
+    check(&e, Some(&session), from, "rewind_with_files");
 }
