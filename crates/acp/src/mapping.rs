@@ -288,21 +288,7 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::UserMessage {
             message_id,
             content,
-        } => {
-            let mut out: Vec<U> = content
-                .iter()
-                .map(|c| {
-                    U::UserMessageChunk(
-                        acp::ContentChunk::new(user_block(c))
-                            .message_id(message_id.clone().map(acp::MessageId::new)),
-                    )
-                })
-                .collect();
-            if let Some(id) = message_id.as_deref().filter(|_| takes.cursors) {
-                out.push(advertised::cursor_before(id));
-            }
-            out
-        }
+        } => user_message(message_id.as_deref(), content, takes),
         Event::MessageRecorded { message_id } if takes.cursors => {
             vec![advertised::cursor_before(message_id)]
         }
@@ -366,6 +352,28 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         )],
         Event::TurnEnded(_) => vec![],
     }
+}
+
+/// A replayed user message: its chunks, each with its id, then (to a client that takes cursors)
+/// the cursor before it.
+fn user_message(
+    message_id: Option<&str>,
+    content: &[UserContent],
+    takes: Takes,
+) -> Vec<acp::SessionUpdate> {
+    let mut out: Vec<acp::SessionUpdate> = content
+        .iter()
+        .map(|c| {
+            acp::SessionUpdate::UserMessageChunk(
+                acp::ContentChunk::new(user_block(c))
+                    .message_id(message_id.map(acp::MessageId::new)),
+            )
+        })
+        .collect();
+    if let Some(id) = message_id.filter(|_| takes.cursors) {
+        out.push(advertised::cursor_before(id));
+    }
+    out
 }
 
 /// A call's card; a client that does not take subagents is not shown `session` content.

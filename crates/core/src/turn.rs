@@ -61,7 +61,11 @@ pub(crate) async fn run_turn(
 ) -> TurnOutcome {
     let checkpoint = TurnCheckpoint::new(&services.home, rec.session_id());
     let inbox = req.inbox.clone();
-    let mut outcome = match run_stages(&services, &rec, req, &cancel, &checkpoint).await {
+    let staged = match req.options.rewind.clone() {
+        Some(to) => rewind_only(&services, &rec, &to, &cancel).await,
+        None => run_stages(&services, &rec, req, &cancel, &checkpoint).await,
+    };
+    let mut outcome = match staged {
         Ok(outcome) => outcome,
         // A log that cannot be written ends the turn: what the editor would see could not be
         // replayed.
@@ -160,9 +164,6 @@ async fn run_stages(
     let start = rec.start();
     // Read before the prompt is taken in: a prompt file is read under the turn's deny rules.
     let settings = resolve::settings(&services.home, &start.cwd);
-    if let Some(to) = &req.options.rewind {
-        return rewind_only(services, rec, &start, settings, to, cancel).await;
-    }
     let deny = match &settings {
         Ok(s) => s.rules.in_force(),
         Err(_) => Err("the config or the permission rules could not be read".into()),
@@ -236,12 +237,11 @@ async fn run_stages(
 async fn rewind_only(
     services: &Services,
     rec: &Recorder,
-    start: &TurnStart,
-    settings: Result<resolve::Settings, TurnOutcome>,
     to: &crate::events::RewindTo,
     cancel: &CancellationToken,
 ) -> Result<TurnOutcome, StoreError> {
-    let config = match settings {
+    let start = rec.start();
+    let config = match resolve::settings(&services.home, &start.cwd) {
         Ok(s) => s.config,
         Err(outcome) => return Ok(outcome),
     };

@@ -23,7 +23,10 @@ fn check(e: &Editor, session: Option<&str>, from: usize, name: &str) {
     // A user message's id is fresh each run (`messageId` on its chunks).
     for line in &e.transcript[from..] {
         let m: serde_json::Value = serde_json::from_str(&line[2..]).unwrap();
-        for id in [&m["params"]["update"]["messageId"], &m["params"]["messageId"]] {
+        for id in [
+            &m["params"]["update"]["messageId"],
+            &m["params"]["messageId"],
+        ] {
             if let Some(id) = id.as_str() {
                 swaps.push((id.to_owned(), "<message>"));
             }
@@ -174,8 +177,8 @@ async fn golden_rewind_with_files() {
     let (replayed, _) = e.answer(&id).await;
     let second = replayed
         .iter()
-        .filter_map(|m| m["params"]["update"]["messageId"].as_str())
-        .last()
+        .rev()
+        .find_map(|m| m["params"]["update"]["messageId"].as_str())
         .unwrap()
         .to_owned();
     // What follows a load's answer (usage, title, commands) is not part of the rewind.

@@ -277,6 +277,16 @@ struct Queued {
 /// Prompts that may wait behind a running turn; one more is refused as busy.
 const MAX_QUEUED: usize = 16;
 
+/// The inbox of a turn's steering messages. A rewind reads none: steering meanwhile is told to
+/// send a prompt, which then waits behind the rewind.
+fn inbox_for(options: &crate::events::TurnOptions) -> crate::steering::Inbox {
+    let inbox = crate::steering::Inbox::default();
+    if options.rewind.is_some() {
+        inbox.close();
+    }
+    inbox
+}
+
 impl SessionTask {
     /// One op from the queue (all but `Close`, which ends the task).
     async fn take(&mut self, op: Op) {
@@ -288,16 +298,10 @@ impl SessionTask {
                 reply,
                 ended,
             } => {
-                let inbox = crate::steering::Inbox::default();
-                if options.rewind.is_some() {
-                    // A rewind reads no message: steering meanwhile is told to send a prompt,
-                    // which then waits behind the rewind.
-                    inbox.close();
-                }
                 let req = TurnRequest {
+                    inbox: inbox_for(&options),
                     content,
                     options,
-                    inbox,
                     background: self.background.clone(),
                     lsp: self.ctx.lsp.clone(),
                 };
