@@ -242,23 +242,36 @@ async fn checkpoints_survive_kill_9_and_session_load() {
         "v3\n"
     );
 
-    let mut c = r.world.spawn_acp(provider_env(&r.fake, Api::Anthropic));
-    c.initialize().await;
-    c.request(
-        "session/load",
-        json!({"sessionId": r.sid, "cwd": ws, "mcpServers": []}),
-    )
-    .await
-    .ok();
-    r.client = c;
+    r.client = load_in_a_new_process(&r).await;
     let (before, _) = r.say("/checkpoints").await;
     let list = agent_text(&before);
     assert!(
         list.contains("1. turn 2") && list.contains("interrupted") && list.contains("2. turn 1"),
         "{list}"
     );
-    // A file the interrupted turn left is deleted only after asking: the user may have created
-    // it after the crash (what the agent left is unknown).
+    undo_after_the_crash_asks_about_unknown_files(&mut r).await;
+    r.client.close_stdin().await;
+    r.client.wait_exit(Duration::from_secs(5)).await;
+    the_undo_is_replayed_after_its_command(&r).await;
+}
+
+/// A new agent process with the rig's session loaded.
+async fn load_in_a_new_process(r: &Rig) -> ferrite_test_support::AcpClient {
+    let mut c = r.world.spawn_acp(provider_env(&r.fake, Api::Anthropic));
+    c.initialize().await;
+    c.request(
+        "session/load",
+        json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
+    )
+    .await
+    .ok();
+    c
+}
+
+/// `/undo 2` over the interrupted turn: what it left is deleted only after asking, since the user
+/// may have created it after the crash; the user's file is kept, the rest restored.
+async fn undo_after_the_crash_asks_about_unknown_files(r: &mut Rig) {
+    let ws = r.world.ws();
     std::fs::write(ws.join("mine.txt"), "written after the crash\n").unwrap();
     let id = r
         .client
@@ -301,10 +314,12 @@ async fn checkpoints_survive_kill_9_and_session_load() {
         std::fs::read_to_string(ws.join("keep.txt")).unwrap(),
         "v1\n"
     );
+}
 
-    // The undo is in the log and replayed by the next load.
-    r.client.close_stdin().await;
-    r.client.wait_exit(Duration::from_secs(5)).await;
+/// The undo is in the log and replayed by the next load: each command as the user's message,
+/// its answer after it (issue 23), not glued onto the answer of the turn before.
+async fn the_undo_is_replayed_after_its_command(r: &Rig) {
+    let ws = r.world.ws();
     let mut c = r.world.spawn_acp(provider_env(&r.fake, Api::Anthropic));
     c.initialize().await;
     let id = c
@@ -320,8 +335,6 @@ async fn checkpoints_survive_kill_9_and_session_load() {
         "{}",
         agent_text(&replay)
     );
-    // Each command is replayed as the user's message, its answer after it (issue 23): not
-    // glued onto the answer of the turn before.
     let said: Vec<(String, String)> = updates(&replay)
         .into_iter()
         .filter_map(|(kind, u)| {

@@ -42,6 +42,33 @@ fn modes(dir: &Path, skip: &[PathBuf]) -> Vec<(PathBuf, bool, u32)> {
     out
 }
 
+/// Answers the prompt's questions (`w1` always, the others once) until prompt `id` ends well.
+async fn allow_w1_always_and_the_rest_once(client: &mut AcpClient, id: &serde_json::Value) {
+    loop {
+        let msg = client
+            .wait_for(Duration::from_secs(20), |m| {
+                m["method"] == "session/request_permission" || m["id"] == *id
+            })
+            .await
+            .expect("a permission request or the answer");
+        if msg["method"] != "session/request_permission" {
+            assert_eq!(msg["result"]["stopReason"], "end_turn", "{msg}");
+            break;
+        }
+        let option = if msg["params"]["toolCall"]["toolCallId"] == "w1" {
+            "allow_always"
+        } else {
+            "allow_once"
+        };
+        client
+            .respond(
+                &msg["id"],
+                json!({"outcome": {"outcome": "selected", "optionId": option}}),
+            )
+            .await;
+    }
+}
+
 #[tokio::test]
 async fn everything_ferrite_creates_under_its_home_is_private_under_umask_022() {
     let world = World::new();
@@ -70,29 +97,7 @@ async fn everything_ferrite_creates_under_its_home_is_private_under_umask_022() 
     let id = client
         .send_request("session/prompt", text_prompt(&sid, "change it"))
         .await;
-    loop {
-        let msg = client
-            .wait_for(Duration::from_secs(20), |m| {
-                m["method"] == "session/request_permission" || m["id"] == id
-            })
-            .await
-            .expect("a permission request or the answer");
-        if msg["method"] != "session/request_permission" {
-            assert_eq!(msg["result"]["stopReason"], "end_turn", "{msg}");
-            break;
-        }
-        let option = if msg["params"]["toolCall"]["toolCallId"] == "w1" {
-            "allow_always"
-        } else {
-            "allow_once"
-        };
-        client
-            .respond(
-                &msg["id"],
-                json!({"outcome": {"outcome": "selected", "optionId": option}}),
-            )
-            .await;
-    }
+    allow_w1_always_and_the_rest_once(&mut client, &id).await;
     assert_eq!(
         std::fs::read_to_string(world.ws().join("a.txt")).unwrap(),
         "two\n"

@@ -2,6 +2,7 @@
 //! `config.toml` `[hooks]`) run at once; a repository's (`.claude/settings.json`,
 //! `.ferrite/config.toml`) only after the user trusted the folder when asked in the editor.
 
+use ferrite_test_support::AcpClient;
 use ferrite_test_support::fake_provider::{FakeProvider, Script};
 use serde_json::{Value, json};
 
@@ -156,23 +157,7 @@ async fn a_stop_hook_sends_the_agent_back_once() {
 async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     let world = World::new();
     let ws = world.ws();
-    std::fs::create_dir_all(ws.join(".claude")).unwrap();
-    std::fs::create_dir_all(ws.join(".ferrite")).unwrap();
-    // Hooks write under `out/`: a new entry directly in the root (which holds the protected
-    // `.claude` and `.ferrite`) cannot be made by a sandboxed command (`docs/sandbox.md`).
-    std::fs::create_dir_all(ws.join("out")).unwrap();
-    std::fs::write(
-        ws.join(".claude/settings.json"),
-        settings(json!({
-            "UserPromptSubmit": group("", r#"touch "$CLAUDE_PROJECT_DIR/out/claude-hook-ran"; echo PROJECT-HOOK-CONTEXT"#),
-        })),
-    )
-    .unwrap();
-    std::fs::write(
-        ws.join(".ferrite/config.toml"),
-        "[[hooks.UserPromptSubmit]]\nhooks = [{ command = 'touch \"$CLAUDE_PROJECT_DIR/out/toml-hook-ran\"' }]\n",
-    )
-    .unwrap();
+    repository_with_prompt_hooks(&ws);
     let fake = FakeProvider::start().await.unwrap();
     let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
     c.initialize().await;
@@ -181,15 +166,7 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     // Not trusted: the user is asked, says "not now", and nothing of the repository runs.
     let s = sid(&c.new_session(&ws).await);
     fake.push(Script::new().text("one"));
-    let id = c
-        .send_request("session/prompt", text_prompt(&s, "hello"))
-        .await;
-    let question = c
-        .wait_for(std::time::Duration::from_secs(10), |m| {
-            m["method"] == "session/request_permission"
-        })
-        .await
-        .expect("the user is asked to trust the folder");
+    let question = prompt_and_answer_trust(&mut c, &s, "not-now").await;
     let title = question["params"]["toolCall"]["title"].as_str().unwrap();
     assert!(title.contains("Trust the folder"), "{title}");
     let listed = question["params"]["toolCall"]["content"].to_string();
@@ -197,13 +174,6 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
         listed.contains("claude-hook-ran") && listed.contains("toml-hook-ran"),
         "{listed}"
     );
-    c.respond(
-        &question["id"],
-        json!({"outcome": {"outcome": "selected", "optionId": "not-now"}}),
-    )
-    .await;
-    let (_, answer) = c.collect_until_answer(&id).await;
-    assert_eq!(answer.ok()["stopReason"], "end_turn");
     assert!(!ran("claude-hook-ran") && !ran("toml-hook-ran"));
     assert!(
         !fake.requests()[0]
@@ -234,22 +204,7 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     c.initialize().await;
     let s2 = sid(&c.new_session(&ws).await);
     fake.push(Script::new().text("three"));
-    let id = c
-        .send_request("session/prompt", text_prompt(&s2, "hello"))
-        .await;
-    let question = c
-        .wait_for(std::time::Duration::from_secs(10), |m| {
-            m["method"] == "session/request_permission"
-        })
-        .await
-        .expect("asked again after a restart");
-    c.respond(
-        &question["id"],
-        json!({"outcome": {"outcome": "selected", "optionId": "trust"}}),
-    )
-    .await;
-    let (_, answer) = c.collect_until_answer(&id).await;
-    answer.ok();
+    prompt_and_answer_trust(&mut c, &s2, "trust").await;
     assert!(ran("claude-hook-ran") && ran("toml-hook-ran"));
     assert!(
         fake.requests()[3]
@@ -267,6 +222,49 @@ async fn a_repository_s_hooks_run_only_after_the_user_trusts_the_folder() {
     answer.ok();
     assert!(asked(&seen).is_empty(), "the answer is remembered");
     assert!(ran("claude-hook-ran"));
+}
+
+/// A cloned repository whose Claude Code settings and Ferrite config each run a hook on every
+/// prompt. Hooks write under `out/`: a new entry directly in the root (which holds the protected
+/// `.claude` and `.ferrite`) cannot be made by a sandboxed command (`docs/sandbox.md`).
+fn repository_with_prompt_hooks(ws: &std::path::Path) {
+    std::fs::create_dir_all(ws.join(".claude")).unwrap();
+    std::fs::create_dir_all(ws.join(".ferrite")).unwrap();
+    std::fs::create_dir_all(ws.join("out")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.json"),
+        settings(json!({
+            "UserPromptSubmit": group("", r#"touch "$CLAUDE_PROJECT_DIR/out/claude-hook-ran"; echo PROJECT-HOOK-CONTEXT"#),
+        })),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join(".ferrite/config.toml"),
+        "[[hooks.UserPromptSubmit]]\nhooks = [{ command = 'touch \"$CLAUDE_PROJECT_DIR/out/toml-hook-ran\"' }]\n",
+    )
+    .unwrap();
+}
+
+/// Prompts `hello` in `s`, answers the question to trust the folder with `choice`, and returns
+/// the question once the prompt has ended well.
+async fn prompt_and_answer_trust(c: &mut AcpClient, s: &str, choice: &str) -> Value {
+    let id = c
+        .send_request("session/prompt", text_prompt(s, "hello"))
+        .await;
+    let question = c
+        .wait_for(std::time::Duration::from_secs(10), |m| {
+            m["method"] == "session/request_permission"
+        })
+        .await
+        .expect("the user is asked to trust the folder");
+    c.respond(
+        &question["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": choice}}),
+    )
+    .await;
+    let (_, answer) = c.collect_until_answer(&id).await;
+    assert_eq!(answer.ok()["stopReason"], "end_turn");
+    question
 }
 
 fn cli(world: &World, args: &[&str]) -> String {

@@ -212,10 +212,9 @@ async fn image_decodes_take_turns_across_sessions() {
 /// Issue 23: a model of the built-in `openai-chat` provider (OpenAI's Chat Completions API) has
 /// the facts of the same OpenAI model whatever declares or lists it: window, price and images.
 /// Declaring it under `[providers.openai-chat]` made `openai-chat/gpt-4o` "unknown", with no
-/// cost, and dropped its images. An Ollama model whose `/api/show` says `vision` takes
-/// images; one that does not is told so.
+/// cost, and dropped its images.
 #[tokio::test]
-async fn listed_models_keep_known_facts_and_say_which_take_images() {
+async fn listed_openai_models_keep_known_facts_and_take_images() {
     use super::common::*;
     use super::turns::{Api, provider_env};
     use ferrite_test_support::fake_provider::FakeProvider;
@@ -267,8 +266,13 @@ async fn listed_models_keep_known_facts_and_say_which_take_images() {
         body.contains("image_url"),
         "the image reaches gpt-4o: {body}"
     );
+}
 
-    // Ollama: `vision` in /api/show.
+/// An Ollama model whose `/api/show` says `vision` takes images; one that does not is told so.
+#[tokio::test]
+async fn an_ollama_model_takes_images_only_when_its_listing_says_vision() {
+    use super::common::*;
+    use ferrite_test_support::fake_provider::FakeProvider;
     let ollama = FakeProvider::start().await.unwrap();
     ollama.set_ollama_models(&[("llava:7b", 4096), ("qwen3:8b", 4096)]);
     ollama.set_vision_models(&["llava:7b"]);

@@ -181,6 +181,14 @@ async fn printed_link(stderr: tokio::process::ChildStderr) -> String {
     link
 }
 
+/// The stored token as if received long ago: expired, as time passing would make it.
+fn age_stored_token(world: &World) {
+    let mut file = stored(world.home());
+    file["credentials"]["token_received_at"] = json!(1);
+    let path = token_files(world.home()).remove(0);
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+}
+
 #[tokio::test]
 async fn sign_in_once_then_reuse_refresh_and_sign_in_again_when_revoked() {
     let (url, server) = start_http_oauth().await;
@@ -222,10 +230,7 @@ async fn sign_in_once_then_reuse_refresh_and_sign_in_again_when_revoked() {
 
     // An expired access token is refreshed with the refresh token, without the user.
     server.expire_access_tokens();
-    let mut file = stored(world.home());
-    file["credentials"]["token_received_at"] = json!(1);
-    let path = token_files(world.home()).remove(0);
-    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    age_stored_token(&world);
     // With every debug log on: still no token in them.
     let mut c = client_env(&world, &fake, true, &[("FERRITE_LOG", "debug")]).await;
     let (sid3, early) = session(&mut c, &world, &url).await;
@@ -249,9 +254,7 @@ async fn sign_in_once_then_reuse_refresh_and_sign_in_again_when_revoked() {
     // A revoked refresh token falls back to the browser.
     server.expire_access_tokens();
     server.revoke_refresh_tokens();
-    let mut file = stored(world.home());
-    file["credentials"]["token_received_at"] = json!(1);
-    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    age_stored_token(&world);
     let mut c = client(&world, &fake, true).await;
     let (sid4, _) = session(&mut c, &world, &url).await;
     sign_in_as_user(&mut c, &sid4).await;

@@ -12,6 +12,22 @@ use serde_json::json;
 use super::common::*;
 use super::permissions::{rig, start, write_call};
 
+/// The last mode and config updates among `before` both say `mode`.
+fn the_client_is_told_the_mode_is(before: &[serde_json::Value], mode: &str) {
+    let ups = updates(before);
+    let last = |kind: &str| {
+        ups.iter()
+            .rev()
+            .find(|(k, _)| k == kind)
+            .unwrap_or_else(|| panic!("no {kind}"))
+            .1
+            .clone()
+    };
+    assert_eq!(last("current_mode_update")["currentModeId"], mode);
+    let cfg = last("config_option_update");
+    assert_eq!(option_value(&cfg["configOptions"], "mode"), mode);
+}
+
 #[tokio::test]
 async fn plan_mode_refuses_writes_and_exit_plan_switches_modes() {
     let mut r = rig().await;
@@ -50,23 +66,7 @@ async fn plan_mode_refuses_writes_and_exit_plan_switches_modes() {
     r.answer(&req, "allow_always").await;
     let (before, answer) = r.client.collect_until_answer(&prompt).await;
     assert_eq!(answer.ok()["stopReason"], "end_turn");
-    let ups = updates(&before);
-    let mode = ups
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "current_mode_update")
-        .expect("mode update")
-        .1
-        .clone();
-    assert_eq!(mode["currentModeId"], "auto");
-    let cfg = ups
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "config_option_update")
-        .expect("config update")
-        .1
-        .clone();
-    assert_eq!(option_value(&cfg["configOptions"], "mode"), "auto");
+    the_client_is_told_the_mode_is(&before, "auto");
     assert!(
         before
             .iter()

@@ -306,6 +306,23 @@ async fn an_allow_rule_holds_against_what_dash_reads_differently() {
     );
 }
 
+/// `ferrite doctor` fails, naming the config error and the rule.
+fn doctor_names_the_bad_rule(world: &World) {
+    let doctor = std::process::Command::new(BIN)
+        .arg("doctor")
+        .current_dir(world.ws())
+        .env("FERRITE_HOME", world.home())
+        .env("HOME", world.home())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(!doctor.status.success());
+    assert!(
+        report.contains("config: ERROR") && report.contains("bash(rm -rf:*"),
+        "{report}"
+    );
+}
+
 /// A rule that does not parse is a configuration error naming the rule and the file, for the
 /// turn and for `ferrite doctor` (`docs/config.md`), in the config and in the stored rules.
 #[tokio::test]
@@ -347,19 +364,7 @@ async fn a_malformed_rule_fails_the_turn_and_doctor_names_it() {
     );
     assert_eq!(r.fake.requests().len(), 0, "the model was never called");
 
-    let doctor = std::process::Command::new(BIN)
-        .arg("doctor")
-        .current_dir(r.world.ws())
-        .env("FERRITE_HOME", r.world.home())
-        .env("HOME", r.world.home())
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&doctor.stdout);
-    assert!(!doctor.status.success());
-    assert!(
-        report.contains("config: ERROR") && report.contains("bash(rm -rf:*"),
-        "{report}"
-    );
+    doctor_names_the_bad_rule(&r.world);
 
     // A stored rules file with a bad rule: the same.
     r.world.write_config("");

@@ -230,13 +230,14 @@ async fn hostile_session_ids_are_refused_and_never_echoed() {
     assert!(!w.home().join("escaped.jsonl").exists());
 }
 
-#[tokio::test]
-async fn list_filters_by_cwd_newest_first_with_a_cursor() {
-    let w = World::new();
-    let other = tempfile::tempdir().unwrap();
-    let mut c = w.client().await;
-    let mut mine = vec![];
-    for i in 0..53 {
+/// `n` sessions in the workspace, each prompted once (the first with a messy first line).
+async fn prompted_sessions(
+    c: &mut ferrite_test_support::AcpClient,
+    w: &World,
+    n: usize,
+) -> Vec<String> {
+    let mut out = vec![];
+    for i in 0..n {
         let s = sid(&c.new_session(&w.ws()).await);
         let text = if i == 0 {
             "  the very   first\nquestion ".to_owned()
@@ -246,8 +247,17 @@ async fn list_filters_by_cwd_newest_first_with_a_cursor() {
         c.request("session/prompt", text_prompt(&s, &text))
             .await
             .ok();
-        mine.push(s);
+        out.push(s);
     }
+    out
+}
+
+#[tokio::test]
+async fn list_filters_by_cwd_newest_first_with_a_cursor() {
+    let w = World::new();
+    let other = tempfile::tempdir().unwrap();
+    let mut c = w.client().await;
+    let mine = prompted_sessions(&mut c, &w, 53).await;
     // Sessions nobody prompted are not listed (issue 23): opened and left.
     let unprompted = sid(&c.new_session(&w.ws()).await);
     let other_cwd = std::fs::canonicalize(other.path()).unwrap();

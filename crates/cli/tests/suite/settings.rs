@@ -22,6 +22,17 @@ async fn mode_update(c: &mut AcpClient) -> String {
         .to_owned()
 }
 
+/// `session/set_config_option` of `id` to `value` in session `s`.
+async fn set_option(
+    c: &mut AcpClient,
+    s: &str,
+    id: &str,
+    value: &str,
+) -> ferrite_test_support::Answer {
+    let params = json!({"sessionId": s, "configId": id, "value": value});
+    c.request("session/set_config_option", params).await
+}
+
 #[tokio::test]
 async fn set_mode_within_the_ceiling_sends_updates() {
     let w = World::new();
@@ -124,13 +135,7 @@ async fn set_config_option_answers_the_full_list() {
     let w = World::new();
     let mut c = w.client().await;
     let s = sid(&c.new_session(&w.ws()).await);
-    let r = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "mode", "value": "auto"}),
-        )
-        .await
-        .ok();
+    let r = set_option(&mut c, &s, "mode", "auto").await.ok();
     let ids: Vec<&str> = r["configOptions"]
         .as_array()
         .unwrap()
@@ -141,40 +146,20 @@ async fn set_config_option_answers_the_full_list() {
     assert_eq!(option_value(&r["configOptions"], "mode"), "auto");
     assert_eq!(mode_update(&mut c).await, "auto");
 
-    let r = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "model", "value": "openai/gpt-5"}),
-        )
-        .await
-        .ok();
+    let r = set_option(&mut c, &s, "model", "openai/gpt-5").await.ok();
     assert_eq!(option_value(&r["configOptions"], "model"), "openai/gpt-5");
-    let r = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "reasoning_effort", "value": "high"}),
-        )
+    let r = set_option(&mut c, &s, "reasoning_effort", "high")
         .await
         .ok();
     assert_eq!(
         option_value(&r["configOptions"], "reasoning_effort"),
         "high"
     );
-    let r = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "web_search", "value": "on"}),
-        )
-        .await
-        .ok();
+    let r = set_option(&mut c, &s, "web_search", "on").await.ok();
     assert_eq!(option_value(&r["configOptions"], "web_search"), "on");
 
     // A model without reasoning or web search: switching to it drops those choices...
-    let r = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "model", "value": "openai-chat/gpt-4o"}),
-        )
+    let r = set_option(&mut c, &s, "model", "openai-chat/gpt-4o")
         .await
         .ok();
     assert_eq!(
@@ -183,33 +168,13 @@ async fn set_config_option_answers_the_full_list() {
     );
     assert_eq!(option_value(&r["configOptions"], "web_search"), "off");
     // ...and asking for them again is refused with nothing changed.
-    let a = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "reasoning_effort", "value": "low"}),
-        )
-        .await;
+    let a = set_option(&mut c, &s, "reasoning_effort", "low").await;
     assert_eq!(a.code(), -32602);
-    let a = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "web_search", "value": "on"}),
-        )
-        .await;
+    let a = set_option(&mut c, &s, "web_search", "on").await;
     assert_eq!(a.code(), -32602);
-    let a = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "model", "value": "nope/none"}),
-        )
-        .await;
+    let a = set_option(&mut c, &s, "model", "nope/none").await;
     assert_eq!(a.code(), -32602);
-    let a = c
-        .request(
-            "session/set_config_option",
-            json!({"sessionId": s, "configId": "colour", "value": "red"}),
-        )
-        .await;
+    let a = set_option(&mut c, &s, "colour", "red").await;
     assert_eq!(a.code(), -32602);
 
     // The legacy set_model still works.

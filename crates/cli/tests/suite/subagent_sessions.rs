@@ -100,8 +100,32 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
     let (before, answer) = c.collect_until_answer(&id).await;
     assert_eq!(answer.ok()["stopReason"], "end_turn");
     let ups = session_updates(&before);
+    let child = announced_on_the_parent(&ups, &parent, &world);
+    the_child_s_own_updates(&ups, &parent, &child);
+    the_parent_s_card_points_at_the_child(&ups, &parent, &child);
+    assert!(
+        fake.requests()[3].body.to_string().contains("It holds 42."),
+        "the parent gets the answer"
+    );
 
-    // Announced on the parent, running, where it works, cancellable on its own.
+    // The child's log names its parent; the list leaves it out.
+    let log = std::fs::read_to_string(world.session_file(&child)).unwrap();
+    let header: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(header["parent"], parent.as_str());
+    assert_eq!(header["subagent"], true);
+    let listed = c.request("session/list", json!({})).await.ok().to_string();
+    assert!(
+        listed.contains(&parent) && !listed.contains(&child),
+        "{listed}"
+    );
+    c.close_stdin().await;
+    c.wait_exit(Duration::from_secs(5)).await.unwrap();
+    both_replay_in_a_new_process(&world, &fake, &parent, &child).await;
+}
+
+/// Announced on the parent, running, where it works, cancellable on its own, before any update
+/// of its own; returns the child's id.
+fn announced_on_the_parent(ups: &[(String, Value)], parent: &str, world: &World) -> String {
     let (at, announce) = ups
         .iter()
         .enumerate()
@@ -122,8 +146,11 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
         at < first_of_child,
         "announced before the child's own updates"
     );
+    child
+}
 
-    // The child's own updates, under its id: the task from the parent, its tool call, its answer.
+/// The child's own updates, under its id: the task from the parent, its tool call, its answer.
+fn the_child_s_own_updates(ups: &[(String, Value)], parent: &str, child: &str) {
     let of_child: Vec<&Value> = ups
         .iter()
         .filter(|(s, _)| *s == child)
@@ -133,8 +160,8 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
         .iter()
         .find(|u| kind(u) == "session_message")
         .expect("the task as a session message");
-    assert_eq!(message["senderSessionId"], parent.as_str());
-    assert_eq!(message["recipientSessionId"], child.as_str());
+    assert_eq!(message["senderSessionId"], parent);
+    assert_eq!(message["recipientSessionId"], child);
     assert!(
         message["content"]
             .to_string()
@@ -157,8 +184,10 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
             .all(|(s, u)| *s == child || u["toolCallId"] != "s1"),
         "the child's calls are not the parent's"
     );
+}
 
-    // The parent's card points at the child, and ends with the answer.
+/// The parent's card points at the child and ends with the answer; the child ends idle.
+fn the_parent_s_card_points_at_the_child(ups: &[(String, Value)], parent: &str, child: &str) {
     let last = ups
         .iter()
         .rev()
@@ -172,7 +201,7 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c["type"] == "session" && c["sessionId"] == child.as_str()),
+            .any(|c| c["type"] == "session" && c["sessionId"] == child),
         "{last}"
     );
     let idle = ups
@@ -181,35 +210,18 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
         .find(|(s, u)| *s == parent && kind(u) == "subagent_update")
         .unwrap();
     assert_eq!(idle.1["state"]["state"], "idle");
-    assert!(
-        fake.requests()[3].body.to_string().contains("It holds 42."),
-        "the parent gets the answer"
-    );
+}
 
-    // The child's log names its parent; the list leaves it out.
-    let log = std::fs::read_to_string(world.session_file(&child)).unwrap();
-    let header: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
-    assert_eq!(header["parent"], parent.as_str());
-    assert_eq!(header["subagent"], true);
-    let listed = c.request("session/list", json!({})).await.ok().to_string();
-    assert!(
-        listed.contains(&parent) && !listed.contains(&child),
-        "{listed}"
-    );
-    c.close_stdin().await;
-    c.wait_exit(Duration::from_secs(5)).await.unwrap();
-
-    // Loaded by its id, the child replays its conversation.
-    let mut c = client(&world, &fake, true).await;
-    let id = c
-        .send_request(
-            "session/load",
-            json!({"sessionId": child, "cwd": world.ws(), "mcpServers": []}),
-        )
-        .await;
-    let (replay, answer) = c.collect_until_answer(&id).await;
-    answer.ok();
-    let replay = session_updates(&replay);
+/// In a new process: the child, loaded by its id, replays its conversation; the parent's replay
+/// announces the child once, as it is now, before its card names it.
+async fn both_replay_in_a_new_process(
+    world: &World,
+    fake: &FakeProvider,
+    parent: &str,
+    child: &str,
+) {
+    let mut c = client(world, fake, true).await;
+    let replay = load_updates(&mut c, world, child).await;
     assert!(replay.iter().any(|(_, u)| kind(u) == "session_message"));
     assert!(
         replay
@@ -221,23 +233,14 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
             .iter()
             .any(|(_, u)| u["content"]["text"] == "It holds 42.")
     );
-    // The parent's replay announces the child before its card names it.
-    let id = c
-        .send_request(
-            "session/load",
-            json!({"sessionId": parent, "cwd": world.ws(), "mcpServers": []}),
-        )
-        .await;
-    let (replay, answer) = c.collect_until_answer(&id).await;
-    answer.ok();
-    let replay = session_updates(&replay);
+    let replay = load_updates(&mut c, world, parent).await;
     let announced = replay
         .iter()
-        .position(|(_, u)| kind(u) == "subagent_update" && u["sessionId"] == child.as_str())
+        .position(|(_, u)| kind(u) == "subagent_update" && u["sessionId"] == child)
         .expect("the child announced in the replay");
     let named = replay
         .iter()
-        .position(|(_, u)| u["content"].to_string().contains(&child))
+        .position(|(_, u)| u["content"].to_string().contains(child))
         .expect("the card names the child");
     assert!(announced < named);
     let states: Vec<&Value> = replay
@@ -246,6 +249,19 @@ async fn a_client_that_shows_subagents_sees_the_child_session_and_can_load_it() 
         .map(|(_, u)| &u["state"]["state"])
         .collect();
     assert_eq!(states, [&json!("idle")], "once, as it is now");
+}
+
+/// The `(session, update)`s a `session/load` of `s` on `c` replays.
+async fn load_updates(c: &mut AcpClient, world: &World, s: &str) -> Vec<(String, Value)> {
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": s, "cwd": world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replay, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    session_updates(&replay)
 }
 
 #[tokio::test]

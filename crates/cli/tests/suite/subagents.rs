@@ -37,6 +37,35 @@ async fn a_subagent_works_in_its_own_context_and_the_parent_gets_its_answer() {
 
     let reqs = r.fake.requests();
     assert_eq!(reqs.len(), 4, "parent, subagent twice, parent");
+    the_subagent_s_context_is_its_own(&reqs);
+    one_card_shows_the_subagent(&before, &reqs);
+
+    // The card, as it ended, is part of the replay.
+    r.client.close_stdin().await;
+    r.client.wait_exit(Duration::from_secs(5)).await.unwrap();
+    let mut c = r.world.client().await;
+    let id = c
+        .send_request(
+            "session/load",
+            json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
+        )
+        .await;
+    let (replay, answer) = c.collect_until_answer(&id).await;
+    answer.ok();
+    assert!(
+        updates(&replay)
+            .iter()
+            .any(|(_, u)| u["toolCallId"] == "t1"
+                && u["content"].to_string().contains("It holds 42.")),
+        "replayed"
+    );
+}
+
+/// The subagent's requests: its own system prompt and task, not the parent's history, read-only
+/// tools; the parent gets its answer and not its tool output.
+fn the_subagent_s_context_is_its_own(
+    reqs: &[ferrite_test_support::fake_provider::RecordedRequest],
+) {
     let sub = &reqs[1].body;
     let sub_text = sub.to_string();
     assert!(
@@ -66,8 +95,15 @@ async fn a_subagent_works_in_its_own_context_and_the_parent_gets_its_answer() {
         !parent_after.contains("the answer is 42"),
         "and not the subagent's tool output"
     );
+}
 
-    let ups = updates(&before);
+/// One card for the subagent, its progress listing its tools, its own calls never separate
+/// cards; both tools' results went back to the subagent, not to the parent.
+fn one_card_shows_the_subagent(
+    before: &[serde_json::Value],
+    reqs: &[ferrite_test_support::fake_provider::RecordedRequest],
+) {
+    let ups = updates(before);
     let card = ups
         .iter()
         .find(|(k, u)| k == "tool_call" && u["toolCallId"] == "t1")
@@ -89,7 +125,6 @@ async fn a_subagent_works_in_its_own_context_and_the_parent_gets_its_answer() {
             && u["content"].to_string().contains("Grep")),
         "its progress lists both tools"
     );
-    // Both tools' results went back to the subagent, not to the parent.
     let sub_second = reqs[2].body.to_string();
     assert!(
         sub_second.contains("the answer is 42") && sub_second.contains("a.txt:1:"),
@@ -106,26 +141,6 @@ async fn a_subagent_works_in_its_own_context_and_the_parent_gets_its_answer() {
     assert!(
         last["content"].to_string().contains("It holds 42."),
         "{last}"
-    );
-
-    // The card, as it ended, is part of the replay.
-    r.client.close_stdin().await;
-    r.client.wait_exit(Duration::from_secs(5)).await.unwrap();
-    let mut c = r.world.client().await;
-    let id = c
-        .send_request(
-            "session/load",
-            json!({"sessionId": r.sid, "cwd": r.world.ws(), "mcpServers": []}),
-        )
-        .await;
-    let (replay, answer) = c.collect_until_answer(&id).await;
-    answer.ok();
-    assert!(
-        updates(&replay)
-            .iter()
-            .any(|(_, u)| u["toolCallId"] == "t1"
-                && u["content"].to_string().contains("It holds 42.")),
-        "replayed"
     );
 }
 

@@ -181,6 +181,43 @@ pub(super) fn plan_args() -> String {
     .to_string()
 }
 
+/// The request after a tool call: the call and its result, paired in the API's own way.
+fn the_result_goes_back_paired_with_its_call(second: &Value, api: Api) {
+    match api {
+        Api::Anthropic => {
+            let msgs = second["messages"].as_array().unwrap();
+            let assistant = &msgs[msgs.len() - 2];
+            assert_eq!(assistant["role"], "assistant");
+            assert!(assistant["content"].to_string().contains("\"tool_use\""));
+            let result = &msgs[msgs.len() - 1]["content"][0];
+            assert_eq!(
+                (result["type"].as_str(), result["tool_use_id"].as_str()),
+                (Some("tool_result"), Some("call_1"))
+            );
+        }
+        Api::Responses => {
+            let input = second["input"].as_array().unwrap();
+            let call_pos = input
+                .iter()
+                .position(|i| i["type"] == "function_call" && i["call_id"] == "call_1")
+                .expect("call");
+            let out = &input[call_pos + 1];
+            assert_eq!(
+                (out["type"].as_str(), out["call_id"].as_str()),
+                (Some("function_call_output"), Some("call_1"))
+            );
+        }
+        Api::Chat => {
+            let msgs = second["messages"].as_array().unwrap();
+            let assistant = msgs.iter().find(|m| m["role"] == "assistant").unwrap();
+            assert_eq!(assistant["tool_calls"][0]["id"], "call_1");
+            let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
+            assert_eq!(tool["tool_call_id"], "call_1");
+            assert!(tool["content"].as_str().unwrap().contains("Plan updated"));
+        }
+    }
+}
+
 #[tokio::test]
 async fn tool_calls_run_and_their_results_go_back_paired() {
     for api in ALL {
@@ -215,40 +252,7 @@ async fn tool_calls_run_and_their_results_go_back_paired() {
 
         let reqs = r.requests();
         assert_eq!(reqs.len(), 2, "{api:?}");
-        let second = &reqs[1].body;
-        match api {
-            Api::Anthropic => {
-                let msgs = second["messages"].as_array().unwrap();
-                let assistant = &msgs[msgs.len() - 2];
-                assert_eq!(assistant["role"], "assistant");
-                assert!(assistant["content"].to_string().contains("\"tool_use\""));
-                let result = &msgs[msgs.len() - 1]["content"][0];
-                assert_eq!(
-                    (result["type"].as_str(), result["tool_use_id"].as_str()),
-                    (Some("tool_result"), Some("call_1"))
-                );
-            }
-            Api::Responses => {
-                let input = second["input"].as_array().unwrap();
-                let call_pos = input
-                    .iter()
-                    .position(|i| i["type"] == "function_call" && i["call_id"] == "call_1")
-                    .expect("call");
-                let out = &input[call_pos + 1];
-                assert_eq!(
-                    (out["type"].as_str(), out["call_id"].as_str()),
-                    (Some("function_call_output"), Some("call_1"))
-                );
-            }
-            Api::Chat => {
-                let msgs = second["messages"].as_array().unwrap();
-                let assistant = msgs.iter().find(|m| m["role"] == "assistant").unwrap();
-                assert_eq!(assistant["tool_calls"][0]["id"], "call_1");
-                let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
-                assert_eq!(tool["tool_call_id"], "call_1");
-                assert!(tool["content"].as_str().unwrap().contains("Plan updated"));
-            }
-        }
+        the_result_goes_back_paired_with_its_call(&reqs[1].body, api);
         // The plan is replayed on load in a new process, again without a card.
         r.client.close_stdin().await;
         r.client.wait_exit(Duration::from_secs(5)).await.unwrap();

@@ -117,8 +117,13 @@ async fn a_folder_lists_its_sessions_from_every_worktree_and_a_gone_one_is_named
     assert!(text.contains(&here), "{text}");
     stop(c).await;
 
-    // The worktree goes away: its session is still listed, and opening it names the folder.
-    std::fs::remove_dir_all(&other).unwrap();
+    a_gone_worktree_s_session_is_listed_and_named(&w, &other, &there).await;
+}
+
+/// The worktree goes away: its session is still listed, and opening it names the folder.
+async fn a_gone_worktree_s_session_is_listed_and_named(w: &World, other: &Path, there: &str) {
+    let ws = w.ws();
+    std::fs::remove_dir_all(other).unwrap();
     let mut c = w.client().await;
     let list = c
         .request("session/list", json!({"cwd": ws.join("sub")}))
@@ -146,6 +151,29 @@ async fn a_folder_lists_its_sessions_from_every_worktree_and_a_gone_one_is_named
     stop(c).await;
 }
 
+/// A client that shows subagents, with a session in the workspace in `auto` mode.
+async fn auto_session_showing_subagents(
+    world: &World,
+    fake: &FakeProvider,
+) -> (ferrite_test_support::AcpClient, String) {
+    let mut c = world.spawn_acp(provider_env(fake, Api::Anthropic));
+    let caps = json!({"subagents": {}});
+    c.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": caps}),
+    )
+    .await
+    .ok();
+    let parent = sid(&c.new_session(&world.ws()).await);
+    c.request(
+        "session/set_mode",
+        json!({"sessionId": parent, "modeId": "auto"}),
+    )
+    .await
+    .ok();
+    (c, parent)
+}
+
 fn task(id: &str, prompt: &str, tools: &[&str]) -> Script {
     Script::new().tool_call(
         id,
@@ -161,21 +189,7 @@ async fn a_task_in_a_worktree_works_there_and_its_worktree_is_kept_only_with_cha
     let ws = world.ws();
     repo(&ws);
     let fake = FakeProvider::start().await.unwrap();
-    let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
-    let caps = json!({"subagents": {}});
-    c.request(
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": caps}),
-    )
-    .await
-    .ok();
-    let parent = sid(&c.new_session(&ws).await);
-    c.request(
-        "session/set_mode",
-        json!({"sessionId": parent, "modeId": "auto"}),
-    )
-    .await
-    .ok();
+    let (mut c, parent) = auto_session_showing_subagents(&world, &fake).await;
     let trees: PathBuf = ws.with_file_name(format!(
         "{}.worktrees",
         ws.file_name().unwrap().to_string_lossy()
@@ -239,13 +253,25 @@ async fn a_task_in_a_worktree_works_there_and_its_worktree_is_kept_only_with_cha
         "{card_end}"
     );
 
-    // One that only looks: its worktree is removed when it ends.
+    a_task_that_only_looks_leaves_no_worktree(&mut c, &fake, &parent, &trees).await;
+    std::fs::remove_dir_all(&trees).unwrap();
+    stop(c).await;
+}
+
+/// One that only looks: its worktree is removed when it ends.
+async fn a_task_that_only_looks_leaves_no_worktree(
+    c: &mut ferrite_test_support::AcpClient,
+    fake: &FakeProvider,
+    parent: &str,
+    trees: &Path,
+) {
+    let wt = trees.join("task-t1");
     fake.push(task("t2", "Look around.", &["ls"]));
     fake.push(Script::new().tool_call("s2", "ls", json!({}).to_string()));
     fake.push(Script::new().text("Nothing to do."));
     fake.push(Script::new().text("Fine."));
     let id = c
-        .send_request("session/prompt", text_prompt(&parent, "look"))
+        .send_request("session/prompt", text_prompt(parent, "look"))
         .await;
     let (_, answer) = c.collect_until_answer(&id).await;
     assert_eq!(answer.ok()["stopReason"], "end_turn");
@@ -259,8 +285,6 @@ async fn a_task_in_a_worktree_works_there_and_its_worktree_is_kept_only_with_cha
     assert!(back.contains("no changes and was removed"), "{back}");
     assert!(!trees.join("task-t2").exists());
     assert!(wt.exists());
-    std::fs::remove_dir_all(&trees).unwrap();
-    stop(c).await;
 }
 
 /// The model can write the repository's `.git` (a hook, a config) in auto mode: what git runs

@@ -35,7 +35,7 @@ use super::model_call::ModelOrigin;
 use super::resolve::{SubagentModel, TurnModel};
 
 mod worktree;
-use worktree::{Isolated, Kept};
+use worktree::{Isolated, WorktreeEnd};
 
 pub(crate) const NAME: &str = "task";
 
@@ -458,7 +458,7 @@ async fn report(
     id: &str,
     child: &Child,
     outcome: Nested,
-    kept: Option<Kept>,
+    kept: Option<WorktreeEnd>,
 ) -> Result<CallEnd, StoreError> {
     let listing = child
         .rec
@@ -508,14 +508,19 @@ async fn report(
 }
 
 /// What the answer says of the subagent's worktree: where its changes are, when it has any.
-fn worktree_note(kept: Option<&Kept>) -> String {
+fn worktree_note(kept: Option<&WorktreeEnd>) -> String {
     match kept {
-        Some(Kept::Kept(root)) => format!(
+        Some(WorktreeEnd::Kept(root)) => format!(
             "\n\n(The subagent worked in the git worktree {}: it has changes and was kept; the \
              session's own files are unchanged.)",
             root.display()
         ),
-        Some(Kept::Removed) => {
+        Some(WorktreeEnd::Unsure(root, why)) => format!(
+            "\n\n(The subagent worked in the git worktree {}: it was kept, since whether it \
+             has changes could not be checked ({why}); the session's own files are unchanged.)",
+            root.display()
+        ),
+        Some(WorktreeEnd::Removed) => {
             "\n\n(The subagent's worktree had no changes and was removed.)".to_owned()
         }
         None => String::new(),

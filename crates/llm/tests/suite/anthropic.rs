@@ -137,20 +137,10 @@ async fn thinking_signature_and_tool_calls_round_trip() {
     );
 }
 
-#[tokio::test]
-async fn request_shape_effort_tools_images_and_merged_user_turns() {
-    let fake = fake().await;
-    fake.push(Script::new().text("ok"));
-    let mut req = request("look");
-    req.effort = Effort::High;
-    req.web_search = true;
-    req.max_output_tokens = Some(64_000);
-    req.tools = vec![ToolSpec {
-        name: "read".into(),
-        description: "Read a file".into(),
-        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    }];
-    req.messages = vec![
+/// A user message with an image, an answer with another provider's reasoning (no signature) and
+/// a call whose arguments are not JSON, its failed result, then the user again.
+fn history_with_an_image_a_foreign_thought_and_a_bad_call() -> Vec<Message> {
+    vec![
         Message::User {
             content: vec![
                 UserPart::Text {
@@ -189,7 +179,23 @@ async fn request_shape_effort_tools_images_and_merged_user_turns() {
                 text: "and now?".into(),
             }],
         },
-    ];
+    ]
+}
+
+#[tokio::test]
+async fn request_shape_effort_tools_images_and_merged_user_turns() {
+    let fake = fake().await;
+    fake.push(Script::new().text("ok"));
+    let mut req = request("look");
+    req.effort = Effort::High;
+    req.web_search = true;
+    req.max_output_tokens = Some(64_000);
+    req.tools = vec![ToolSpec {
+        name: "read".into(),
+        description: "Read a file".into(),
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    req.messages = history_with_an_image_a_foreign_thought_and_a_bad_call();
     complete(&client(API, &fake), req).await;
     let body = &fake.requests()[0].body;
     assert_eq!(
@@ -222,6 +228,11 @@ async fn request_shape_effort_tools_images_and_merged_user_turns() {
             ]},
         ])
     );
+}
+
+#[tokio::test]
+async fn lower_efforts_think_with_smaller_budgets_below_max_tokens() {
+    let fake = fake().await;
     for (effort, budget) in [(Effort::Low, 2048), (Effort::Medium, 8192)] {
         fake.push(Script::new().text("ok"));
         let mut req = request("x");

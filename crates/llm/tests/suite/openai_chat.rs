@@ -87,6 +87,41 @@ async fn no_key_means_no_authorization_header() {
     assert_eq!(fake.requests()[0].header("authorization"), None);
 }
 
+/// After `answer` (two calls): their results (5 and 20), then the user again with an image.
+fn add_results_and_an_image(
+    req: &mut ferrite_core::model::ModelRequest,
+    answer: Vec<AssistantPart>,
+) {
+    req.messages.push(Message::Assistant {
+        content: answer.into(),
+    });
+    req.messages.push(Message::ToolResults {
+        results: vec![
+            ToolResultPart {
+                call_id: "call_1".into(),
+                content: "5".into(),
+                is_error: false,
+            },
+            ToolResultPart {
+                call_id: "call_2".into(),
+                content: "20".into(),
+                is_error: false,
+            },
+        ],
+    });
+    req.messages.push(Message::User {
+        content: vec![
+            UserPart::Text {
+                text: "and this?".into(),
+            },
+            UserPart::Image {
+                mime_type: "image/png".into(),
+                data: "AAAA".into(),
+            },
+        ],
+    });
+}
+
 #[tokio::test]
 async fn tool_calls_reasoning_content_and_the_follow_up_request() {
     let fake = fake().await;
@@ -139,34 +174,7 @@ async fn tool_calls_reasoning_content_and_the_follow_up_request() {
 
     fake.push(Script::new().text("20 and 5"));
     req.effort = Effort::Default;
-    req.messages.push(Message::Assistant {
-        content: response.content.into(),
-    });
-    req.messages.push(Message::ToolResults {
-        results: vec![
-            ToolResultPart {
-                call_id: "call_1".into(),
-                content: "5".into(),
-                is_error: false,
-            },
-            ToolResultPart {
-                call_id: "call_2".into(),
-                content: "20".into(),
-                is_error: false,
-            },
-        ],
-    });
-    req.messages.push(Message::User {
-        content: vec![
-            UserPart::Text {
-                text: "and this?".into(),
-            },
-            UserPart::Image {
-                mime_type: "image/png".into(),
-                data: "AAAA".into(),
-            },
-        ],
-    });
+    add_results_and_an_image(&mut req, response.content);
     complete(&client, req).await;
     let body = &fake.requests()[1].body;
     assert_eq!(body.get("reasoning_effort"), None);

@@ -61,6 +61,19 @@ async fn streams_text_and_sends_the_documented_request() {
     );
 }
 
+/// The successful results of calls, as `(call id, output)`.
+fn results(outputs: &[(&str, &str)]) -> Message {
+    let results = outputs
+        .iter()
+        .map(|(id, out)| ToolResultPart {
+            call_id: (*id).into(),
+            content: (*out).into(),
+            is_error: false,
+        })
+        .collect();
+    Message::ToolResults { results }
+}
+
 #[tokio::test]
 async fn reasoning_items_and_calls_go_back_with_their_outputs() {
     let fake = fake().await;
@@ -126,20 +139,8 @@ async fn reasoning_items_and_calls_go_back_with_their_outputs() {
     req.messages.push(Message::Assistant {
         content: response.content.into(),
     });
-    req.messages.push(Message::ToolResults {
-        results: vec![
-            ToolResultPart {
-                call_id: "call_A".into(),
-                content: "A".into(),
-                is_error: false,
-            },
-            ToolResultPart {
-                call_id: "call_B".into(),
-                content: "B".into(),
-                is_error: false,
-            },
-        ],
-    });
+    req.messages
+        .push(results(&[("call_A", "A"), ("call_B", "B")]));
     complete(&client, req).await;
     let input = &fake.requests()[1].body["input"];
     assert_eq!(

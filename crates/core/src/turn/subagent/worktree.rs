@@ -40,10 +40,12 @@ pub(super) struct Isolated {
 }
 
 /// What became of the worktree when its subagent ended.
-pub(super) enum Kept {
+pub(super) enum WorktreeEnd {
     Removed,
     /// It has changes: kept, for the user (and the parent) to look at.
     Kept(PathBuf),
+    /// Whether it has changes could not be found out (why, in words): kept, to lose nothing.
+    Unsure(PathBuf, String),
 }
 
 impl Isolated {
@@ -116,24 +118,37 @@ impl Isolated {
     }
 
     /// Removes the worktree when it has no changes; keeps it otherwise (or when unsure).
-    pub async fn finish(&self) -> Kept {
-        let check = format!(
-            "test -z \"$(git status --porcelain)\" && test \"$(git rev-parse HEAD)\" = {} && \
-             git -C {} worktree remove {}",
-            quote(Path::new(&self.start)),
+    pub async fn finish(&self) -> WorktreeEnd {
+        let unsure = |why: String| {
+            tracing::warn!(worktree = %self.root.display(), reason = %why, "kept a subagent's worktree: could not tell whether it has changes");
+            WorktreeEnd::Unsure(self.root.clone(), why)
+        };
+        // The status, then the commit it is at: the last line.
+        let state = match self
+            .git(&self.root, "git status --porcelain && git rev-parse HEAD")
+            .await
+        {
+            Ok(out) => out,
+            Err(why) => return unsure(why),
+        };
+        let mut lines: Vec<&str> = state.lines().filter(|l| !l.trim().is_empty()).collect();
+        let head = lines.pop().unwrap_or_default().trim();
+        if !lines.is_empty() || head != self.start {
+            return WorktreeEnd::Kept(self.root.clone());
+        }
+        let remove = format!(
+            "git -C {} worktree remove {}",
             quote(&self.repo),
             quote(&self.root)
         );
-        match self.git(&self.root, &check).await {
-            Ok(_) => {
-                // The `<repo>.worktrees` folder goes when it held only this one.
-                if let Some(p) = self.root.parent() {
-                    let _ = std::fs::remove_dir(p);
-                }
-                Kept::Removed
-            }
-            Err(_) => Kept::Kept(self.root.clone()),
+        if let Err(why) = self.git(&self.root, &remove).await {
+            return unsure(why);
         }
+        // The `<repo>.worktrees` folder goes when it held only this one.
+        if let Some(p) = self.root.parent() {
+            let _ = std::fs::remove_dir(p);
+        }
+        WorktreeEnd::Removed
     }
 
     /// Runs `script` in `dir`; its output, or its failure as a sentence.
@@ -148,7 +163,9 @@ impl Isolated {
             max_bytes: 16 * 1024,
             max_lines: 200,
             stdin: None,
-            separate_stderr: false,
+            // Standard output alone is read (the commit a `rev-parse` printed last): git's
+            // progress lines on standard error could land after it when interleaved.
+            separate_stderr: true,
             spill_budget: None,
         };
         let out = self
@@ -159,7 +176,10 @@ impl Isolated {
         let _ = std::fs::remove_file(&out.spill_path);
         match out.exit {
             Exit::Code(0) => Ok(out.excerpt),
-            _ => Err(format!("git failed: {}", out.excerpt.trim())),
+            _ => Err(format!(
+                "git failed: {}",
+                format!("{}\n{}", out.stderr.trim(), out.excerpt.trim()).trim()
+            )),
         }
     }
 }
