@@ -24,6 +24,7 @@ mod first_run;
 mod golden;
 mod headless;
 mod home_modes;
+mod git_files;
 mod hook_trust;
 mod hooks;
 mod images;

@@ -55,6 +55,22 @@ pub(crate) async fn check(
     };
     let protected = env.protected.check(access, mode);
     let unprotected = matches!(protected, Verdict::Pass);
+    // Why a protected file is asked about even where the rules allow: the user reads it first.
+    let why_asked = match &protected {
+        Verdict::Ask(why) => Some(format!("Asked in every mode below `full`: {why}.")),
+        Verdict::Pass | Verdict::Refuse(_) => None,
+    };
+    let with_reason = move || -> BoxFuture<'static, Vec<ToolContent>> {
+        let content = preview();
+        let why = why_asked.clone();
+        Box::pin(async move {
+            let mut content = content.await;
+            if let Some(why) = why {
+                content.insert(0, ToolContent::Text { text: why.into() });
+            }
+            content
+        })
+    };
     let decision = match (permissions::decide(&call, &rules), protected) {
         (Decision::Deny(why), _) | (_, Verdict::Refuse(why)) => Decision::Deny(why),
         (Decision::Allow, Verdict::Ask(why)) if !harness.may_ask() => {
@@ -83,7 +99,7 @@ pub(crate) async fn check(
     match decision {
         Decision::Allow => Gate::Run,
         Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
-        Decision::Ask => ask(rec, env, view, tool, access, preview, cancel).await,
+        Decision::Ask => ask(rec, env, view, tool, access, &with_reason, cancel).await,
     }
 }
 
