@@ -368,7 +368,11 @@ mod tests {
         std::fs::create_dir_all(ws.join("src")).unwrap();
         let p = p.with_workspace(std::slice::from_ref(&ws), &ws.join("src"), &[]);
         let write = |path: PathBuf| Access::Write { paths: vec![path] };
-        for path in [".git/hooks/pre-commit", ".git/config", "vendor/x/.git/config"] {
+        for path in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "vendor/x/.git/config",
+        ] {
             for mode in [Mode::Plan, Mode::Ask, Mode::Auto] {
                 match p.check(&write(ws.join(path)), mode) {
                     Verdict::Ask(why) => assert!(why.contains("git runs"), "{why}"),

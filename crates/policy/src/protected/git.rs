@@ -215,7 +215,11 @@ mod tests {
         std::fs::write(admin.join("commondir"), "../..\n").unwrap();
         std::fs::write(admin.join("config.worktree"), "").unwrap();
         std::fs::create_dir_all(root.join("wt")).unwrap();
-        std::fs::write(root.join("wt/.git"), format!("gitdir: {}\n", admin.display())).unwrap();
+        std::fs::write(
+            root.join("wt/.git"),
+            format!("gitdir: {}\n", admin.display()),
+        )
+        .unwrap();
         assert_eq!(
             decisive_files(&[root.join("wt")]),
             vec![

@@ -68,7 +68,10 @@ mod tests {
             assert_eq!(note(&output(128, text), &auto), Some(NOTE), "{text}");
         }
         // Not a refusal in `.git`, not a failure, no sandbox, or `plan` (read-only anyway).
-        let refused = output(1, "fatal: Unable to create '/w/.git/index.lock': Permission denied");
+        let refused = output(
+            1,
+            "fatal: Unable to create '/w/.git/index.lock': Permission denied",
+        );
         assert_eq!(note(&output(1, "src/a.rs: Permission denied"), &auto), None);
         assert_eq!(note(&output(0, refused.excerpt.as_str()), &auto), None);
         assert_eq!(note(&refused, &Sandbox::None), None);
