@@ -156,7 +156,7 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
             let mut text = result_text(&out, timeout);
             if let Some(note) = git_note::note(&out, &ctx.sandbox) {
                 text.push('\n');
-                text.push_str(note);
+                text.push_str(&note);
                 text.push('\n');
             }
             Ok(ToolOutput {
