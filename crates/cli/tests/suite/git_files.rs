@@ -154,6 +154,7 @@ async fn a_linked_worktree_s_common_hooks_are_kept() {
     git(&main, &["worktree", "add", "-q", "--detach", "../wt"]);
     let wt: PathBuf = top.join("wt");
     let before = what_git_runs(&main.join(".git"));
+    let pointer = std::fs::read_to_string(wt.join(".git")).unwrap();
     let fake = FakeProvider::start().await.unwrap();
     let mut c = world.spawn_acp(provider_env(&fake, Api::Anthropic));
     c.initialize().await;
@@ -174,6 +175,7 @@ async fn a_linked_worktree_s_common_hooks_are_kept() {
     for (i, command) in [
         "echo x > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\"",
         "git config core.hooksPath x",
+        "echo 'gitdir: /tmp' > .git",
         "echo ok > ../main/src/fine.txt",
     ]
     .iter()
@@ -190,6 +192,7 @@ async fn a_linked_worktree_s_common_hooks_are_kept() {
     let (_, asked) = prompt_answering(&mut c, &s, "go", |_| "reject_once").await;
     assert_eq!(asked.len(), 1, "only the tool write asks: {asked:?}");
     assert_eq!(what_git_runs(&main.join(".git")), before);
+    assert_eq!(std::fs::read_to_string(wt.join(".git")).unwrap(), pointer);
     // What exists stays writable (nothing new directly in a folder on the way to `.git`:
     // `docs/sandbox.md`, "Protected paths").
     assert!(

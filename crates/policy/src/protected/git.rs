@@ -12,9 +12,10 @@
 use std::path::{Path, PathBuf};
 
 /// The repository's files that decide what git runs, for every repository `dirs` are in
-/// (resolved; sorted, without duplicates): the hooks folder of the common dir even when it is
-/// missing (a write must not create a hook either), the config files that exist, the folder
-/// `core.hooksPath` names and the files `include.path` names.
+/// (resolved; sorted, without duplicates): the hooks folder of the common dir and the git dir's
+/// `commondir` even when they are missing (a write must not create them either), a linked
+/// worktree's `.git` file, the config files that exist, the folder `core.hooksPath` names and
+/// the files `include.path` names.
 pub(super) fn decisive_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for dir in dirs {
@@ -89,7 +90,14 @@ impl GitDirs {
     }
 
     fn files(&self) -> Vec<PathBuf> {
-        let mut out = vec![self.common.join("hooks")];
+        // `commondir` even when missing: made in a main `.git`, it would send git to another
+        // common dir (another config, other hooks).
+        let mut out = vec![self.common.join("hooks"), self.git_dir.join("commondir")];
+        // A linked worktree's `.git` file names its git dir: rewritten, it names another.
+        let dot_git = self.top.join(".git");
+        if dot_git.symlink_metadata().is_ok_and(|m| m.is_file()) {
+            out.push(dot_git);
+        }
         let configs: Vec<PathBuf> = [
             self.common.join("config"),
             self.common.join("config.worktree"),
@@ -197,7 +205,11 @@ mod tests {
         // Found from a subfolder; hooks/ is missing but still named.
         assert_eq!(
             decisive_files(&[root.join("repo/src/deep")]),
-            vec![root.join("repo/.git/config"), root.join("repo/.git/hooks")]
+            vec![
+                root.join("repo/.git/commondir"),
+                root.join("repo/.git/config"),
+                root.join("repo/.git/hooks")
+            ]
         );
         // Not a repository: nothing.
         std::fs::create_dir_all(root.join("plain")).unwrap();
@@ -225,12 +237,14 @@ mod tests {
             vec![
                 root.join("main/.git/config"),
                 root.join("main/.git/hooks"),
+                admin.join("commondir"),
                 admin.join("config.worktree"),
+                root.join("wt/.git"),
             ]
         );
         // A relative `gitdir:` works the same.
         std::fs::write(root.join("wt/.git"), "gitdir: ../main/.git/worktrees/wt").unwrap();
-        assert_eq!(decisive_files(&[root.join("wt")]).len(), 3);
+        assert_eq!(decisive_files(&[root.join("wt")]).len(), 5);
     }
 
     #[test]
