@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 
 use crate::fail::Fail;
-use crate::methods::{initialize, prompt, sessions, settings};
+use crate::methods::{initialize, prompt, rewind, sessions, settings};
 use crate::params::{Call, parse};
 use crate::reply::{After, Reply, Respond};
 use crate::rpc::{self, RpcError};
@@ -69,6 +69,7 @@ pub(crate) async fn request(
         "session/set_title" => route!(Background, sessions::set_title),
         "session/prompt" => route!(Arrival, prompt::prompt, with_id),
         "_session/steering" => route!(Arrival, prompt::steering),
+        "_session/rewind" => route!(Arrival, rewind::rewind, with_id),
         "session/set_mode" => route!(Arrival, settings::set_mode),
         "session/set_config_option" => route!(Arrival, settings::set_config_option),
         "session/set_model" => route!(Arrival, settings::set_model),

@@ -23,6 +23,7 @@ use ferrite_store::log::StopReason;
 mod advertised;
 mod settings;
 
+pub(crate) use advertised::cursor_message;
 pub use advertised::{CHECKLIST_PLAN_ID, Takes, system_prompt};
 pub use settings::{OptionChange, config_options, modes, parse_option};
 
@@ -287,15 +288,29 @@ pub fn updates(event: &Event, takes: Takes) -> Vec<acp::SessionUpdate> {
         Event::UserMessage {
             message_id,
             content,
-        } => content
+        } => {
+            let mut out: Vec<U> = content
+                .iter()
+                .map(|c| {
+                    U::UserMessageChunk(
+                        acp::ContentChunk::new(user_block(c))
+                            .message_id(message_id.clone().map(acp::MessageId::new)),
+                    )
+                })
+                .collect();
+            if let Some(id) = message_id.as_deref().filter(|_| takes.cursors) {
+                out.push(advertised::cursor_before(id));
+            }
+            out
+        }
+        Event::MessageRecorded { message_id } if takes.cursors => {
+            vec![advertised::cursor_before(message_id)]
+        }
+        Event::MessagesCut { message_ids } if takes.cursors => message_ids
             .iter()
-            .map(|c| {
-                U::UserMessageChunk(
-                    acp::ContentChunk::new(user_block(c))
-                        .message_id(message_id.clone().map(acp::MessageId::new)),
-                )
-            })
+            .map(|id| advertised::cursor_gone(id))
             .collect(),
+        Event::MessageRecorded { .. } | Event::MessagesCut { .. } => vec![],
         Event::AgentMessageChunk { text } => vec![U::AgentMessageChunk(acp::ContentChunk::new(
             text_block(text),
         ))],

@@ -3,6 +3,7 @@
 
 pub(crate) mod initialize;
 pub(crate) mod prompt;
+pub(crate) mod rewind;
 pub(crate) mod sessions;
 pub(crate) mod settings;
 

@@ -23,7 +23,7 @@ use crate::client::Client;
 use crate::mapping;
 use crate::out::Out;
 use crate::outbound::Outbound;
-use crate::prompts::Prompts;
+use crate::prompts::{Asked, Prompts};
 use crate::rpc;
 
 /// What the pump writes with and to.
@@ -137,8 +137,15 @@ impl Pump {
             }
             if let Event::TurnEnded(outcome) = &ev.event {
                 self.terminals.turn_ended(&ev.session);
-                if let Some(request) = self.prompts.end(&ev.session, turn) {
-                    self.out.result(&request, prompt_response(outcome)).await;
+                match self.prompts.end(&ev.session, turn) {
+                    Some((request, Asked::Prompt)) => {
+                        self.out.result(&request, prompt_response(outcome)).await;
+                    }
+                    Some((request, Asked::Rewind)) => match rewind_response(outcome) {
+                        Ok(body) => self.out.result(&request, body).await,
+                        Err(fail) => self.out.fail(&request, &fail).await,
+                    },
+                    None => {}
                 }
                 return;
             }
@@ -201,6 +208,25 @@ pub(crate) fn prompt_response(outcome: &TurnOutcome) -> Value {
         }
     }
     serde_json::to_value(resp).unwrap_or_else(|_| json!({"stopReason": "end_turn"}))
+}
+
+/// `_session/rewind`'s answer: `{}` with what was done in `_meta.ferrite.summary`, or an error
+/// (an unknown message, a cancel at a question, a turn that failed).
+fn rewind_response(outcome: &TurnOutcome) -> Result<Value, crate::fail::Fail> {
+    use crate::fail::Fail;
+    if let Some(f) = &outcome.failure {
+        return Err(Fail::internal(f.message.clone()));
+    }
+    match &outcome.answer {
+        _ if outcome.stop == ferrite_store::log::StopReason::Cancelled => Err(Fail {
+            code: crate::rpc::REQUEST_CANCELLED,
+            message: "the rewind was cancelled; nothing was changed".into(),
+            data: None,
+        }),
+        Some(a) if !a.done => Err(Fail::params(a.text.clone())),
+        Some(a) => Ok(json!({"_meta": {"ferrite": {"summary": a.text}}})),
+        None => Err(Fail::internal("the rewind ended without an answer")),
+    }
 }
 
 /// The turn's tokens in the schema's unstable `usage` (docs/acp.md, "The prompt"): input counts

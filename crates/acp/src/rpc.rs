@@ -8,6 +8,8 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 pub const AUTH_REQUIRED: i64 = -32000;
+/// The request was cancelled (LSP's code, which ACP uses for cancelled requests).
+pub const REQUEST_CANCELLED: i64 = -32800;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {

@@ -19,6 +19,15 @@ pub enum Event {
         message_id: Option<String>,
         content: Vec<UserContent>,
     },
+    /// A live prompt was recorded as the user message `message_id` (its content is already on
+    /// the client's screen): clients that take cursors learn where they may fork.
+    MessageRecorded {
+        message_id: String,
+    },
+    /// A rewind cut these user messages away: no fork or rewind may name them any more.
+    MessagesCut {
+        message_ids: Vec<String>,
+    },
     AgentMessageChunk {
         text: String,
     },
@@ -129,6 +138,18 @@ pub struct TurnOutcome {
     /// What the turn's model calls used, summed (tool loops, compactions and subagents
     /// included); `None` when the session task did not end the turn itself.
     pub usage: Option<crate::usage::Usage>,
+    /// What a turn that was a request to ferrite itself (`_session/rewind`) answers, for the
+    /// caller to send in its response rather than as an agent message.
+    pub answer: Option<Box<CommandAnswer>>,
+}
+
+/// The outcome of a request answered without the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandAnswer {
+    /// False when nothing was done because the request named nothing that could be done (an
+    /// unknown message): the caller answers an error with `text`.
+    pub done: bool,
+    pub text: String,
 }
 
 impl TurnOutcome {
@@ -138,6 +159,7 @@ impl TurnOutcome {
             stop,
             failure: None,
             usage: None,
+            answer: None,
         }
     }
 
@@ -148,6 +170,7 @@ impl TurnOutcome {
             stop: StopReason::EndTurn,
             failure: Some(TurnFailure::new(&kind, message)),
             usage: None,
+            answer: None,
         }
     }
 }
@@ -179,6 +202,18 @@ pub struct TurnOptions {
     pub web_search: Option<bool>,
     /// `permission_mode = "ask"`: this turn asks even in `auto`.
     pub force_ask: bool,
+    /// `_session/rewind`: the turn only rewinds the session to before this message (no prompt
+    /// is recorded, the model is not called).
+    pub rewind: Option<RewindTo>,
+}
+
+/// Where `_session/rewind` takes the session back to (`docs/sessions.md`, "Rewind").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewindTo {
+    /// The id of a live user message: the history ends just before it.
+    pub message_id: String,
+    /// Bring back the files later turns changed, under `/undo`'s rules.
+    pub restore_files: bool,
 }
 
 /// A change of one sticky setting.

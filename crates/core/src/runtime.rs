@@ -387,13 +387,23 @@ impl Runtime {
         });
     }
 
-    /// Copies a session at its latest entry into a new session whose header names its parent,
-    /// working in `cwd` (an existing directory) when given, else where the parent works.
-    pub fn fork(&self, id: &SessionId, cwd: Option<PathBuf>) -> Result<SessionId, RuntimeError> {
+    /// Copies a session into a new session whose header names its parent, working in `cwd`
+    /// (an existing directory) when given, else where the parent works. The copy ends at the
+    /// parent's latest entry, or just before its live user message `at`.
+    pub fn fork(
+        &self,
+        id: &SessionId,
+        cwd: Option<PathBuf>,
+        at: Option<&str>,
+    ) -> Result<SessionId, RuntimeError> {
         if let Some(dir) = &cwd {
             check_dir(dir, "cwd")?;
         }
-        let loaded = self.services.store.read(id)?;
+        let mut loaded = self.services.store.read(id)?;
+        if let Some(message) = at {
+            let end = fork_point(&loaded.entries, message)?;
+            loaded.entries.truncate(end);
+        }
         let new_id = SessionId::generate();
         let h = &loaded.header;
         let header = Header::new(
@@ -500,6 +510,32 @@ fn gone_cwd(cwd: &Path) -> Result<(), RuntimeError> {
          (`session/fork` with that `cwd`).",
         cwd.display()
     )))
+}
+
+/// Where a fork before user message `message` ends: that message's entry. Refused when no
+/// live message has that id (a rewind cut it away, or it is not of this session).
+fn fork_point(entries: &[crate::log::Entry], message: &str) -> Result<usize, RuntimeError> {
+    let mut live: Vec<(&str, usize)> = Vec::new();
+    for (at, e) in entries.iter().enumerate() {
+        match &e.kind {
+            EntryKind::UserMessage { id: Some(id), .. } => live.push((id, at)),
+            EntryKind::Rewind { message_id } => {
+                if let Some(cut) = live.iter().position(|(id, _)| id == message_id) {
+                    live.truncate(cut);
+                }
+            }
+            _ => {}
+        }
+    }
+    live.iter()
+        .find(|(id, _)| *id == message)
+        .map(|(_, at)| *at)
+        .ok_or_else(|| {
+            RuntimeError::Invalid(format!(
+                "no live user message of this session has the id `{message}` (a rewind cut \
+                 it away, or it is another session's)"
+            ))
+        })
 }
 
 /// "Fork of <the parent's title>": its last title, else its first message's words.

@@ -160,6 +160,9 @@ async fn run_stages(
     let start = rec.start();
     // Read before the prompt is taken in: a prompt file is read under the turn's deny rules.
     let settings = resolve::settings(&services.home, &start.cwd);
+    if let Some(to) = &req.options.rewind {
+        return rewind_only(services, rec, &start, settings, to, cancel).await;
+    }
     let deny = match &settings {
         Ok(s) => s.rules.in_force(),
         Err(_) => Err("the config or the permission rules could not be read".into()),
@@ -229,6 +232,23 @@ async fn run_stages(
     request_loop(rec, &model, &env, &system, limits, steering, cancel).await
 }
 
+/// `_session/rewind`: a turn without a prompt or the model (`checkpointing::rewind`).
+async fn rewind_only(
+    services: &Services,
+    rec: &Recorder,
+    start: &TurnStart,
+    settings: Result<resolve::Settings, TurnOutcome>,
+    to: &crate::events::RewindTo,
+    cancel: &CancellationToken,
+) -> Result<TurnOutcome, StoreError> {
+    let config = match settings {
+        Ok(s) => s.config,
+        Err(outcome) => return Ok(outcome),
+    };
+    let roots = start.roots.clone();
+    crate::checkpointing::command::rewind_to(services, rec, &config, roots, to, cancel).await
+}
+
 /// The prompt taken in: its MCP resources expanded, logged, the session named; `/title TEXT`
 /// is answered here (the turn ends without the model).
 async fn take_in(
@@ -243,6 +263,10 @@ async fn take_in(
         Err(outcome) => return Ok(Err(outcome)),
     };
     let intake = intake::record_prompt(own, rec, &expanded, start)?;
+    if let Some(message_id) = intake.message_id.clone() {
+        rec.emit(crate::events::Event::MessageRecorded { message_id })
+            .await;
+    }
     intake::name_session(rec, content, start, &intake).await?;
     if let Some(text) = &intake.title {
         intake::retitle(rec, text).await?;

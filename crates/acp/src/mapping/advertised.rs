@@ -22,6 +22,8 @@ pub struct Takes {
     /// `clientCapabilities.subagents`: `subagent_update`, `session_message`, the updates of
     /// child sessions, and `session` content on cards.
     pub subagents: bool,
+    /// `clientCapabilities.session.cursors`: `cursor_update`, one before each user message.
+    pub cursors: bool,
 }
 
 impl Takes {
@@ -31,7 +33,39 @@ impl Takes {
         plans: false,
         compaction: false,
         subagents: false,
+        cursors: false,
     };
+}
+
+/// The prefix of the cursor before a user message; the rest is the message's id.
+pub(crate) const CURSOR_BEFORE: &str = "before:";
+
+/// The message a cursor of ours is before, if `cursor` is one.
+pub(crate) fn cursor_message(cursor: &str) -> Option<&str> {
+    cursor
+        .strip_prefix(CURSOR_BEFORE)
+        .filter(|id| !id.is_empty())
+}
+
+/// The cursor just before user message `id`: `session/fork` there makes a session whose
+/// history ends before that message.
+pub(super) fn cursor_before(id: &str) -> acp::SessionUpdate {
+    let anchor = acp::CursorAnchor::UserMessage(acp::CursorMessageAnchor::new(
+        id.to_owned(),
+        acp::CursorAnchorPosition::Before,
+    ));
+    acp::SessionUpdate::CursorUpdate(
+        acp::CursorUpdate::new(format!("{CURSOR_BEFORE}{id}"))
+            .anchor(anchor)
+            .capabilities(acp::CursorCapabilities::new().fork(acp::CursorForkCapabilities::new())),
+    )
+}
+
+/// The cursor before a message a rewind cut away: no method takes it any more.
+pub(super) fn cursor_gone(id: &str) -> acp::SessionUpdate {
+    acp::SessionUpdate::CursorUpdate(
+        acp::CursorUpdate::new(format!("{CURSOR_BEFORE}{id}")).capabilities(None),
+    )
 }
 
 /// A subagent session announced on its parent: its card's title, where it works, whether it

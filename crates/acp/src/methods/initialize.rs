@@ -74,6 +74,7 @@ pub(crate) async fn initialize(
         plans: caps.plan.is_some(),
         compaction: session.is_some_and(|c| c.compaction.is_some()),
         subagents: caps.subagents.is_some(),
+        cursors: session.is_some_and(|c| c.cursors.is_some()),
     };
     s.runtime
         .services()
@@ -95,10 +96,12 @@ pub(crate) async fn initialize(
         .agent_info(
             acp::Implementation::new("ferrite", s.version.clone()).title("Ferrite".to_owned()),
         )
-        // `steering`: `_session/steering` is answered, as the Claude and Codex adapters do.
+        // `steering`: `_session/steering` is answered, as the Claude and Codex adapters do;
+        // `rewind`: `_session/rewind` (docs/sessions.md, "Rewind").
         .meta(meta(json!({
             "ferrite": ferrite_facts(&catalog),
             "steering": { "supported": true },
+            "rewind": { "supported": true, "restoreFiles": true },
         }))))
 }
 

@@ -401,8 +401,37 @@ pub(crate) async fn set_title(
 /// `_ferrite/session/fork`: the copy, not opened; answers `{sessionId}`.
 pub(crate) async fn fork(s: &Server, p: SessionParams) -> Result<Json, Fail> {
     let sid = session_id(&p.session_id)?;
-    let new_id = s.runtime.fork(&sid, None)?;
+    let new_id = s.runtime.fork(&sid, None, None)?;
     Ok(Json(json!({ "sessionId": new_id.as_str() })))
+}
+
+/// The user message a `session/fork` ends before: the one its `cursorId` (a cursor we sent) is
+/// before, or the one `_meta.jetbrains.air.fork = {version: 1, messageId}` names (the key the
+/// Claude and Codex adapters accept). Neither: the whole session.
+fn fork_point(req: &acp::ForkSessionRequest) -> Result<Option<String>, Fail> {
+    if let Some(cursor) = &req.cursor_id {
+        return crate::mapping::cursor_message(&cursor.0)
+            .map(|id| Some(id.to_owned()))
+            .ok_or_else(|| Fail::params(format!("unknown cursor `{}`", cursor.0)));
+    }
+    let Some(point) = req
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("jetbrains"))
+        .and_then(|j| j.get("air"))
+        .and_then(|a| a.get("fork"))
+    else {
+        return Ok(None);
+    };
+    match (
+        point.get("version").and_then(Value::as_u64),
+        point.get("messageId").and_then(Value::as_str),
+    ) {
+        (Some(1), Some(id)) if !id.is_empty() => Ok(Some(id.to_owned())),
+        _ => Err(Fail::params(
+            "`_meta.jetbrains.air.fork` must be `{\"version\": 1, \"messageId\": \"…\"}`",
+        )),
+    }
 }
 
 /// `session/fork` (schema 1.20): the same copy as `_ferrite/session/fork`, then opened like
@@ -416,9 +445,10 @@ pub(crate) async fn fork_and_open(
     if !req.cwd.is_absolute() {
         return Err(Fail::params("`cwd` must be an absolute path"));
     }
+    let at = fork_point(&req)?;
     let setup = Setup::parse(req.additional_directories, req.system_prompt)?;
     // The fork works where the client says (another checkout of the project, say).
-    let new_id = s.runtime.fork(&sid, Some(req.cwd))?;
+    let new_id = s.runtime.fork(&sid, Some(req.cwd), at.as_deref())?;
     let (servers, unsupported) = mapping::mcp_servers(req.mcp_servers);
     let opened = s.runtime.open_session(&new_id, false, servers).await?;
     let opened = setup.apply(s, opened).await?;

@@ -65,42 +65,20 @@ pub(crate) async fn run(
     command: Command,
     cancel: &CancellationToken,
 ) -> Result<StopReason, StoreError> {
-    let home = std::fs::canonicalize(&services.home).unwrap_or_else(|_| services.home.clone());
-    let store = Store::new(&home, rec.session_id());
     let root = roots.first().cloned().unwrap_or_default();
+    let ctx = Undo::new(services, rec, config, roots, cancel);
     let (stop, text) = match command {
         Command::BadUndo(arg) => (
             StopReason::EndTurn,
             format!("`/undo` takes a number of turns to undo (e.g. `/undo 2`), not `{arg}`."),
         ),
         Command::List => {
+            let store = ctx.store.clone();
             let all = blocking(move || Ok(store.list())).await.unwrap_or_default();
             (StopReason::EndTurn, list_text(&all, &root))
         }
-        Command::Undo(n) => {
-            let ctx = Undo {
-                services,
-                rec,
-                store,
-                home,
-                roots,
-                config,
-                cancel,
-            };
-            ctx.run(n, None).await?
-        }
-        Command::Rewind(arg) => {
-            let ctx = Undo {
-                services,
-                rec,
-                store,
-                home,
-                roots,
-                config,
-                cancel,
-            };
-            super::rewind::run(ctx, arg).await?
-        }
+        Command::Undo(n) => ctx.run(n, None).await?,
+        Command::Rewind(arg) => super::rewind::run(ctx, arg).await?,
     };
     // Logged, so `session/load` replays the answer after the command, as it was shown.
     rec.record(EntryKind::Reply { text: text.clone() })?;
@@ -145,6 +123,42 @@ pub(super) struct Undo<'a> {
     cancel: &'a CancellationToken,
 }
 
+impl<'a> Undo<'a> {
+    fn new(
+        services: &'a Services,
+        rec: &'a Recorder,
+        config: &'a Config,
+        roots: Vec<PathBuf>,
+        cancel: &'a CancellationToken,
+    ) -> Self {
+        let home = std::fs::canonicalize(&services.home).unwrap_or_else(|_| services.home.clone());
+        Self {
+            services,
+            rec,
+            store: Store::new(&home, rec.session_id()),
+            home,
+            roots,
+            config,
+            cancel,
+        }
+    }
+}
+
+/// `_session/rewind`: the session cut back to before `to.message_id`, with its files when asked.
+/// Nothing is recorded or shown as an agent message: the outcome's `answer` says what was done,
+/// for the caller's response.
+pub(crate) async fn rewind_to(
+    services: &Services,
+    rec: &Recorder,
+    config: &Config,
+    roots: Vec<PathBuf>,
+    to: &crate::events::RewindTo,
+    cancel: &CancellationToken,
+) -> Result<crate::events::TurnOutcome, StoreError> {
+    let ctx = Undo::new(services, rec, config, roots, cancel);
+    super::rewind::run_to(ctx, to).await
+}
+
 enum Answer {
     Revert,
     Keep(String),
@@ -161,7 +175,7 @@ struct Decided {
 impl Undo<'_> {
     /// Reverts the newest `n` checkpoints (`/undo N`), or exactly those of `only` (a rewind).
     pub(super) async fn run(
-        self,
+        &self,
         n: usize,
         only: Option<&[u64]>,
     ) -> Result<(StopReason, String), StoreError> {

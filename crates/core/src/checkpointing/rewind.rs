@@ -5,6 +5,7 @@
 
 use super::command::Undo;
 use crate::content::UserContent;
+use crate::events::{CommandAnswer, Event, RewindTo, TurnOutcome};
 use crate::log::{EntryKind, StopReason, StoreError};
 
 /// `Some` when the prompt is `/rewind` (`Ok(None)`) or `/rewind N`; `Err`: an argument that is
@@ -102,23 +103,72 @@ pub(super) async fn run(
         let text = format!("There is no message {n}: the session has {}.", all.len());
         return Ok((StopReason::EndTurn, text));
     };
+    let (stop, files) = cut(&ctx, &all[n - 1..], true).await?;
+    if stop == StopReason::Cancelled {
+        return Ok((stop, files));
+    }
+    let text = format!(
+        "Rewound to before message {n} ({}).\n\n{files}",
+        m.first_line
+    );
+    Ok((StopReason::EndTurn, text))
+}
+
+/// `_session/rewind`: like `/rewind N`, the message named by its id.
+pub(super) async fn run_to(ctx: Undo<'_>, to: &RewindTo) -> Result<TurnOutcome, StoreError> {
+    let all = ctx.rec.read(|s| messages(&s.history));
+    let answer = |stop, done, text: String| TurnOutcome {
+        answer: Some(Box::new(CommandAnswer { done, text })),
+        ..TurnOutcome::ended(stop)
+    };
+    let Some((n, m)) = all.iter().enumerate().find(|(_, m)| m.id == to.message_id) else {
+        let text = format!(
+            "no live user message has the id `{}` (rewound away already, or not of this session)",
+            to.message_id
+        );
+        return Ok(answer(StopReason::EndTurn, false, text));
+    };
+    let (stop, files) = cut(&ctx, &all[n..], to.restore_files).await?;
+    let text = match stop {
+        StopReason::Cancelled => files,
+        _ if to.restore_files => format!(
+            "Rewound to before message {} ({}).\n\n{files}",
+            n + 1,
+            m.first_line
+        ),
+        _ => format!(
+            "Rewound to before message {} ({}); files were left as they are.",
+            n + 1,
+            m.first_line
+        ),
+    };
+    Ok(answer(stop, true, text))
+}
+
+/// Brings back the files the turns from `cut[0]` on changed (when `restore`), then cuts the
+/// history before it. A cancel at a question about someone else's change leaves everything as
+/// it was.
+async fn cut(
+    ctx: &Undo<'_>,
+    cut: &[Message],
+    restore: bool,
+) -> Result<(StopReason, String), StoreError> {
+    let m = &cut[0];
     let mut files = String::from("No file had changed since.");
-    if !m.checkpoints.is_empty() {
+    if restore && !m.checkpoints.is_empty() {
         let (stop, text) = ctx.run(m.checkpoints.len(), Some(&m.checkpoints)).await?;
         if stop == StopReason::Cancelled {
             return Ok((stop, "Rewind cancelled; nothing was changed.".into()));
         }
         files = text;
     }
-    rec.record(EntryKind::Rewind {
+    ctx.rec.record(EntryKind::Rewind {
         message_id: m.id.clone(),
     })?;
-    rec.sync()?;
-    let text = format!(
-        "Rewound to before message {n} ({}).\n\n{files}",
-        m.first_line
-    );
-    Ok((StopReason::EndTurn, text))
+    ctx.rec.sync()?;
+    let message_ids = cut.iter().map(|m| m.id.clone()).collect();
+    ctx.rec.emit(Event::MessagesCut { message_ids }).await;
+    Ok((StopReason::EndTurn, files))
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ pub(super) struct Intake {
     pub checkpoint_command: Option<CheckpointCommand>,
     /// `/title TEXT`: the user's title for the session.
     pub title: Option<String>,
+    /// The id the prompt was recorded under, when it is a message to the model.
+    pub message_id: Option<String>,
 }
 
 /// `Some(TEXT)` when the prompt is `/title TEXT` (an empty TEXT is `Some("")`).
@@ -63,20 +65,24 @@ pub(super) fn record_prompt(
         Some(cwd) => crate::commands::expand(expanded, own, cwd),
         None => expanded,
     };
-    let intake = Intake {
+    let mut intake = Intake {
         compact: compact::requested(content),
         checkpoint_command: crate::checkpointing::command::requested(content),
         title: title_command(content),
+        message_id: None,
     };
     let own_command =
         intake.compact.is_some() || intake.checkpoint_command.is_some() || intake.title.is_some();
-    rec.record(match own_command {
-        false => EntryKind::UserMessage {
-            id: Some(ferrite_store::ids::new_message_id()),
-            content: expanded,
-        },
-        true => EntryKind::Command { content: expanded },
+    if own_command {
+        rec.record(EntryKind::Command { content: expanded })?;
+        return Ok(intake);
+    }
+    let id = ferrite_store::ids::new_message_id();
+    rec.record(EntryKind::UserMessage {
+        id: Some(id.clone()),
+        content: expanded,
     })?;
+    intake.message_id = Some(id);
     Ok(intake)
 }
 

@@ -313,16 +313,17 @@ impl Child {
         child_turn: super::env::ChildTurn,
         cancel: &CancellationToken,
     ) -> Result<Nested, StoreError> {
-        self.announce(rec, true).await?;
-        self.point_card_at_child(rec).await;
-        self.rec.emit(self.task.clone()).await;
         // The child's own cancel: the parent's cancels it too; `session/cancel` of the child
-        // only it.
+        // only it. Registered before the client hears of the child, so a steering message or a
+        // cancel sent as soon as it is announced finds it.
         let token = cancel.child_token();
         let inbox = crate::steering::Inbox::default();
         let running = env
             .children
             .register(self.id.clone(), token.clone(), inbox.clone());
+        self.announce(rec, true).await?;
+        self.point_card_at_child(rec).await;
+        self.rec.emit(self.task.clone()).await;
         let turn_model = TurnModel {
             client: model.client.clone(),
             info: model.info.clone(),

@@ -240,6 +240,7 @@ pub fn ended(stop: StopReason) -> TurnOutcome {
         stop,
         failure: None,
         usage: None,
+        answer: None,
     }
 }
 
