@@ -93,6 +93,8 @@ async fn a_tool_write_to_a_git_hook_or_config_asks_in_auto() {
     for request in &asked {
         let question = request["params"].to_string();
         assert!(question.contains("git runs"), "{question}");
+        // Asked every time: no "Always allow" that would never skip the question.
+        assert!(!question.contains("allow_always"), "{question}");
     }
     assert!(!ws.join(".git/hooks/pre-commit").exists());
     assert_eq!(what_git_runs(&ws.join(".git")), before);
