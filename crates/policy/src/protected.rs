@@ -24,9 +24,16 @@
 //!   trusts it again (`crate::trust`); asking first keeps the model from changing what a trusted
 //!   hook will run behind the user's back.
 //!
-//! The command sandbox cannot write either ([`Protected::sandbox_paths`]).
+//! - the git files that decide what git runs (`.git/hooks/`, `.git/config`, a linked worktree's
+//!   common dir and `config.worktree`, the folder `core.hooksPath` names, included configs; see
+//!   [`git`]): the user's own next `git commit` runs them outside every sandbox, unasked. A tool
+//!   write asks first, like an extension file.
+//!
+//! The command sandbox cannot write any of them ([`Protected::sandbox_paths`]).
 
 use std::path::{Path, PathBuf};
+
+mod git;
 
 use crate::access::Access;
 use crate::modes::Mode;
@@ -57,6 +64,9 @@ pub struct Protected {
     extension: Vec<PathBuf>,
     /// The `.claude` and `.ferrite` folders of those directories that exist, for the sandbox.
     extension_dirs: Vec<PathBuf>,
+    /// The git files that decide what git runs, of the repositories of the roots and the cwd
+    /// (resolved; the hooks folder even when missing).
+    git: Vec<PathBuf>,
 }
 
 /// What a directory holds that defines what runs, below it (for [`Protected::with_workspace`]).
@@ -80,6 +90,7 @@ impl Protected {
             roots: vec![],
             extension: vec![],
             extension_dirs: vec![],
+            git: vec![],
         }
     }
 
@@ -100,6 +111,9 @@ impl Protected {
     #[must_use]
     pub fn with_workspace(mut self, roots: &[PathBuf], cwd: &Path, hook_files: &[PathBuf]) -> Self {
         self.roots = roots.to_vec();
+        let mut repo_dirs = roots.to_vec();
+        repo_dirs.push(cwd.to_path_buf());
+        self.git = git::decisive_files(&repo_dirs);
         for dir in crate::paths::chain(cwd) {
             for entry in EXTENSION_ENTRIES {
                 self.extension.push(crate::paths::resolve(&dir, entry));
@@ -124,10 +138,12 @@ impl Protected {
     /// workspace's `.claude` and `.ferrite` folders that exist, and the existing files hooks run.
     /// (A workspace folder that does not exist is not kept from being made: the repository root
     /// could then make no directory at all, and what a command puts there is new, so off until
-    /// the user trusts it.)
+    /// the user trusts it.) And the git files that decide what git runs, the hooks folder even
+    /// where missing (no command may create a hook).
     pub fn sandbox_paths(&self) -> Vec<PathBuf> {
         let mut out = self.user_config.clone();
         out.extend(self.extension_dirs.iter().cloned());
+        out.extend(self.git.iter().cloned());
         out.extend(self.extension.iter().filter(|p| p.is_file()).cloned());
         out.sort();
         out.dedup();
@@ -151,6 +167,16 @@ impl Protected {
                 .roots
                 .iter()
                 .any(|root| path.strip_prefix(root).is_ok_and(names_extension))
+    }
+
+    /// Whether `path` is a git file that decides what git runs: one of the repositories' found
+    /// for the session, or one named so by its place in a `.git` folder inside a root.
+    pub fn is_git(&self, path: &Path) -> bool {
+        self.git.iter().any(|g| crate::paths::is_under(path, g))
+            || self
+                .roots
+                .iter()
+                .any(|root| path.strip_prefix(root).is_ok_and(git::names_git_file))
     }
 
     /// Whether a search walking the workspace must leave `path` out: it is under FERRITE_HOME and
@@ -184,6 +210,12 @@ impl Protected {
                 "it changes a file that defines what runs (hooks and the files they run, \
                      agents, skills, settings), which needs your permission in every mode below \
                      `full`"
+                    .to_owned(),
+            ),
+            Access::Write { paths } if paths.iter().any(|p| self.is_git(p)) => Verdict::Ask(
+                "it changes a file that decides what git runs (`.git/hooks`, `.git/config`): \
+                 your own next `git commit` or `git status` would run it outside every sandbox, \
+                 so it needs your permission in every mode below `full`"
                     .to_owned(),
             ),
             Access::Read { paths } if paths.iter().any(|p| self.hides(p)) => {
@@ -324,6 +356,38 @@ mod tests {
         }
         // The sandbox keeps the user's folders even before they exist.
         assert!(p.sandbox_paths().contains(&root.join(".claude")));
+        drop(d);
+    }
+
+    #[test]
+    fn git_files_that_decide_what_runs_ask_and_the_sandbox_keeps_them() {
+        let (d, p, home) = setup();
+        let ws = home.parent().unwrap().join("ws");
+        std::fs::create_dir_all(ws.join(".git/refs")).unwrap();
+        std::fs::write(ws.join(".git/config"), "").unwrap();
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        let p = p.with_workspace(std::slice::from_ref(&ws), &ws.join("src"), &[]);
+        let write = |path: PathBuf| Access::Write { paths: vec![path] };
+        for path in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "vendor/x/.git/config",
+        ] {
+            for mode in [Mode::Plan, Mode::Ask, Mode::Auto] {
+                match p.check(&write(ws.join(path)), mode) {
+                    Verdict::Ask(why) => assert!(why.contains("git runs"), "{why}"),
+                    other => panic!("{path} {mode:?}: {other:?}"),
+                }
+            }
+            assert_eq!(p.check(&write(ws.join(path)), Mode::Full), Verdict::Pass);
+        }
+        for path in [".git/refs/heads/main", ".gitignore", "src/config"] {
+            assert_eq!(p.check(&write(ws.join(path)), Mode::Auto), Verdict::Pass);
+        }
+        let kept = p.sandbox_paths();
+        // The hooks folder although git made none; the config that exists.
+        assert!(kept.contains(&ws.join(".git/hooks")), "{kept:?}");
+        assert!(kept.contains(&ws.join(".git/config")), "{kept:?}");
         drop(d);
     }
 }

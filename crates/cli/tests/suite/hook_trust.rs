@@ -29,7 +29,7 @@ fn cli(world: &World, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-async fn session_in(c: &mut AcpClient, cwd: &std::path::Path, mode: &str) -> String {
+pub(super) async fn session_in(c: &mut AcpClient, cwd: &std::path::Path, mode: &str) -> String {
     let s = sid(&c.new_session(cwd).await);
     c.request("session/set_mode", json!({"sessionId": s, "modeId": mode}))
         .await
@@ -39,7 +39,7 @@ async fn session_in(c: &mut AcpClient, cwd: &std::path::Path, mode: &str) -> Str
 
 /// Runs a prompt to its answer, answering every permission request with `pick(request)`;
 /// returns what was seen and the requests.
-async fn prompt_answering(
+pub(super) async fn prompt_answering(
     c: &mut AcpClient,
     s: &str,
     text: &str,
@@ -70,7 +70,7 @@ async fn prompt_answering(
     }
 }
 
-fn write_call(path: &std::path::Path, content: &str) -> Script {
+pub(super) fn write_call(path: &std::path::Path, content: &str) -> Script {
     Script::new().tool_call(
         "w1",
         "write",

@@ -21,6 +21,7 @@ mod durability;
 mod edit_review;
 mod file_safety;
 mod first_run;
+mod git_files;
 mod golden;
 mod headless;
 mod home_modes;

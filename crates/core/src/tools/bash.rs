@@ -22,6 +22,7 @@ use crate::tools::{
     Access, CallDescription, Tool, ToolContext, ToolError, ToolOutput, input_schema,
 };
 
+mod git_note;
 mod stream;
 
 use stream::Tail;
@@ -152,8 +153,14 @@ async fn run(input: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolErro
         Ok(out) => {
             let recent = lock(&tail).text.clone();
             let shown = markdown::command_result(&out, &ending(&out, timeout), &recent);
+            let mut text = result_text(&out, timeout);
+            if let Some(note) = git_note::note(&out, &ctx.sandbox) {
+                text.push('\n');
+                text.push_str(&note);
+                text.push('\n');
+            }
             Ok(ToolOutput {
-                text: result_text(&out, timeout),
+                text,
                 content: vec![ToolContent::Text { text: shown.into() }],
             })
         }

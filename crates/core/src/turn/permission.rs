@@ -55,6 +55,22 @@ pub(crate) async fn check(
     };
     let protected = env.protected.check(access, mode);
     let unprotected = matches!(protected, Verdict::Pass);
+    // Why a protected file is asked about even where the rules allow: the user reads it first.
+    let why_asked = match &protected {
+        Verdict::Ask(why) => Some(format!("Asked in every mode below `full`: {why}.")),
+        Verdict::Pass | Verdict::Refuse(_) => None,
+    };
+    let with_reason = move || -> BoxFuture<'static, Vec<ToolContent>> {
+        let content = preview();
+        let why = why_asked.clone();
+        Box::pin(async move {
+            let mut content = content.await;
+            if let Some(why) = why {
+                content.insert(0, ToolContent::Text { text: why.into() });
+            }
+            content
+        })
+    };
     let decision = match (permissions::decide(&call, &rules), protected) {
         (Decision::Deny(why), _) | (_, Verdict::Refuse(why)) => Decision::Deny(why),
         (Decision::Allow, Verdict::Ask(why)) if !harness.may_ask() => {
@@ -83,7 +99,13 @@ pub(crate) async fn check(
     match decision {
         Decision::Allow => Gate::Run,
         Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
-        Decision::Ask => ask(rec, env, view, tool, access, preview, cancel).await,
+        Decision::Ask => {
+            let question = Question {
+                preview: &with_reason,
+                protected: !unprotected,
+            };
+            ask(rec, env, view, tool, access, question, cancel).await
+        }
     }
 }
 
@@ -108,19 +130,31 @@ async fn request_content(
     }
 }
 
+/// What the user is shown besides the options: the call's preview, and whether it touches a
+/// protected file (asked in every mode: "Always allow" would store a rule that never skips the
+/// question, so it is not offered).
+struct Question<'a> {
+    preview: Preview<'a>,
+    protected: bool,
+}
+
 async fn ask(
     rec: &Recorder,
     env: &CallEnv,
     view: &ToolCallView,
     tool: &str,
     access: &Access,
-    preview: Preview<'_>,
+    question: Question<'_>,
     cancel: &CancellationToken,
 ) -> Gate {
     let Some(approver) = env.approver.as_ref() else {
         return Gate::Refused(permissions::NO_ONE_TO_ASK.into());
     };
-    let options = permissions::options_for(tool, access, &env.roots, env.shell);
+    let mut options = permissions::options_for(tool, access, &env.roots, env.shell);
+    if question.protected {
+        options.retain(|o| !matches!(o.kind, OptionKind::AllowAlways));
+    }
+    let preview = question.preview;
     // A subagent's call is asked about on its parent's card where the editor does not show the
     // subagent's session.
     let (session, mut call) = rec.asked_about(view);

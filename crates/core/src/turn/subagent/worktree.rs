@@ -78,8 +78,14 @@ impl Isolated {
             .parent()
             .unwrap_or(&main)
             .join(format!("{name}.worktrees"));
-        // Made here: the sandbox can only let git write in a folder that exists.
-        std::fs::create_dir_all(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        // Made here: the sandbox can only let git write in a folder that exists. The same for
+        // `.git/worktrees`: `.git` holds files the sandbox keeps (hooks, config), so nothing
+        // new can be made directly in it (`docs/sandbox.md`, "Protected paths").
+        let admin = main.join(".git/worktrees");
+        let own_dirs = [Some(&parent), main.join(".git").is_dir().then_some(&admin)];
+        for dir in own_dirs.into_iter().flatten() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         let sandbox = match mode {
             Mode::Full => Sandbox::None,
             _ => Sandbox::for_mode(
