@@ -36,6 +36,7 @@ pub mod elicit;
 pub mod env;
 pub mod events;
 pub mod exec;
+mod git_guard;
 pub mod lsp;
 pub mod mcp;
 pub mod model;

@@ -29,7 +29,8 @@
 //!   [`git`]): the user's own next `git commit` runs them outside every sandbox, unasked. A tool
 //!   write asks first, like an extension file.
 //!
-//! The command sandbox cannot write any of them ([`Protected::sandbox_paths`]).
+//! The command sandbox cannot write the first three ([`Protected::sandbox_paths`]); what git runs
+//! is put back after a command that changed it ([`Protected::git_guarded`], `core::git_guard`).
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,8 @@ pub struct Protected {
     /// The git files that decide what git runs, of the repositories of the roots and the cwd
     /// (resolved; the hooks folder even when missing).
     git: Vec<PathBuf>,
+    /// Those repositories' `.git` folders.
+    dot_gits: Vec<PathBuf>,
 }
 
 /// What a directory holds that defines what runs, below it (for [`Protected::with_workspace`]).
@@ -91,6 +94,7 @@ impl Protected {
             extension: vec![],
             extension_dirs: vec![],
             git: vec![],
+            dot_gits: vec![],
         }
     }
 
@@ -114,6 +118,7 @@ impl Protected {
         let mut repo_dirs = roots.to_vec();
         repo_dirs.push(cwd.to_path_buf());
         self.git = git::decisive_files(&repo_dirs);
+        self.dot_gits = git::dot_git_folders(&repo_dirs);
         for dir in crate::paths::chain(cwd) {
             for entry in EXTENSION_ENTRIES {
                 self.extension.push(crate::paths::resolve(&dir, entry));
@@ -138,12 +143,12 @@ impl Protected {
     /// workspace's `.claude` and `.ferrite` folders that exist, and the existing files hooks run.
     /// (A workspace folder that does not exist is not kept from being made: the repository root
     /// could then make no directory at all, and what a command puts there is new, so off until
-    /// the user trusts it.) And the git files that decide what git runs, the hooks folder even
-    /// where missing (no command may create a hook).
+    /// the user trusts it.) The git files are not among them: the sandbox could keep them only by
+    /// taking every right to make a file in `.git` and at the worktree's top; commands are
+    /// guarded around instead ([`Self::git_guarded`]).
     pub fn sandbox_paths(&self) -> Vec<PathBuf> {
         let mut out = self.user_config.clone();
         out.extend(self.extension_dirs.iter().cloned());
-        out.extend(self.git.iter().cloned());
         out.extend(self.extension.iter().filter(|p| p.is_file()).cloned());
         out.sort();
         out.dedup();
@@ -167,6 +172,12 @@ impl Protected {
                 .roots
                 .iter()
                 .any(|root| path.strip_prefix(root).is_ok_and(names_extension))
+    }
+
+    /// What a command below `full` must leave as it found (`core::git_guard`): the git files that
+    /// decide what git runs, and the repositories' `.git` folders.
+    pub fn git_guarded(&self) -> (&[PathBuf], &[PathBuf]) {
+        (&self.git, &self.dot_gits)
     }
 
     /// Whether `path` is a git file that decides what git runs: one of the repositories' found
@@ -384,10 +395,12 @@ mod tests {
         for path in [".git/refs/heads/main", ".gitignore", "src/config"] {
             assert_eq!(p.check(&write(ws.join(path)), Mode::Auto), Verdict::Pass);
         }
-        let kept = p.sandbox_paths();
+        let (guarded, dot_gits) = p.git_guarded();
         // The hooks folder although git made none; the config that exists.
-        assert!(kept.contains(&ws.join(".git/hooks")), "{kept:?}");
-        assert!(kept.contains(&ws.join(".git/config")), "{kept:?}");
+        assert!(guarded.contains(&ws.join(".git/hooks")), "{guarded:?}");
+        assert!(guarded.contains(&ws.join(".git/config")), "{guarded:?}");
+        assert_eq!(dot_gits, [ws.join(".git")]);
+        assert!(!p.sandbox_paths().contains(&ws.join(".git/config")));
         drop(d);
     }
 }

@@ -1,8 +1,8 @@
 //! The git files that decide what git runs (issue 34's follow-up): in `auto` mode the model could
 //! write `.git/hooks/pre-commit` or set `core.hooksPath` in `.git/config`, and the user's own next
-//! `git commit` in a terminal ran it outside every sandbox, unasked. A tool write now asks; a
-//! sandboxed command cannot change them. [`COMMAND_ATTACKS`] is the regression corpus of the
-//! ways a command tried.
+//! `git commit` in a terminal ran it outside every sandbox, unasked. A tool write now asks; what a
+//! command changed is put back when it ends (`core::git_guard`). [`COMMAND_ATTACKS`] is the
+//! regression corpus of the ways a command tried.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,7 +101,8 @@ async fn a_tool_write_to_a_git_hook_or_config_asks_in_auto() {
 }
 
 /// The attack through commands: each of [`COMMAND_ATTACKS`] runs in `auto` (no question) and
-/// changes nothing git runs; the model is told why git could not write `.git`.
+/// what it changed of what git runs is put back; the model is told, and the user too; git's
+/// own writes to `.git` (a commit) and new files at the worktree's top still work.
 #[tokio::test]
 async fn sandboxed_commands_cannot_change_what_git_runs() {
     let world = World::new();
@@ -120,11 +121,11 @@ async fn sandboxed_commands_cannot_change_what_git_runs() {
             json!({ "command": command }).to_string(),
         ));
     }
-    fake.push(Script::new().tool_call(
-        "ok",
-        "bash",
-        json!({"command": "echo ok > src/fine.txt"}).to_string(),
-    ));
+    // What a coding task does in a repository keeps working: a build's folder at the top, a
+    // commit (git writes `.git/index.lock`, objects, refs).
+    let work = "echo ok > src/fine.txt && mkdir -p target/debug && git add src \
+                && git -c user.email=m@example.com -c user.name=m commit -q -m model";
+    fake.push(Script::new().tool_call("ok", "bash", json!({ "command": work }).to_string()));
     fake.push(Script::new().text("done"));
     let (_, asked) = prompt_answering(&mut c, &s, "go", |_| "allow_once").await;
     assert!(asked.is_empty(), "{asked:?}");
@@ -138,9 +139,11 @@ async fn sandboxed_commands_cannot_change_what_git_runs() {
     let requests = fake.requests();
     let config_result = &tool_results(&requests[2].body)[0].0;
     assert!(
-        config_result.contains("ask the user to run the git command"),
+        config_result.contains("changed what git runs") && config_result.contains("put back"),
         "{config_result}"
     );
+    assert!(ws.join("target/debug").is_dir(), "a new folder at the top");
+    assert_eq!(git(&ws, &["log", "--format=%s", "-2"]), "user\nmodel\n");
 }
 
 /// A linked worktree: its hooks and config live in the main repository's `.git` (named by its

@@ -244,6 +244,10 @@ impl CallEnv {
             .dir()
             .join(rec.session_id().as_str())
             .join("tool-output");
+        let protected = Protected::new(&services.home, &spill_dir)
+            .with_user_home(services.env.home())
+            .with_workspace(&start.roots, &start.cwd, &hook_files(&p.hooks));
+        let (git_files, dot_gits) = protected.git_guarded();
         let runner = services.runner.clone().map(|inner| {
             Arc::new(TurnRunner {
                 inner,
@@ -254,11 +258,9 @@ impl CallEnv {
                 spill_budget: p
                     .background
                     .spill_budget(&spill_dir, config.tools.spill_max_bytes),
+                git_guarded: (git_files.to_vec(), dot_gits.to_vec()),
             })
         });
-        let protected = Protected::new(&services.home, &spill_dir)
-            .with_user_home(services.env.home())
-            .with_workspace(&start.roots, &start.cwd, &hook_files(&p.hooks));
         let base = tool_base(&p, spill_dir, runner);
         Self {
             tools: crate::tools::registry_for(start.harness),

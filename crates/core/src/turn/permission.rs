@@ -60,17 +60,7 @@ pub(crate) async fn check(
         Verdict::Ask(why) => Some(format!("Asked in every mode below `full`: {why}.")),
         Verdict::Pass | Verdict::Refuse(_) => None,
     };
-    let with_reason = move || -> BoxFuture<'static, Vec<ToolContent>> {
-        let content = preview();
-        let why = why_asked.clone();
-        Box::pin(async move {
-            let mut content = content.await;
-            if let Some(why) = why {
-                content.insert(0, ToolContent::Text { text: why.into() });
-            }
-            content
-        })
-    };
+    let shown = move || with_reason(preview, why_asked.clone());
     let decision = match (permissions::decide(&call, &rules), protected) {
         (Decision::Deny(why), _) | (_, Verdict::Refuse(why)) => Decision::Deny(why),
         (Decision::Allow, Verdict::Ask(why)) if !harness.may_ask() => {
@@ -101,12 +91,24 @@ pub(crate) async fn check(
         Decision::Deny(why) => Gate::Refused(format!("Permission denied: {why}.")),
         Decision::Ask => {
             let question = Question {
-                preview: &with_reason,
+                preview: &shown,
                 protected: !unprotected,
             };
             ask(rec, env, view, tool, access, question, cancel).await
         }
     }
+}
+
+/// The preview, after the reason a protected file is asked about (the user reads it first).
+fn with_reason(preview: Preview<'_>, why: Option<String>) -> BoxFuture<'static, Vec<ToolContent>> {
+    let content = preview();
+    Box::pin(async move {
+        let mut content = content.await;
+        if let Some(why) = why {
+            content.insert(0, ToolContent::Text { text: why.into() });
+        }
+        content
+    })
 }
 
 /// The content of a permission request: the tool's preview, or for an MCP tool its arguments.

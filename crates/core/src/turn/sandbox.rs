@@ -12,6 +12,7 @@ use crate::events::Event;
 use crate::exec::{
     CommandOutput, CommandRunner, CommandSpec, ExecError, Sandbox, SandboxSupport, Shell,
 };
+use crate::git_guard::GitGuard;
 use crate::modes::Mode;
 use crate::session::Recorder;
 
@@ -28,6 +29,9 @@ pub(crate) struct TurnRunner {
     pub gate: crate::clientfs::CommandGate,
     /// The session's budget for spilled output (`tools.spill_max_bytes`).
     pub spill_budget: crate::spill_budget::SpillBudget,
+    /// What git runs and the `.git` folders, put back after a command below `full`
+    /// (`crate::git_guard`).
+    pub git_guarded: (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>),
 }
 
 /// The turn's runner for one call, in the mode that call runs in.
@@ -53,6 +57,56 @@ impl CommandRunner for ModeAwareRunner {
             // Held until the command (and a background one is a command) has ended: no write
             // goes through the editor meanwhile.
             let _running = turn.gate.command().await;
+            let guard = (self.mode < Mode::Full)
+                .then(|| GitGuard::take(&turn.git_guarded.0, &turn.git_guarded.1))
+                .flatten();
+            let ran = self.run_sandboxed(spec, cancel, on_output).await;
+            match guard.map(|g| g.restore()).filter(|r| !r.is_empty()) {
+                Some(restored) => self.tell(ran, &restored).await,
+                None => ran,
+            }
+        })
+    }
+
+    fn sandbox_support(&self) -> SandboxSupport {
+        self.turn.inner.sandbox_support()
+    }
+
+    fn shell(&self) -> Shell {
+        self.turn.inner.shell()
+    }
+}
+
+impl ModeAwareRunner {
+    /// A command changed what git runs and it was put back: the model reads it after the
+    /// output, the user as a notice.
+    async fn tell(
+        &self,
+        ran: Result<CommandOutput, ExecError>,
+        restored: &crate::git_guard::Restored,
+    ) -> Result<CommandOutput, ExecError> {
+        let text = restored.text();
+        tracing::warn!(put_back = ?restored.put_back, failed = ?restored.failed, "a command changed what git runs");
+        self.turn
+            .rec
+            .emit(Event::Notice { text: text.clone() })
+            .await;
+        ran.map(|mut out| {
+            out.excerpt.push_str(&format!("\n{text}"));
+            out
+        })
+    }
+
+    /// Runs `spec` in the mode's sandbox, or says why it cannot (`ask` runs it unsandboxed after
+    /// warning once).
+    async fn run_sandboxed(
+        &self,
+        spec: CommandSpec,
+        cancel: CancellationToken,
+        on_output: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<CommandOutput, ExecError> {
+        let turn = &self.turn;
+        {
             let first = turn
                 .inner
                 .run(spec.clone(), cancel.clone(), on_output)
@@ -83,14 +137,6 @@ impl CommandRunner for ModeAwareRunner {
                     )))
                 }
             }
-        })
-    }
-
-    fn sandbox_support(&self) -> SandboxSupport {
-        self.turn.inner.sandbox_support()
-    }
-
-    fn shell(&self) -> Shell {
-        self.turn.inner.shell()
+        }
     }
 }

@@ -28,6 +28,20 @@ pub(super) fn decisive_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// The `.git` folders (not files) of the repositories `dirs` are in: renamed away, git would
+/// find another repository's (`core::git_guard` brings them back).
+pub(super) fn dot_git_folders(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| GitDirs::of(d))
+        .map(|g| g.top.join(".git"))
+        .filter(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Whether `rel` (relative to a workspace root) names such a file by its place in a `.git`
 /// folder, at any depth (nested repositories and submodules under `.git/modules` included):
 /// something under `hooks`, a `config`, `config.worktree` or `commondir`, or a `.git` file.
