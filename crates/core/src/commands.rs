@@ -132,18 +132,123 @@ pub fn available(own: &OwnFiles, cwd: &Path) -> Vec<CommandInfo> {
     out
 }
 
-/// The skill a prompt runs (`/name`), when no built-in or prompt file has that name.
-pub fn invoked_skill<'a>(
-    content: &[UserContent],
-    own: &OwnFiles,
-    cwd: &Path,
-    skills: &'a [crate::skills::Skill],
-) -> Option<&'a crate::skills::Skill> {
-    let (name, _) = invocation(content)?;
-    if is_builtin(&name) || find_prompt_file(own, cwd, &name).is_some() {
-        return None;
+/// What a prompt invokes, read once at the start of its turn and passed on: the intake attaches
+/// the command's text, the turn keeps a skill's `allowed-tools` and `/review`'s read-only tools,
+/// and an MCP prompt runs only for a name that is none of these.
+#[derive(Debug, Clone, Default)]
+pub struct Invoked {
+    /// `/name` and its arguments, when the prompt's first text starts with one.
+    pub command: Option<(String, String)>,
+    pub target: Target,
+}
+
+/// What `/name` runs; a built-in wins over a prompt file, which wins over a skill.
+#[derive(Debug, Clone, Default)]
+pub enum Target {
+    /// A plain prompt, or a `/name` that is not Ferrite's (an MCP prompt's, or unknown).
+    #[default]
+    Nothing,
+    Builtin,
+    PromptFile {
+        path: PathBuf,
+        body: String,
+    },
+    /// The turn's skill at this index.
+    Skill(usize),
+}
+
+impl Invoked {
+    /// Reads `content` against the built-ins, the prompt files and the turn's `skills`.
+    pub fn read(
+        content: &[UserContent],
+        own: &OwnFiles,
+        cwd: &Path,
+        skills: &[crate::skills::Skill],
+    ) -> Self {
+        let Some((name, args)) = invocation(content) else {
+            return Self::default();
+        };
+        let target = if is_builtin(&name) {
+            Target::Builtin
+        } else if let Some((path, file)) = find_prompt_file(own, cwd, &name) {
+            Target::PromptFile {
+                path,
+                body: file.body,
+            }
+        } else if let Some(i) = skills.iter().position(|s| s.name == name) {
+            Target::Skill(i)
+        } else {
+            Target::Nothing
+        };
+        Self {
+            command: Some((name, args)),
+            target,
+        }
     }
-    skills.iter().find(|s| s.name == name)
+
+    /// Whether `/name` runs a built-in, a prompt file or a skill: those win over an MCP prompt
+    /// of the same name.
+    pub fn is_ours(&self) -> bool {
+        !matches!(self.target, Target::Nothing)
+    }
+
+    /// Whether the turn may only look, never change (`/review`).
+    pub fn read_only(&self) -> bool {
+        self.command
+            .as_ref()
+            .is_some_and(|(name, _)| name == "review")
+    }
+
+    /// The skill the prompt runs.
+    pub fn skill<'a>(
+        &self,
+        skills: &'a [crate::skills::Skill],
+    ) -> Option<&'a crate::skills::Skill> {
+        match self.target {
+            Target::Skill(i) => skills.get(i),
+            _ => None,
+        }
+    }
+
+    /// The prompt with the command's text attached after its line, or unchanged when it names
+    /// no command with a text.
+    pub fn expand(
+        &self,
+        content: Vec<UserContent>,
+        skills: &[crate::skills::Skill],
+    ) -> Vec<UserContent> {
+        let Some((name, args)) = &self.command else {
+            return content;
+        };
+        let (body, uri) = match &self.target {
+            Target::Builtin => match builtin_template(name) {
+                Some(template) => (template.to_owned(), format!("ferrite:command/{name}")),
+                None => return content,
+            },
+            Target::PromptFile { path, body } => {
+                (body.clone(), format!("file://{}", path.display()))
+            }
+            Target::Skill(_) => match self.skill(skills) {
+                Some(skill) => (
+                    skill.body.clone(),
+                    format!("file://{}", skill.dir.join("SKILL.md").display()),
+                ),
+                None => return content,
+            },
+            Target::Nothing => return content,
+        };
+        let mut out = content;
+        out.insert(
+            1,
+            UserContent::Resource {
+                uri,
+                text: Some(substitute(&body, args)),
+                blob: None,
+                mime_type: Some("text/markdown".into()),
+            },
+        );
+        out
+    }
 }
 
 /// A cheap fingerprint of the prompt files and skills (names, sizes, modification times): when
@@ -170,54 +275,6 @@ pub fn fingerprint(
             )
         })
         .collect()
-}
-
-/// The prompt with the command attached, or unchanged when it names no prompt command.
-pub fn expand(content: Vec<UserContent>, own: &OwnFiles, cwd: &Path) -> Vec<UserContent> {
-    let Some((name, args)) = invocation(&content) else {
-        return content;
-    };
-    let (body, uri) = match builtin_template(&name) {
-        Some(template) => (template.to_owned(), format!("ferrite:command/{name}")),
-        None => match find_prompt_file(own, cwd, &name) {
-            Some((path, file)) => (file.body, format!("file://{}", path.display())),
-            None => {
-                let skills = crate::skills::discover(own, cwd);
-                let Some(skill) = skills.into_iter().find(|s| s.name == name) else {
-                    return content;
-                };
-                let uri = format!("file://{}", skill.dir.join("SKILL.md").display());
-                (skill.body, uri)
-            }
-        },
-    };
-    let body = substitute(&body, &args);
-    let mut out = content;
-    out.insert(
-        1,
-        UserContent::Resource {
-            uri,
-            text: Some(body),
-            blob: None,
-            mime_type: Some("text/markdown".into()),
-        },
-    );
-    out
-}
-
-/// Whether the prompt runs a command whose turn may only look, never change (`/review`).
-pub fn is_read_only(content: &[UserContent]) -> bool {
-    invocation(content).is_some_and(|(name, _)| name == "review")
-}
-
-/// Whether `name` runs a built-in, a prompt file or a skill: those win over an MCP prompt of
-/// the same name.
-pub(crate) fn is_taken(name: &str, own: &OwnFiles, cwd: &Path) -> bool {
-    is_builtin(name)
-        || find_prompt_file(own, cwd, name).is_some()
-        || crate::skills::discover(own, cwd)
-            .iter()
-            .any(|s| s.name == name)
 }
 
 /// `/<name> args` at the start of the prompt's first text block.
@@ -435,7 +492,12 @@ mod tests {
             OwnFiles::new(self.home.path(), &[], Ok(Default::default()))
         }
         fn expand(&self, t: &str) -> Vec<UserContent> {
-            expand(text(t), &self.own(), self.ws.path())
+            let skills = crate::skills::discover(&self.own(), self.ws.path());
+            let invoked = Invoked::read(&text(t), &self.own(), self.ws.path(), &skills);
+            invoked.expand(text(t), &skills)
+        }
+        fn read_only(&self, t: &str) -> bool {
+            Invoked::read(&text(t), &self.own(), self.ws.path(), &[]).read_only()
         }
     }
 
@@ -503,8 +565,8 @@ mod tests {
         let out = d.expand("/review main..HEAD");
         let body = attached(&out);
         assert!(body.contains("git diff main..HEAD"), "{body}");
-        assert!(is_read_only(&text("/review")));
-        assert!(!is_read_only(&text("/init")));
+        assert!(d.read_only("/review"));
+        assert!(!d.read_only("/init"));
         assert!(attached(&d.expand("/init")).contains("AGENTS.md"));
         // `/compact` and `/undo` are handled by the turn, not expanded.
         assert_eq!(d.expand("/compact").len(), 1);

@@ -169,7 +169,10 @@ async fn run_stages(
         Err(_) => Err("the config or the permission rules could not be read".into()),
     };
     let own = OwnFiles::new(&services.home, &start.roots, deny).with_user_home(services.env.home());
-    let intake = match take_in(rec, &start, &own, &req.content, cancel).await? {
+    // The prompt is read once: what it invokes, against the skills found once for the turn.
+    let skills = Arc::new(crate::skills::discover(&own, &start.cwd));
+    let invoked = crate::commands::Invoked::read(&req.content, &own, &start.cwd, &skills);
+    let intake = match take_in(rec, &start, (&invoked, &skills), &req.content, cancel).await? {
         Ok(intake) => intake,
         Err(outcome) => return Ok(outcome),
     };
@@ -184,10 +187,8 @@ async fn run_stages(
         return Ok(TurnOutcome::ended(run.await?));
     }
     checkpoint.configure(rec, start.roots.clone(), config.checkpoints);
-    let skills = Arc::new(crate::skills::discover(&own, &start.cwd));
     // `/name` of a skill with `allowed-tools`: the turn keeps only those of its tools.
-    let narrowed = crate::commands::invoked_skill(&req.content, &own, &start.cwd, &skills)
-        .and_then(|s| s.allowed_tools.clone());
+    let narrowed = invoked.skill(&skills).and_then(|s| s.allowed_tools.clone());
     let model = match resolve::model(services, &config, &start, &req.options) {
         Ok(m) => m,
         Err(outcome) => return Ok(outcome),
@@ -209,7 +210,8 @@ async fn run_stages(
         hooks: Arc::new(extensions.hooks),
         agents: Arc::new(extensions.agents.active),
     };
-    let mut env = match call_env(parts, &req, &model, checkpoint, cancel).await {
+    let read_only = invoked.read_only();
+    let mut env = match call_env(parts, read_only, &model, checkpoint, cancel).await {
         Ok(env) => env,
         Err(outcome) => return Ok(outcome),
     };
@@ -254,15 +256,15 @@ async fn rewind_only(
 async fn take_in(
     rec: &Recorder,
     start: &TurnStart,
-    own: &OwnFiles,
+    (invoked, skills): (&crate::commands::Invoked, &[crate::skills::Skill]),
     content: &[UserContent],
     cancel: &CancellationToken,
 ) -> Result<Stage<intake::Intake>, StoreError> {
-    let expanded = match mcp_intake::expand(rec, start, own, content, cancel).await? {
+    let expanded = match mcp_intake::expand(rec, start, invoked, content, cancel).await? {
         Ok(expanded) => expanded,
         Err(outcome) => return Ok(Err(outcome)),
     };
-    let intake = intake::record_prompt(own, rec, &expanded, start)?;
+    let intake = intake::record_prompt((invoked, skills), rec, &expanded, start)?;
     if let Some(message_id) = intake.message_id.clone() {
         rec.emit(crate::events::Event::MessageRecorded { message_id })
             .await;
@@ -440,7 +442,7 @@ async fn request_loop(
 /// bounded by their startup timeout).
 async fn call_env(
     parts: EnvParts<'_>,
-    req: &TurnRequest,
+    read_only: bool,
     model: &TurnModel,
     checkpoint: &TurnCheckpoint,
     cancel: &CancellationToken,
@@ -448,7 +450,7 @@ async fn call_env(
     let extra_tools = parts.start.extra_tools.clone();
     let (config, rec, connector) = (parts.config, parts.rec, parts.services.connector.as_ref());
     let mut env = CallEnv::new(parts);
-    env.read_only = crate::commands::is_read_only(&req.content);
+    env.read_only = read_only;
     env.checkpoint = Some(checkpoint.clone());
     env.child_turn = Some(child_turn);
     // The assistant harness has no tools to give a subagent.

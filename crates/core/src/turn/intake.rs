@@ -55,16 +55,13 @@ pub(super) async fn retitle(rec: &Recorder, text: &str) -> Result<(), StoreError
 /// Expands and records the prompt (a command to ferrite itself, `/compact`, `/undo`,
 /// `/checkpoints`, is replayed but never sent to the model).
 pub(super) fn record_prompt(
-    own: &crate::own_files::OwnFiles,
+    (invoked, skills): (&crate::commands::Invoked, &[crate::skills::Skill]),
     rec: &Recorder,
     content: &[UserContent],
     start: &TurnStart,
 ) -> Result<Intake, StoreError> {
     let expanded = crate::attachments::expand_links(content.to_vec(), &start.roots);
-    let expanded = match start.roots.first() {
-        Some(cwd) => crate::commands::expand(expanded, own, cwd),
-        None => expanded,
-    };
+    let expanded = invoked.expand(expanded, skills);
     let mut intake = Intake {
         compact: compact::requested(content),
         checkpoint_command: crate::checkpointing::command::requested(content),
@@ -138,8 +135,12 @@ mod tests {
         })
     }
 
-    fn own(s: &TestSession) -> crate::own_files::OwnFiles {
-        crate::own_files::OwnFiles::new(s.home.path(), &[], Ok(Default::default()))
+    /// Records `prompt` as the turn's intake does, having read what it invokes.
+    fn record(s: &TestSession, prompt: &str, start: &TurnStart) -> Intake {
+        let own = crate::own_files::OwnFiles::new(s.home.path(), &[], Ok(Default::default()));
+        let content = text(prompt);
+        let invoked = crate::commands::Invoked::read(&content, &own, &start.cwd, &[]);
+        record_prompt((&invoked, &[]), &s.recorder, &content, start).unwrap()
     }
 
     #[tokio::test]
@@ -147,7 +148,7 @@ mod tests {
         let mut s = TestSession::new(std::env::temp_dir());
         for prompt in ["fix the   bug", "and the tests"] {
             let start = s.recorder.start();
-            let intake = record_prompt(&own(&s), &s.recorder, &text(prompt), &start).unwrap();
+            let intake = record(&s, prompt, &start);
             name_session(&s.recorder, &text(prompt), &start, &intake)
                 .await
                 .unwrap();
@@ -167,10 +168,9 @@ mod tests {
     async fn commands_to_ferrite_are_told_apart() {
         let s = TestSession::new(std::env::temp_dir());
         let start = s.recorder.start();
-        let compact =
-            record_prompt(&own(&s), &s.recorder, &text("/compact short"), &start).unwrap();
+        let compact = record(&s, "/compact short", &start);
         assert_eq!(compact.compact.as_deref(), Some("short"));
-        let undo = record_prompt(&own(&s), &s.recorder, &text("/undo 2"), &start).unwrap();
+        let undo = record(&s, "/undo 2", &start);
         assert!(undo.checkpoint_command.is_some());
         // Both are replayed (`command` entries) and never sent to the model.
         assert_eq!(kinds(&s), ["command", "command"]);

@@ -14,7 +14,6 @@ use crate::content::UserContent;
 use crate::events::{Event, TurnOutcome};
 use crate::log::{EntryKind, StopReason, StoreError};
 use crate::mcp::{ToolProvider, prompts, resources};
-use crate::own_files::OwnFiles;
 use crate::session::{Recorder, TurnStart};
 
 use super::Stage;
@@ -26,7 +25,7 @@ const COMMAND_PREFIX: &str = "mcp__";
 pub(super) async fn expand(
     rec: &Recorder,
     start: &TurnStart,
-    own: &OwnFiles,
+    invoked: &crate::commands::Invoked,
     content: &[UserContent],
     cancel: &CancellationToken,
 ) -> Result<Stage<Vec<UserContent>>, StoreError> {
@@ -36,13 +35,13 @@ pub(super) async fn expand(
     let Some(mut out) = cancellable(cancel, read_links(rec, servers, content)).await else {
         return end(rec, content, None, StopReason::Cancelled).await;
     };
-    let Some((name, line)) = crate::commands::invocation(content) else {
+    let Some((name, line)) = &invoked.command else {
         return Ok(Ok(out));
     };
-    if !name.starts_with(COMMAND_PREFIX) || crate::commands::is_taken(&name, own, &start.cwd) {
+    if !name.starts_with(COMMAND_PREFIX) || invoked.is_ours() {
         return Ok(Ok(out));
     }
-    let Some(ran) = cancellable(cancel, run_prompt(servers, &name, &line)).await else {
+    let Some(ran) = cancellable(cancel, run_prompt(servers, name, line)).await else {
         return end(rec, content, None, StopReason::Cancelled).await;
     };
     match ran {
