@@ -13,6 +13,14 @@ session (a log of its own since issue 27: created, written, synced), its request
 calls and the parent's. The same prompt without `task` (the parent calls `ls` `STEPS` times
 itself) is the baseline, so the difference is what the subagent adds. Medians of `RUNS`, after
 one warm-up; with `OLD_BIN` the two binaries alternate run by run.
+
+"Ferrite's own" takes out the fake provider's own time, which a real model replaces with its
+latency: for each model request of the prompt (`GET /_fake/timings`, wall clock), the time
+from its body's last byte arriving to its answer's last byte leaving (parsing the request,
+writing the answer). What stays is Ferrite's: the turn, the child session, building and
+sending each request, reading each answer, the logs and their syncs. A `task` that does
+nothing makes two more model requests than a plain turn (the child's answer, and the parent's
+after the result), and Ferrite's part of those is counted.
 """
 
 import json
@@ -54,6 +62,15 @@ def queue(origin, run, with_task):
     push(origin, text("done"))
 
 
+def provider_time(origin, since_ns):
+    """The fake provider's own time (request body in -> answer out) over the model requests
+    that arrived since `since_ns`, in seconds."""
+    with NO_PROXY.open(f"{origin}/_fake/timings", timeout=10) as r:
+        timings = json.loads(r.read())
+    return sum((t["reply_end_ns"] - t["request_end_ns"]) / 1e9 for t in timings
+               if t["request_start_ns"] >= since_ns and t.get("reply_end_ns"))
+
+
 class Rig:
     def __init__(self, ferrite, origin, cwd):
         self.home = temp_home()
@@ -65,13 +82,16 @@ class Rig:
         self.runs = 0
 
     def prompt(self, with_task):
+        """(prompt -> answer, the provider's own time within it), in seconds."""
         self.runs += 1
         queue(self.origin, self.runs, with_task)
+        since = time.time_ns()
         t = time.perf_counter()
         rid = self.agent.send("session/prompt", {"sessionId": self.sid,
                                                  "prompt": [{"type": "text", "text": "go"}]})
         self.agent.wait_response(rid, timeout=120)
-        return time.perf_counter() - t
+        took = time.perf_counter() - t
+        return took, provider_time(self.origin, since)
 
     def close(self):
         try:
@@ -90,6 +110,7 @@ def main():
             f.write("x\n")
     names = {"new": ferrite} | ({"old": old} if old else {})
     times = {(n, t): [] for n in names for t in (True, False)}
+    own = {(n, t): [] for n in names for t in (True, False)}
     try:
         with FakeProvider(fake, "--text-deltas", "1") as provider:
             rigs = {n: Rig(b, provider.origin, cwd) for n, b in names.items()}
@@ -97,9 +118,10 @@ def main():
                 for run in range(RUNS + 1):
                     for n, rig in rigs.items():
                         for with_task in (True, False):
-                            took = rig.prompt(with_task)
+                            took, provider = rig.prompt(with_task)
                             if run:  # the first is a warm-up
                                 times[(n, with_task)].append(took)
+                                own[(n, with_task)].append(took - provider)
             finally:
                 for rig in rigs.values():
                     rig.close()
@@ -112,6 +134,9 @@ def main():
         plain = median(times[(n, False)])
         print(f"  {n:>4} ({b}): with `task` {fmt_ms(task)}, without {fmt_ms(plain)}, "
               f"the subagent adds {fmt_ms(task - plain)}")
+        task, plain = median(own[(n, True)]), median(own[(n, False)])
+        print(f"  {n:>4} Ferrite's own (the provider's time taken out): with `task` "
+              f"{fmt_ms(task)}, without {fmt_ms(plain)}, the subagent adds {fmt_ms(task - plain)}")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,24 @@ impl SessionCore {
     }
 }
 
+/// A sync of a log running on the blocking pool ([`Session::start_sync`]).
+pub(crate) struct PendingSync {
+    sync: tokio::task::JoinHandle<Result<(), StoreError>>,
+    path: std::path::PathBuf,
+}
+
+impl PendingSync {
+    /// Waits for the sync; its failure is the log's.
+    pub async fn done(self) -> Result<(), StoreError> {
+        self.sync.await.unwrap_or_else(|e| {
+            Err(StoreError::Io {
+                path: self.path,
+                source: std::io::Error::other(e),
+            })
+        })
+    }
+}
+
 /// The owner's handle on an open session: its task's, and no one else's (it is not `Clone`;
 /// a turn gets a [`Recorder`]).
 pub(crate) struct Session {
@@ -186,6 +204,22 @@ impl Session {
 
     pub fn sync(&self) -> Result<(), StoreError> {
         self.lock().sync_log()
+    }
+
+    /// Starts a sync of everything the log was given on the blocking pool and returns it to be
+    /// waited for (`None`: nothing to sync, or a log synced in the background anyway, which
+    /// [`Self::durable`] waits for).
+    pub fn start_sync(&self) -> Result<Option<PendingSync>, StoreError> {
+        let mut core = self.lock();
+        if core.background_syncs.is_some() {
+            core.sync_log()?;
+            return Ok(None);
+        }
+        let path = core.log.path().to_owned();
+        Ok(core.log.take_sync()?.map(|pending| PendingSync {
+            sync: tokio::task::spawn_blocking(move || pending.run()),
+            path,
+        }))
     }
 
     /// Gives the log's descriptor (and OS lock) back until the next write.

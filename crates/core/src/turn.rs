@@ -382,6 +382,11 @@ async fn request_loop(
     // text then starts a new paragraph, or the two run together (`update_plan` shows no card).
     let mut after_text = false;
     let mut stop_continues = 0;
+    // Tool results recorded and not yet synced: their sync runs while the next request is
+    // built and sent (a request changes nothing). The response's own sync covers them too
+    // (the log is one file, appended in order), and its failure, if any, ends the turn before
+    // the next tool call runs.
+    let mut results_unsynced = false;
     for request in 0..limits.max_requests {
         // A subagent's last request offers no tools: it must answer with what it has.
         let offer_tools = !(limits.answer_last && request + 1 == limits.max_requests);
@@ -393,13 +398,19 @@ async fn request_loop(
         if let Err(outcome) = compact::if_due(rec, model, threshold, cancel).await? {
             return Ok(outcome);
         }
-        let response =
-            match stream::model_call(rec, model, env, system, after_text, offer_tools, cancel)
-                .await?
-            {
-                Streamed::Response(r) => r,
-                Streamed::Stopped(outcome) => return Ok(outcome),
-            };
+        let results_sync = match std::mem::take(&mut results_unsynced) {
+            true => rec.start_sync()?,
+            false => None,
+        };
+        let streamed =
+            stream::model_call(rec, model, env, system, after_text, offer_tools, cancel).await;
+        if let Some(sync) = results_sync {
+            sync.done().await?;
+        }
+        let response = match streamed? {
+            Streamed::Response(r) => r,
+            Streamed::Stopped(outcome) => return Ok(outcome),
+        };
         after_text = crate::state::ends_in_shown_text(&response.content);
         let calls = call::calls_of(&response.content);
         if calls.is_empty() {
@@ -432,7 +443,7 @@ async fn request_loop(
         if let Some(outcome) = dispatch::run_all(rec, env, &calls, cancel).await? {
             return Ok(outcome);
         }
-        rec.sync()?;
+        results_unsynced = true;
     }
     Ok(TurnOutcome::ended(StopReason::MaxTurnRequests))
 }

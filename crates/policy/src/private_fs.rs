@@ -37,18 +37,29 @@ pub fn file_options() -> OpenOptions {
 /// directory: readers see the old or the new content, never a part, and the new one survives a
 /// crash once this returns.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(path, bytes, true)
+}
+
+/// [`write_atomic`] without its two syncs, for a note that only saves reading something that
+/// stays the truth elsewhere (a session's title and roots beside its log): readers still see
+/// the old or the new content, but after a machine crash the note may be the old one, or empty.
+pub fn write_note(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(path, bytes, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_dir_all(dir)?;
     let (tmp, mut file) = temp_file_in(dir)?;
     let written = file
         .write_all(bytes)
-        .and_then(|()| file.sync_all())
+        .and_then(|()| if durable { file.sync_all() } else { Ok(()) })
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written?;
-    if let Ok(d) = std::fs::File::open(dir) {
+    if durable && let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())

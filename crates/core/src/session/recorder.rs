@@ -145,6 +145,11 @@ impl Recorder {
         self.session.sync()
     }
 
+    /// Starts a sync without waiting for it ([`crate::session::Session::start_sync`]).
+    pub fn start_sync(&self) -> Result<Option<crate::session::PendingSync>, StoreError> {
+        self.session.start_sync()
+    }
+
     /// Records `kind` unless `skip` says the state forbids it, in one section of the lock (a
     /// generated title against one the user set meanwhile). Whether it was recorded.
     pub fn record_unless(

@@ -81,7 +81,13 @@ pub(super) async fn model_call(
         content: response.content.as_slice().into(),
     })?;
     record_usage(rec, info, &response.usage, response.usage.context_tokens()).await?;
-    rec.sync()?;
+    // A response that calls tools is durable before they run. A final answer is made durable
+    // with the turn's end, one sync for both, before the prompt is answered.
+    let calls_tools =
+        (response.content.iter()).any(|p| matches!(p, AssistantPart::ToolCall { .. }));
+    if calls_tools {
+        rec.sync()?;
+    }
     Ok(Streamed::Response(response))
 }
 

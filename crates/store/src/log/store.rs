@@ -260,7 +260,9 @@ impl SessionStore {
             match summarize(&path) {
                 Ok(Some(mut s)) => {
                     // The title noted beside the log is the latest (generated, set by the user).
-                    if let Ok(t) = std::fs::read_to_string(path.with_extension("title")) {
+                    if let Ok(t) = std::fs::read_to_string(path.with_extension("title"))
+                        && !t.is_empty()
+                    {
                         s.title = Some(t);
                     }
                     out.push(s)
@@ -471,7 +473,9 @@ impl LogWriter {
         if let EntryKind::Title { title, .. } = &entry.kind {
             // The session's title now, for listings (a later title than the head's).
             let path = self.path.with_extension("title");
-            if let Err(e) = private_fs::write_atomic(&path, title.as_bytes()) {
+            // A note, not synced: the log holds the title (a crash can leave the note old or
+            // empty; listings then show the log's first title).
+            if let Err(e) = private_fs::write_note(&path, title.as_bytes()) {
                 tracing::warn!(path = %path.display(), error = %e, "could not note a session's title");
             }
         }
@@ -487,7 +491,7 @@ impl LogWriter {
         // Private like everything under FERRITE_HOME (the paths name the user's folders).
         let written = serde_json::to_vec(dirs)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| private_fs::write_atomic(&path, &bytes));
+            .and_then(|bytes| private_fs::write_note(&path, &bytes));
         if let Err(e) = written {
             tracing::warn!(path = %path.display(), error = %e, "could not note a session's roots");
         }

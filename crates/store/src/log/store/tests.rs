@@ -134,6 +134,33 @@ fn list_newest_first_with_titles() {
     assert_eq!(list[0].title, None);
 }
 
+/// The title noted beside a log (not synced) is listed; a note a crash left empty is not, and
+/// the list falls back on the log's first prompt.
+#[test]
+fn a_noted_title_is_listed_unless_a_crash_left_it_empty() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let mut w = store.create(&header(&id)).unwrap();
+    w.append(user("fix the parser")).unwrap();
+    w.append(EntryKind::Title {
+        title: "Parser fix".into(),
+        by: Some(crate::log::TitleBy::Generated),
+    })
+    .unwrap();
+    drop(w);
+    assert_eq!(
+        store.list().unwrap()[0].title.as_deref(),
+        Some("Parser fix")
+    );
+    let note = store.path(&id).with_extension("title");
+    std::fs::write(&note, "").unwrap();
+    assert_eq!(
+        store.list().unwrap()[0].title.as_deref(),
+        Some("fix the parser")
+    );
+}
+
 /// A sync taken out of the writer covers the new log's header, its folder and every line written
 /// before it was taken; what is written after it needs another one.
 #[test]
