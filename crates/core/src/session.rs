@@ -44,7 +44,7 @@ struct SessionCore {
     turn_usage: crate::usage::Usage,
     /// `Some` for a log synced in the background ([`Session::sync_in_background`]): the syncs
     /// started and not yet waited for.
-    background_syncs: Option<Vec<tokio::task::JoinHandle<Result<(), StoreError>>>>,
+    background_syncs: Option<Vec<RunningSync>>,
 }
 
 impl SessionCore {
@@ -57,23 +57,35 @@ impl SessionCore {
 
     /// Syncs the log: here, or for a log synced in the background, on the blocking pool.
     fn sync_log(&mut self) -> Result<(), StoreError> {
-        let Some(running) = &mut self.background_syncs else {
+        if self.background_syncs.is_none() {
             return self.log.sync();
-        };
-        if let Some(pending) = self.log.take_sync()? {
-            running.push(tokio::task::spawn_blocking(move || pending.run()));
+        }
+        if let Some(sync) = self.start_sync()?
+            && let Some(running) = &mut self.background_syncs
+        {
+            running.push(sync);
         }
         Ok(())
     }
+
+    /// Starts a sync of everything written so far on the blocking pool (`None`: nothing to
+    /// sync).
+    fn start_sync(&mut self) -> Result<Option<RunningSync>, StoreError> {
+        let path = self.log.path().to_owned();
+        Ok(self.log.take_sync()?.map(|pending| RunningSync {
+            sync: tokio::task::spawn_blocking(move || pending.run()),
+            path,
+        }))
+    }
 }
 
-/// A sync of a log running on the blocking pool ([`Session::start_sync`]).
-pub(crate) struct PendingSync {
+/// A sync of a log running on the blocking pool.
+pub(crate) struct RunningSync {
     sync: tokio::task::JoinHandle<Result<(), StoreError>>,
     path: std::path::PathBuf,
 }
 
-impl PendingSync {
+impl RunningSync {
     /// Waits for the sync; its failure is the log's.
     pub async fn done(self) -> Result<(), StoreError> {
         self.sync.await.unwrap_or_else(|e| {
@@ -125,20 +137,14 @@ impl Session {
     /// Waits until everything the log was given is durable: its background syncs, and one more
     /// for what was written since the last. The first failure is the answer.
     pub async fn durable(&self) -> Result<(), StoreError> {
-        let (running, path) = {
+        let running = {
             let mut core = self.lock();
             core.sync_log()?;
-            let running = core.background_syncs.as_mut().map(std::mem::take);
-            (running.unwrap_or_default(), core.log.path().to_owned())
+            core.background_syncs.as_mut().map(std::mem::take)
         };
         let mut first = Ok(());
-        for sync in running {
-            let done = sync.await.unwrap_or_else(|e| {
-                Err(StoreError::Io {
-                    path: path.clone(),
-                    source: std::io::Error::other(e),
-                })
-            });
+        for sync in running.unwrap_or_default() {
+            let done = sync.done().await;
             if first.is_ok() {
                 first = done;
             }
@@ -209,17 +215,13 @@ impl Session {
     /// Starts a sync of everything the log was given on the blocking pool and returns it to be
     /// waited for (`None`: nothing to sync, or a log synced in the background anyway, which
     /// [`Self::durable`] waits for).
-    pub fn start_sync(&self) -> Result<Option<PendingSync>, StoreError> {
+    pub fn start_sync(&self) -> Result<Option<RunningSync>, StoreError> {
         let mut core = self.lock();
         if core.background_syncs.is_some() {
             core.sync_log()?;
             return Ok(None);
         }
-        let path = core.log.path().to_owned();
-        Ok(core.log.take_sync()?.map(|pending| PendingSync {
-            sync: tokio::task::spawn_blocking(move || pending.run()),
-            path,
-        }))
+        core.start_sync()
     }
 
     /// Gives the log's descriptor (and OS lock) back until the next write.

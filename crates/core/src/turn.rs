@@ -383,9 +383,9 @@ async fn request_loop(
     let mut after_text = false;
     let mut stop_continues = 0;
     // Tool results recorded and not yet synced: their sync runs while the next request is
-    // built and sent (a request changes nothing). The response's own sync covers them too
-    // (the log is one file, appended in order), and its failure, if any, ends the turn before
-    // the next tool call runs.
+    // built and sent (a request changes nothing). The next sync (before the response's tool
+    // calls run, or the turn's end) covers them too: the log is one file, appended in order.
+    // A failure of theirs ends the turn before another tool call runs.
     let mut results_unsynced = false;
     for request in 0..limits.max_requests {
         // A subagent's last request offers no tools: it must answer with what it has.
@@ -440,6 +440,8 @@ async fn request_loop(
                 StopKind::Refusal => StopReason::Refusal,
             }));
         }
+        // The calls are durable before they run.
+        rec.sync()?;
         if let Some(outcome) = dispatch::run_all(rec, env, &calls, cancel).await? {
             return Ok(outcome);
         }

@@ -146,7 +146,7 @@ impl Recorder {
     }
 
     /// Starts a sync without waiting for it ([`crate::session::Session::start_sync`]).
-    pub fn start_sync(&self) -> Result<Option<crate::session::PendingSync>, StoreError> {
+    pub fn start_sync(&self) -> Result<Option<crate::session::RunningSync>, StoreError> {
         self.session.start_sync()
     }
 

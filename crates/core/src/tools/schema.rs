@@ -17,19 +17,11 @@ pub(crate) fn input_schema<T: JsonSchema + 'static>() -> Value {
     use std::collections::HashMap;
     use std::sync::{LazyLock, Mutex, PoisonError};
     static MADE: LazyLock<Mutex<HashMap<TypeId, Value>>> = LazyLock::new(Default::default);
-    let key = TypeId::of::<T>();
-    if let Some(schema) = MADE
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-    {
-        return schema.clone();
-    }
-    let schema = derive::<T>();
     MADE.lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .insert(key, schema.clone());
-    schema
+        .entry(TypeId::of::<T>())
+        .or_insert_with(derive::<T>)
+        .clone()
 }
 
 fn derive<T: JsonSchema>() -> Value {

@@ -81,13 +81,8 @@ pub(super) async fn model_call(
         content: response.content.as_slice().into(),
     })?;
     record_usage(rec, info, &response.usage, response.usage.context_tokens()).await?;
-    // A response that calls tools is durable before they run. A final answer is made durable
-    // with the turn's end, one sync for both, before the prompt is answered.
-    let calls_tools =
-        (response.content.iter()).any(|p| matches!(p, AssistantPart::ToolCall { .. }));
-    if calls_tools {
-        rec.sync()?;
-    }
+    // Not synced here: the turn syncs a response that calls tools before they run, and a final
+    // answer with the turn's end (one sync for both).
     Ok(Streamed::Response(response))
 }
 
