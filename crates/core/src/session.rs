@@ -45,6 +45,9 @@ struct SessionCore {
     /// `Some` for a log synced in the background ([`Session::sync_in_background`]): the syncs
     /// started and not yet waited for.
     background_syncs: Option<Vec<RunningSync>>,
+    /// The sync of the last response's `task` calls, which their children wait for before
+    /// anything of theirs acts ([`Recorder::calls_durable`]).
+    calls_sync: Option<SharedSync>,
 }
 
 impl SessionCore {
@@ -95,6 +98,34 @@ impl RunningSync {
             })
         })
     }
+
+    /// The same sync, for several waiters.
+    fn shared(self) -> SharedSync {
+        let path = self.path.clone();
+        let sync = async move { self.done().await.map_err(Arc::new) };
+        SharedSync {
+            sync: futures::FutureExt::shared(Box::pin(sync)),
+            path,
+        }
+    }
+}
+
+/// A sync that several tasks wait for: a response's `task` calls, made durable while their
+/// children start.
+#[derive(Clone)]
+pub(crate) struct SharedSync {
+    sync: futures::future::Shared<futures::future::BoxFuture<'static, Result<(), Arc<StoreError>>>>,
+    path: std::path::PathBuf,
+}
+
+impl SharedSync {
+    /// Waits for the sync (at once when it is over); its failure is the log's.
+    pub async fn done(self) -> Result<(), StoreError> {
+        self.sync.await.map_err(|e| StoreError::Io {
+            path: self.path,
+            source: std::io::Error::other(e.to_string()),
+        })
+    }
 }
 
 /// The owner's handle on an open session: its task's, and no one else's (it is not `Clone`;
@@ -123,6 +154,7 @@ impl Session {
                 nested_instructions: Default::default(),
                 turn_usage: Default::default(),
                 background_syncs: None,
+                calls_sync: None,
             })),
         }
     }
@@ -224,6 +256,25 @@ impl Session {
         core.start_sync()
     }
 
+    /// Starts a sync of a response's `task` calls without waiting for it: their children wait
+    /// for it ([`Self::calls_sync`]) before anything of theirs acts. A log synced in the
+    /// background starts one more of its background syncs instead.
+    pub fn start_calls_sync(&self) -> Result<(), StoreError> {
+        let mut core = self.lock();
+        if core.background_syncs.is_some() {
+            return core.sync_log();
+        }
+        if let Some(sync) = core.start_sync()? {
+            core.calls_sync = Some(sync.shared());
+        }
+        Ok(())
+    }
+
+    /// The last sync [`Self::start_calls_sync`] started (it may be over).
+    pub fn calls_sync(&self) -> Option<SharedSync> {
+        self.lock().calls_sync.clone()
+    }
+
     /// Gives the log's descriptor (and OS lock) back until the next write.
     pub fn release(&self) -> Result<(), StoreError> {
         self.lock().log.release()
@@ -265,6 +316,9 @@ fn turn_start(core: &SessionCore) -> TurnStart {
         client_prompt: s.system_prompt.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 #[cfg(test)]
 pub(crate) mod testing {

@@ -411,6 +411,9 @@ async fn request_loop(
             Streamed::Response(r) => r,
             Streamed::Stopped(outcome) => return Ok(outcome),
         };
+        // A subagent's hooks and tool calls act for its parent's `task` call: they wait until
+        // that call is durable (started below, while the child's first request went out).
+        rec.calls_durable().await?;
         after_text = crate::state::ends_in_shown_text(&response.content);
         let calls = call::calls_of(&response.content);
         if calls.is_empty() {
@@ -440,9 +443,17 @@ async fn request_loop(
                 StopKind::Refusal => StopReason::Refusal,
             }));
         }
-        // The calls are durable before they run.
-        rec.sync()?;
-        if let Some(outcome) = dispatch::run_all(rec, env, &calls, cancel).await? {
+        // The calls are durable before they act. `task` calls act only through their children,
+        // whose model requests change nothing: their sync runs while the children start, and
+        // each child waits for it before a hook or a tool call of its own runs.
+        if subagent::all_tasks(env, &calls) {
+            rec.start_calls_sync()?;
+        } else {
+            rec.sync()?;
+        }
+        let ran = dispatch::run_all(rec, env, &calls, cancel).await;
+        rec.calls_durable().await?;
+        if let Some(outcome) = ran? {
             return Ok(outcome);
         }
         results_unsynced = true;

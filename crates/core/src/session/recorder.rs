@@ -145,6 +145,29 @@ impl Recorder {
         self.session.sync()
     }
 
+    /// Starts the sync of a response's `task` calls without waiting for it
+    /// ([`crate::session::Session::start_calls_sync`]).
+    pub fn start_calls_sync(&self) -> Result<(), StoreError> {
+        self.session.start_calls_sync()
+    }
+
+    /// Waits until the `task` calls that led to this session are durable: its own last ones,
+    /// and, for a subagent's session, its parent's (and theirs). A subagent waits for this
+    /// before anything of its own acts (a hook, a tool call), and before its end is recorded,
+    /// so that the parent's call is durable before any of its effects.
+    pub async fn calls_durable(&self) -> Result<(), StoreError> {
+        let mut syncs = Vec::new();
+        let mut rec = Some(self);
+        while let Some(r) = rec {
+            syncs.extend(r.session.calls_sync());
+            rec = r.relay.as_ref().map(|relay| &relay.parent);
+        }
+        for sync in syncs {
+            sync.done().await?;
+        }
+        Ok(())
+    }
+
     /// Starts a sync without waiting for it ([`crate::session::Session::start_sync`]).
     pub fn start_sync(&self) -> Result<Option<crate::session::RunningSync>, StoreError> {
         self.session.start_sync()

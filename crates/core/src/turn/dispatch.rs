@@ -27,7 +27,7 @@ pub(super) async fn run_all(
     calls: &[Call],
     cancel: &CancellationToken,
 ) -> Result<Option<TurnOutcome>, StoreError> {
-    if calls.len() > 1 && env.subagent.is_some() && calls.iter().all(|c| c.name == subagent::NAME) {
+    if calls.len() > 1 && subagent::all_tasks(env, calls) {
         return run_at_once(rec, env, calls, cancel).await;
     }
     for (i, call) in calls.iter().enumerate() {

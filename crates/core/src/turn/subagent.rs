@@ -98,6 +98,11 @@ pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
     }
 }
 
+/// Whether a response's calls are all `task` calls that run subagents.
+pub(super) fn all_tasks(env: &CallEnv, calls: &[super::call::Call]) -> bool {
+    env.subagent.is_some() && calls.iter().all(|c| c.name == NAME)
+}
+
 /// The tools offered for the turn's next request: the turn's own, and `task` where there is a
 /// model to give a subagent.
 pub(super) fn offered(env: &CallEnv, rec: &Recorder) -> Vec<ToolSpec> {
@@ -361,10 +366,11 @@ impl Child {
         self.session.end_turn(&outcome);
         // What the child's log says is durable before the parent records the child's end (and
         // so before the task's result): the crash guarantee of a log synced in the foreground,
-        // paid once here instead of at each of the child's syncs.
-        let outcome = match self.session.durable().await {
-            Ok(()) => outcome,
-            Err(e) => super::call::log_failed(&e.to_string()),
+        // paid once here instead of at each of the child's syncs. So is the parent's call.
+        let durable = futures::future::join(self.session.durable(), rec.calls_durable()).await;
+        let outcome = match durable {
+            (Ok(()), Ok(())) => outcome,
+            (Err(e), _) | (_, Err(e)) => super::call::log_failed(&e.to_string()),
         };
         drop(running);
         self.announce(rec, false).await?;
