@@ -45,8 +45,9 @@ pub struct ModelRequest {
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    /// JSON Schema of the arguments object.
-    pub input_schema: Value,
+    /// JSON Schema of the arguments object: shared, since every model request lists the tools
+    /// and a deep copy of a schema per tool per request cost more than the rest of the list.
+    pub input_schema: Arc<Value>,
 }
 
 /// What a model stream yields.

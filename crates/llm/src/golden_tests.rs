@@ -135,12 +135,12 @@ fn two_tools() -> Vec<ToolSpec> {
         ToolSpec {
             name: "read".into(),
             description: "Read a file".into(),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}).into(),
         },
         ToolSpec {
             name: "bash".into(),
             description: "Run a command".into(),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
         },
     ]
 }

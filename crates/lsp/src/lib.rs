@@ -5,6 +5,7 @@
 //! `lsp.wait_ms`, or the edit says they were not ready.
 
 mod docs;
+mod markers;
 mod registry;
 mod rpc;
 mod server;

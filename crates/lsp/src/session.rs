@@ -43,6 +43,8 @@ pub(crate) struct Servers {
     runner: Arc<ExecRunner>,
     notices: NoticeSink,
     slots: Mutex<HashMap<(PathBuf, String), Slot>>,
+    /// The root markers the workspace's roots hold, asked before every model request.
+    markers: crate::markers::Markers,
 }
 
 /// Which server handles a file, and where.
@@ -61,6 +63,7 @@ impl Servers {
             runner,
             notices,
             slots: Mutex::default(),
+            markers: Default::default(),
         }
     }
 
@@ -381,7 +384,7 @@ impl LanguageServers for Servers {
                 let marked = def.root_markers.is_empty()
                     || roots
                         .iter()
-                        .any(|r| def.root_markers.iter().any(|m| r.join(m).exists()));
+                        .any(|r| def.root_markers.iter().any(|m| self.markers.has(r, m)));
                 marked
                     && def
                         .command

@@ -22,6 +22,8 @@ pub struct McpTool {
     server: Arc<Server>,
     /// The tool as the server described it; its `name` is the one to call.
     tool: rmcp::model::Tool,
+    /// Its arguments' schema as the model is shown it (made once: every request lists it).
+    input_schema: Arc<Value>,
     call_timeout: Duration,
 }
 
@@ -35,6 +37,7 @@ impl McpTool {
         Self {
             name,
             server,
+            input_schema: Arc::new(object_schema(&tool.input_schema)),
             tool,
             call_timeout,
         }
@@ -121,7 +124,7 @@ impl Tool for McpTool {
                 .as_deref()
                 .unwrap_or_default()
                 .to_owned(),
-            input_schema: object_schema(&self.tool.input_schema),
+            input_schema: self.input_schema.clone(),
         }
     }
 

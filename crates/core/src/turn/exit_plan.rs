@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn the_schema_is_derived_from_the_input() {
         assert_eq!(
-            crate::tools::input_schema::<super::Input>(),
+            *crate::tools::input_schema::<super::Input>(),
             json!({
                 "type": "object",
                 "properties": {"plan": {"type": "string", "description": "The plan, in markdown: what will be done, step by step."}},

@@ -69,7 +69,7 @@ pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
         codebase or exploration that would fill your context; `task` calls in one response \
         run at once."
         .to_owned();
-    let mut input_schema = crate::tools::input_schema::<Input>();
+    let mut input_schema = Value::clone(&crate::tools::input_schema::<Input>());
     if agents.is_empty() {
         if let Some(props) = input_schema
             .get_mut("properties")
@@ -94,7 +94,7 @@ pub(crate) fn spec(agents: &[AgentDef]) -> ToolSpec {
     ToolSpec {
         name: NAME.into(),
         description,
-        input_schema,
+        input_schema: input_schema.into(),
     }
 }
 
@@ -582,7 +582,7 @@ mod tests {
     #[test]
     fn the_schema_is_derived_from_the_input() {
         assert_eq!(
-            super::spec(&[]).input_schema,
+            *super::spec(&[]).input_schema,
             json!({
                 "type": "object",
                 "properties": {

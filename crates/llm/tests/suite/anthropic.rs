@@ -193,7 +193,7 @@ async fn request_shape_effort_tools_images_and_merged_user_turns() {
     req.tools = vec![ToolSpec {
         name: "read".into(),
         description: "Read a file".into(),
-        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}).into(),
     }];
     req.messages = history_with_an_image_a_foreign_thought_and_a_bad_call();
     complete(&client(API, &fake), req).await;

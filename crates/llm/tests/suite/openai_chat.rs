@@ -139,7 +139,7 @@ async fn tool_calls_reasoning_content_and_the_follow_up_request() {
     req.tools = vec![ToolSpec {
         name: "add".into(),
         description: "Add".into(),
-        input_schema: json!({"type": "object"}),
+        input_schema: json!({"type": "object"}).into(),
     }];
     let (events, response) = complete(&client, req.clone()).await;
     assert_eq!(reasoning_deltas(&events), "need both");

@@ -91,7 +91,7 @@ async fn reasoning_items_and_calls_go_back_with_their_outputs() {
     req.tools = vec![ToolSpec {
         name: "read".into(),
         description: "Read".into(),
-        input_schema: json!({"type": "object"}),
+        input_schema: json!({"type": "object"}).into(),
     }];
     let (events, response) = complete(&client, req.clone()).await;
     assert_eq!(reasoning_deltas(&events), "**Plan** read it");

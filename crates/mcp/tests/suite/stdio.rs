@@ -51,12 +51,13 @@ async fn tools_are_listed_with_mcp_names_and_schemas() {
             name: "mcp__fake__echo".into(),
             description: "Returns its text.".into(),
             input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}},
-                "required": ["text"]}),
+                "required": ["text"]})
+            .into(),
         }
     );
     // A server's schema without `type`/`properties` is made an object schema.
     assert_eq!(
-        tools[10].spec().input_schema,
+        *tools[10].spec().input_schema,
         json!({"type": "object", "properties": {}})
     );
 

@@ -125,6 +125,7 @@ impl SessionStore {
             len: 0,
             unsynced: false,
             dir_unsynced: Some(self.dir.clone()),
+            listed: !header.subagent,
         };
         let line = serde_json::to_vec(header).map_err(|e| io(std::io::Error::other(e)))?;
         writer.write_line(line)?;
@@ -160,6 +161,7 @@ impl SessionStore {
             len: loaded.valid_len,
             unsynced: false,
             dir_unsynced: None,
+            listed: !loaded.header.subagent,
         };
         Ok((writer, loaded))
     }
@@ -446,6 +448,9 @@ pub struct LogWriter {
     /// The sessions folder, when the log's directory entry is not yet durable (a log created
     /// without a sync, `durable.rs`): the next sync makes it so.
     dir_unsynced: Option<PathBuf>,
+    /// Whether listings show the session (not a subagent's): only then are its title and roots
+    /// noted beside the log for them.
+    listed: bool,
 }
 
 impl LogWriter {
@@ -464,6 +469,9 @@ impl LogWriter {
         })?;
         self.write_line(line)?;
         self.next_seq += 1;
+        if !self.listed {
+            return Ok(seq);
+        }
         if let EntryKind::Directories {
             additional_directories,
         } = &entry.kind

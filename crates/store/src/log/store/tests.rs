@@ -161,6 +161,34 @@ fn a_noted_title_is_listed_unless_a_crash_left_it_empty() {
     );
 }
 
+/// A subagent's session is never listed (its parent's card leads to it): no notes are kept
+/// beside its log, and its title still loads from the log.
+#[test]
+fn a_subagents_log_keeps_no_listing_notes() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let id = SessionId::generate();
+    let child = header(&id).subagent_of(SessionId::generate());
+    let mut w = store.create_unsynced(&child).unwrap();
+    w.append(EntryKind::Title {
+        title: "look around".into(),
+        by: None,
+    })
+    .unwrap();
+    w.append(EntryKind::Directories {
+        additional_directories: vec!["/elsewhere".into()],
+    })
+    .unwrap();
+    drop(w);
+    let path = store.path(&id);
+    assert!(!path.with_extension("title").exists());
+    assert!(!roots_path(&path).exists());
+    let (_, loaded) = store.open(&id).unwrap();
+    assert!(
+        matches!(&loaded.entries[0].kind, EntryKind::Title { title, .. } if title == "look around")
+    );
+}
+
 /// A sync taken out of the writer covers the new log's header, its folder and every line written
 /// before it was taken; what is written after it needs another one.
 #[test]
