@@ -171,7 +171,9 @@ impl Session {
     pub async fn durable(&self) -> Result<(), StoreError> {
         let running = {
             let mut core = self.lock();
-            core.sync_log()?;
+            // The last sync runs here, as a foreground log's does: the caller waits for it
+            // anyway, and the hops to the blocking pool and back cost more than they spare.
+            core.log.sync()?;
             core.background_syncs.as_mut().map(std::mem::take)
         };
         let mut first = Ok(());

@@ -46,7 +46,7 @@ pub(crate) struct CallEnv {
     pub approver: Option<Arc<dyn Approver>>,
     /// The session's mode ceiling (harness and `max_mode`).
     pub ceiling: Mode,
-    pub catalog: Catalog,
+    pub catalog: Arc<Catalog>,
     /// Keeps what the turn's tools are about to change, for `/undo`.
     pub checkpoint: Option<TurnCheckpoint>,
     /// The model `task` subagents use; `None` where there is none (no `task` tool offered).
@@ -164,7 +164,7 @@ pub(super) struct EnvParts<'a> {
     pub config: &'a Config,
     pub start: &'a TurnStart,
     pub rules: TurnRules,
-    pub catalog: Catalog,
+    pub catalog: Arc<Catalog>,
     pub force_ask: bool,
     pub model_images: bool,
     pub background: crate::background::BackgroundJobs,

@@ -40,7 +40,7 @@ pub(super) struct ExitPlan {
     /// A read-only command (`/review`) never leaves plan mode.
     read_only: bool,
     timeout: Duration,
-    catalog: Catalog,
+    catalog: Arc<Catalog>,
     /// The custom agents the user may choose (for the settings shown after the change).
     agents: Vec<(String, String)>,
 }

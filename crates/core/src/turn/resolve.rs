@@ -45,7 +45,9 @@ pub(super) struct TurnModel {
     pub origin: ModelOrigin,
     pub effort: Effort,
     pub web_search: bool,
-    pub catalog: Catalog,
+    /// Shared by the turn's environment and its subagents (a copy of the catalog's models
+    /// was most of what starting a subagent cost).
+    pub catalog: Arc<Catalog>,
 }
 
 /// Picks the turn's model (the prompt's, else the session's, else the default), checks that it
@@ -92,7 +94,7 @@ pub(super) fn model(
         web_search: options.web_search.unwrap_or(start.web_search) && info.web_search,
         info,
         origin,
-        catalog,
+        catalog: Arc::new(catalog),
     })
 }
 

@@ -44,7 +44,7 @@ fn rig() -> Rig {
         config: &config,
         start: &start,
         rules: TurnRules::load(&home, &root, &config).unwrap(),
-        catalog: Catalog::build(&config, &services.env, &Credentials::default()),
+        catalog: Catalog::build(&config, &services.env, &Credentials::default()).into(),
         force_ask: false,
         model_images: true,
         background: Default::default(),

@@ -47,7 +47,7 @@ fn model(events: Vec<Result<ModelEvent, ModelError>>) -> TurnModel {
         origin: ModelOrigin::Prompt,
         effort: Effort::Default,
         web_search: false,
-        catalog: m_catalog(),
+        catalog: m_catalog().into(),
     }
 }
 
@@ -62,7 +62,7 @@ fn env(session: &TestSession) -> CallEnv {
         config: &config,
         start: &start,
         rules: TurnRules::load(&home, &start.cwd, &config).unwrap(),
-        catalog: m_catalog(),
+        catalog: m_catalog().into(),
         force_ask: false,
         model_images: true,
         background: Default::default(),
