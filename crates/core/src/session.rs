@@ -277,6 +277,12 @@ impl Session {
         self.lock().calls_sync.clone()
     }
 
+    /// Takes that sync back once the calls it covered are over (a failed one must not fail the
+    /// session's later responses too).
+    pub fn take_calls_sync(&self) -> Option<SharedSync> {
+        self.lock().calls_sync.take()
+    }
+
     /// Gives the log's descriptor (and OS lock) back until the next write.
     pub fn release(&self) -> Result<(), StoreError> {
         self.lock().log.release()

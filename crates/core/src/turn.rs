@@ -452,7 +452,7 @@ async fn request_loop(
             rec.sync()?;
         }
         let ran = dispatch::run_all(rec, env, &calls, cancel).await;
-        rec.calls_durable().await?;
+        rec.end_calls_sync().await?;
         if let Some(outcome) = ran? {
             return Ok(outcome);
         }

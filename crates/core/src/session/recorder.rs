@@ -168,6 +168,15 @@ impl Recorder {
         Ok(())
     }
 
+    /// Waits for the sync of this session's last `task` calls, once they have run, and lets it
+    /// go: its failure is this response's, not a later one's.
+    pub async fn end_calls_sync(&self) -> Result<(), StoreError> {
+        match self.session.take_calls_sync() {
+            Some(sync) => sync.done().await,
+            None => Ok(()),
+        }
+    }
+
     /// Starts a sync without waiting for it ([`crate::session::Session::start_sync`]).
     pub fn start_sync(&self) -> Result<Option<crate::session::RunningSync>, StoreError> {
         self.session.start_sync()

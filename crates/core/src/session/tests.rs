@@ -101,6 +101,15 @@ async fn a_failed_parent_sync_is_the_childs_failure_too() {
         matches!(&err, Err(e) if e.contains("disk full") && e.contains("parent.jsonl")),
         "{err:?}"
     );
+    // The parent's turn takes the failure as its own; its later responses are not failed by it.
+    let (events, _) = mpsc::channel(64);
+    let parent_rec = parent.recorder(events, Some(TurnId(2)));
+    assert!(parent_rec.end_calls_sync().await.is_err());
+    parent_rec
+        .calls_durable()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(child_rec.calls_durable().await.is_ok());
 }
 
 #[tokio::test]
