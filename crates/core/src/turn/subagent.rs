@@ -170,6 +170,11 @@ pub(crate) async fn run(
         Some(a) => agent_tools(env, a, input.tools.as_deref()),
         None => allowed_tools(env, input.tools.as_deref()),
     };
+    // Making a worktree runs git: an effect of the call, which is durable first (the parent
+    // syncs a response of `task` calls while they start).
+    if input.isolation.is_some() {
+        rec.calls_durable().await?;
+    }
     let isolated = match isolate(env, id, env.mode(rec), input.isolation.as_deref()).await {
         Ok(isolated) => isolated,
         Err(msg) => return refuse(rec, id, &msg).await,
